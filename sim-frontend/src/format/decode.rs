@@ -1,0 +1,283 @@
+//! The record decoder: turns one chunk's payload into [`Record`]s. This is the hot loop of
+//! trace reading (≥ 100 M records/s is the target), so it works on flat arrays only — the
+//! static index of each instruction comes from the previous one's fall-through or target
+//! entry, never from hashing a PC — and appends to a reused [`Batch`] without allocating
+//! per record.
+
+use super::{
+    DecodeEntry, FlowTables, H_DYN_MEM, H_HIT_SHIFT, H_MARKER, H_TAKEN, HIT_BITS, PRED_SLOTS,
+    Predictor, code, get_varint, unzigzag,
+};
+use crate::model::{Batch, BranchKind, Inst, Marker, MemAccess, NO_SIDX, Record};
+
+/// Decoding state carried from one chunk of a thread to the next.
+#[derive(Clone)]
+pub struct StreamState {
+    /// Static index the control flow implies for the next instruction.
+    pub next: u32,
+    /// Address predictor (mirrors the writer's).
+    pub pred: Predictor,
+}
+
+impl Default for StreamState {
+    fn default() -> Self {
+        StreamState {
+            next: NO_SIDX,
+            pred: Predictor::default(),
+        }
+    }
+}
+
+/// A decoding failure: byte position within the payload and what was wrong.
+pub type Fail = (usize, String);
+
+#[inline(always)]
+fn varint(p: &[u8], pos: &mut usize, what: &str) -> Result<u64, Fail> {
+    let at = *pos;
+    // Fast path: one byte.
+    if let Some(&b) = p.get(at)
+        && b < 0x80
+    {
+        *pos = at + 1;
+        return Ok(b as u64);
+    }
+    get_varint(p, pos).ok_or_else(|| (at, format!("bad or cut varint ({what})")))
+}
+
+/// Decodes the whole `payload` into `out` (appending). `limits` bound the sizes a marker may
+/// name (thread ids, section names) so that wrong data is an error here, not later.
+pub fn decode_payload(
+    flow: &FlowTables,
+    st: &mut StreamState,
+    payload: &[u8],
+    limits: &Limits,
+    out: &mut Batch,
+) -> Result<(), Fail> {
+    let entries: &[DecodeEntry] = &flow.entries;
+    let mut pos = 0usize;
+    while pos < payload.len() {
+        let at = pos;
+        let h = payload[pos];
+        pos += 1;
+        if h & H_MARKER == 0 {
+            let sidx = st.next;
+            let Some(e) = entries.get(sidx as usize) else {
+                return Err((at, "instruction record with no known current instruction (the previous one implies no successor, and no jump precedes it)".into()));
+            };
+            let mem_start = out.mem.len() as u32;
+            if h & H_DYN_MEM != 0 {
+                if h & !(H_DYN_MEM | H_TAKEN) != 0 {
+                    return Err((
+                        at,
+                        format!(
+                            "bad instruction header {h:#04x}: hit bits with an explicit operand list"
+                        ),
+                    ));
+                }
+                let n = varint(payload, &mut pos, "operand count")?;
+                if n > (payload.len() - pos) as u64 / 3 {
+                    return Err((at, format!("operand count {n} larger than the chunk")));
+                }
+                for _ in 0..n {
+                    let (Some(&size), Some(&w)) = (payload.get(pos), payload.get(pos + 1)) else {
+                        return Err((pos, "chunk ends inside a memory operand".into()));
+                    };
+                    if size == 0 || w > 1 {
+                        return Err((
+                            pos,
+                            format!("bad memory operand (size {size}, write flag {w})"),
+                        ));
+                    }
+                    pos += 2;
+                    let d = unzigzag(varint(payload, &mut pos, "address delta")?);
+                    let addr = st.pred.dyn_last.wrapping_add(d as u64);
+                    st.pred.dyn_last = addr;
+                    out.mem.push(MemAccess {
+                        addr,
+                        size,
+                        write: w == 1,
+                    });
+                }
+            } else {
+                let n = e.n_mem as usize;
+                let hit_mask = ((1u32 << n.min(HIT_BITS)) - 1) << H_HIT_SHIFT;
+                if (h as u32) & !(hit_mask | H_TAKEN as u32) != 0 {
+                    return Err((
+                        at,
+                        format!(
+                            "bad instruction header {h:#04x} for an instruction with {n} memory operands"
+                        ),
+                    ));
+                }
+                let base = e.mem_base as usize;
+                for i in 0..n {
+                    let slot = &mut st.pred.slots[(base + i) & (PRED_SLOTS - 1)];
+                    let predicted = slot.0.wrapping_add(slot.1);
+                    let addr = if i < HIT_BITS && (h >> (H_HIT_SHIFT + i as u32)) & 1 != 0 {
+                        predicted
+                    } else {
+                        let d = unzigzag(varint(payload, &mut pos, "address delta")?);
+                        let a = predicted.wrapping_add(d as u64);
+                        slot.1 = a.wrapping_sub(slot.0);
+                        a
+                    };
+                    slot.0 = addr;
+                    let spec = flow.specs[base + i];
+                    out.mem.push(MemAccess {
+                        addr,
+                        size: spec.size,
+                        write: spec.write,
+                    });
+                }
+            }
+            let taken_bit = h & H_TAKEN != 0;
+            let (taken, next) = match e.branch {
+                BranchKind::None => {
+                    if taken_bit {
+                        return Err((at, "taken bit on a non-branch instruction".into()));
+                    }
+                    (false, e.fallthrough)
+                }
+                BranchKind::Conditional => {
+                    if taken_bit {
+                        // A target outside the table decodes as "successor unknown": the
+                        // writer then put a jump before the next instruction.
+                        (true, e.target)
+                    } else {
+                        (false, e.fallthrough)
+                    }
+                }
+                BranchKind::DirectJump | BranchKind::DirectCall => {
+                    if taken_bit {
+                        return Err((at, "taken bit on an unconditional branch".into()));
+                    }
+                    (true, e.target)
+                }
+                BranchKind::IndirectJump | BranchKind::IndirectCall | BranchKind::Return => {
+                    if taken_bit {
+                        return Err((at, "taken bit on an unconditional branch".into()));
+                    }
+                    let t = varint(payload, &mut pos, "indirect target")?;
+                    if t > entries.len() as u64 {
+                        return Err((at, format!("indirect target index {} out of range", t - 1)));
+                    }
+                    (true, if t == 0 { NO_SIDX } else { (t - 1) as u32 })
+                }
+            };
+            st.next = next;
+            out.records.push(Record::Inst(Inst {
+                sidx,
+                taken,
+                next,
+                mem_start,
+                mem_len: out.mem.len() as u32 - mem_start,
+            }));
+        } else {
+            let c = h & !H_MARKER;
+            let mut arg = |what: &str| varint(payload, &mut pos, what);
+            let m = match c {
+                code::THREAD_START => Marker::ThreadStart,
+                code::THREAD_END => Marker::ThreadEnd,
+                code::ROI_BEGIN => Marker::RoiBegin,
+                code::ROI_END => Marker::RoiEnd,
+                code::BARRIER => {
+                    let id = arg("barrier id")?;
+                    let p = arg("barrier participants")?;
+                    if p == 0 || p > limits.max_participants {
+                        return Err((
+                            at,
+                            format!(
+                                "barrier with {p} participants (trace has {} threads)",
+                                limits.max_participants
+                            ),
+                        ));
+                    }
+                    Marker::Barrier {
+                        id,
+                        participants: p as u32,
+                    }
+                }
+                code::MUTEX_LOCK => Marker::MutexLock {
+                    addr: arg("mutex address")?,
+                },
+                code::MUTEX_UNLOCK => Marker::MutexUnlock {
+                    addr: arg("mutex address")?,
+                },
+                code::COND_WAIT => Marker::CondWait {
+                    cond: arg("condition address")?,
+                    mutex: arg("mutex address")?,
+                },
+                code::COND_SIGNAL => Marker::CondSignal {
+                    cond: arg("condition address")?,
+                },
+                code::COND_BROADCAST => Marker::CondBroadcast {
+                    cond: arg("condition address")?,
+                },
+                code::CREATE | code::JOIN => {
+                    let child = arg("child thread")?;
+                    if child >= limits.threads {
+                        return Err((
+                            at,
+                            format!(
+                                "create/join names thread {child}, but the trace has {} threads",
+                                limits.threads
+                            ),
+                        ));
+                    }
+                    let child = child as u32;
+                    if c == code::CREATE {
+                        Marker::ThreadCreate { child }
+                    } else {
+                        Marker::ThreadJoin { child }
+                    }
+                }
+                code::SECTION_BEGIN | code::SECTION_END => {
+                    let name = arg("section name")?;
+                    if name >= limits.sections {
+                        return Err((
+                            at,
+                            format!(
+                                "section name index {name} out of range ({} names)",
+                                limits.sections
+                            ),
+                        ));
+                    }
+                    let name = name as u32;
+                    if c == code::SECTION_BEGIN {
+                        Marker::SectionBegin { name }
+                    } else {
+                        Marker::SectionEnd { name }
+                    }
+                }
+                code::JUMP => {
+                    let t = arg("jump target")?;
+                    if t >= entries.len() as u64 {
+                        return Err((
+                            at,
+                            format!(
+                                "jump to static index {t}, but the table has {}",
+                                entries.len()
+                            ),
+                        ));
+                    }
+                    st.next = t as u32;
+                    continue;
+                }
+                _ => return Err((at, format!("unknown marker code {c:#04x}"))),
+            };
+            out.records.push(Record::Marker(m));
+        }
+    }
+    Ok(())
+}
+
+/// Bounds that markers are checked against.
+#[derive(Debug, Clone, Copy)]
+pub struct Limits {
+    /// Number of threads in the trace.
+    pub threads: u64,
+    /// Largest barrier participant count accepted.
+    pub max_participants: u64,
+    /// Number of section names.
+    pub sections: u64,
+}

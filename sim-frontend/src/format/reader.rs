@@ -1,0 +1,468 @@
+//! Opens a trace and streams each thread's records in bounded memory: one chunk (≤ 64 KiB of
+//! payload as written) per stream at a time, or a few more with read-ahead.
+//!
+//! Opening checks the prologue, the trailer and the tables; each chunk is checked (magic,
+//! thread, length, CRC-32) before it is decoded, and the totals are checked at the end of a
+//! stream, so a damaged trace is reported — with file, thread and byte offset — rather than
+//! simulated. When the trailer is missing (the usual sign of a truncated file) the chunks are
+//! scanned from the start to say where the data stops.
+
+use std::fs::File;
+use std::os::unix::fs::FileExt;
+use std::path::{Path, PathBuf};
+
+use crossbeam_channel::{Receiver, Sender, bounded};
+
+use super::decode::{Limits, StreamState, decode_payload};
+use super::tables::{self, ThreadDir};
+use super::{
+    CHUNK_HEADER_LEN, CHUNK_MAGIC, CHUNK_MAX, FlowTables, MAGIC, PROLOGUE_LEN, TRAILER_LEN,
+    TRAILER_MAGIC, VERSION,
+};
+use crate::error::TraceError;
+use crate::model::{Batch, Program, TraceMeta};
+
+/// An open trace: its header, tables and thread directory. Streams borrow it.
+pub struct Trace {
+    path: PathBuf,
+    /// Header metadata.
+    pub meta: TraceMeta,
+    /// Static instructions and source map.
+    pub program: Program,
+    /// Per-thread stream directory.
+    pub threads: Vec<ThreadDir>,
+    flow: FlowTables,
+    tables_off: u64,
+    limits: Limits,
+}
+
+fn read_at(
+    file: &File,
+    path: &Path,
+    off: u64,
+    buf: &mut [u8],
+    what: &str,
+) -> Result<(), TraceError> {
+    file.read_exact_at(buf, off)
+        .map_err(|e| TraceError::io(path, off, &format!("cannot read {what}"), e))
+}
+
+fn le_u32(b: &[u8]) -> u32 {
+    u32::from_le_bytes(b[..4].try_into().expect("4 bytes"))
+}
+
+fn le_u64(b: &[u8]) -> u64 {
+    u64::from_le_bytes(b[..8].try_into().expect("8 bytes"))
+}
+
+impl Trace {
+    /// Opens and validates a trace file.
+    pub fn open(path: &Path) -> Result<Trace, TraceError> {
+        let file = File::open(path).map_err(|e| TraceError::io(path, 0, "cannot open trace", e))?;
+        let len = file
+            .metadata()
+            .map_err(|e| TraceError::io(path, 0, "cannot stat trace", e))?
+            .len();
+        if len < PROLOGUE_LEN {
+            return Err(TraceError::at(
+                path,
+                None,
+                len,
+                format!(
+                    "file is only {len} bytes; a trace starts with a {PROLOGUE_LEN}-byte prologue (empty or truncated file?)"
+                ),
+            ));
+        }
+        let mut pro = [0u8; 16];
+        read_at(&file, path, 0, &mut pro, "prologue")?;
+        if &pro[0..8] != MAGIC {
+            return Err(TraceError::at(
+                path,
+                None,
+                0,
+                format!(
+                    "not an isim trace: the file starts with {:?}, expected {:?}",
+                    String::from_utf8_lossy(&pro[0..8]),
+                    String::from_utf8_lossy(MAGIC)
+                ),
+            ));
+        }
+        let version = u16::from_le_bytes([pro[8], pro[9]]);
+        if version > VERSION {
+            return Err(TraceError::at(
+                path,
+                None,
+                8,
+                format!(
+                    "trace format version {version} is newer than this isim reads (version {VERSION}); upgrade isim"
+                ),
+            ));
+        }
+        if version == 0 {
+            return Err(TraceError::at(
+                path,
+                None,
+                8,
+                "trace format version 0 does not exist",
+            ));
+        }
+        if crc32fast::hash(&pro[0..12]) != le_u32(&pro[12..16]) {
+            return Err(TraceError::at(
+                path,
+                None,
+                12,
+                "prologue checksum mismatch (damaged header)",
+            ));
+        }
+        let flags = u16::from_le_bytes([pro[10], pro[11]]);
+        if flags != 0 {
+            return Err(TraceError::at(
+                path,
+                None,
+                10,
+                format!("unknown prologue flags {flags:#x}"),
+            ));
+        }
+        if len < PROLOGUE_LEN + TRAILER_LEN {
+            return Err(diagnose_truncation(&file, path, len));
+        }
+        let mut tr = [0u8; 32];
+        read_at(&file, path, len - TRAILER_LEN, &mut tr, "trailer")?;
+        if &tr[0..8] != TRAILER_MAGIC || crc32fast::hash(&tr[0..28]) != le_u32(&tr[28..32]) {
+            return Err(diagnose_truncation(&file, path, len));
+        }
+        let tables_off = le_u64(&tr[8..16]);
+        let tables_len = le_u64(&tr[16..24]);
+        let tables_crc = le_u32(&tr[24..28]);
+        if tables_off < PROLOGUE_LEN
+            || tables_off.checked_add(tables_len) != Some(len - TRAILER_LEN)
+        {
+            return Err(TraceError::at(
+                path,
+                None,
+                len - TRAILER_LEN + 8,
+                format!(
+                    "trailer places the tables at {tables_off}+{tables_len}, which does not end where the trailer starts ({})",
+                    len - TRAILER_LEN
+                ),
+            ));
+        }
+        let mut body = vec![0u8; tables_len as usize];
+        read_at(&file, path, tables_off, &mut body, "tables")?;
+        if crc32fast::hash(&body) != tables_crc {
+            return Err(TraceError::at(
+                path,
+                None,
+                tables_off,
+                "tables checksum mismatch (damaged trace tables)",
+            ));
+        }
+        let t = tables::decode(&body, tables_off)
+            .map_err(|(pos, msg)| TraceError::at(path, None, tables_off + pos as u64, msg))?;
+        let flow = FlowTables::build(&t.program);
+        let n = t.threads.len() as u64;
+        Ok(Trace {
+            path: path.to_path_buf(),
+            meta: t.meta,
+            limits: Limits {
+                threads: n,
+                max_participants: n,
+                sections: t.program.source.sections.len() as u64,
+            },
+            program: t.program,
+            threads: t.threads,
+            flow,
+            tables_off,
+        })
+    }
+
+    /// The file this trace was read from.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// Number of threads.
+    pub fn thread_count(&self) -> u32 {
+        self.threads.len() as u32
+    }
+
+    /// Control-flow tables (for consumers that follow `sidx`s themselves).
+    pub fn flow(&self) -> &FlowTables {
+        &self.flow
+    }
+
+    fn check_tid(&self, tid: u32) -> Result<&ThreadDir, TraceError> {
+        self.threads.get(tid as usize).ok_or_else(|| {
+            TraceError::at(
+                &self.path,
+                Some(tid),
+                0,
+                format!(
+                    "no thread {tid}: the trace has {} threads",
+                    self.threads.len()
+                ),
+            )
+        })
+    }
+
+    /// A stream over thread `tid` reading chunks on demand.
+    pub fn stream(&self, tid: u32) -> Result<ThreadStream<'_>, TraceError> {
+        self.check_tid(tid)?;
+        let file = File::open(&self.path)
+            .map_err(|e| TraceError::io(&self.path, 0, "cannot open trace", e))?;
+        Ok(self.make_stream(tid, Source::Direct(file)))
+    }
+
+    /// A stream over thread `tid` whose chunks are read and checked `depth` ahead by a
+    /// background thread (useful when the file is not in the page cache).
+    pub fn stream_readahead(&self, tid: u32, depth: usize) -> Result<ThreadStream<'_>, TraceError> {
+        let dir = self.check_tid(tid)?;
+        let file = File::open(&self.path)
+            .map_err(|e| TraceError::io(&self.path, 0, "cannot open trace", e))?;
+        let (tx, rx) = bounded(depth.max(1));
+        let (recycle_tx, recycle_rx) = bounded::<Vec<u8>>(depth.max(1) + 2);
+        let chunks = dir.chunks.clone();
+        let path = self.path.clone();
+        let tables_off = self.tables_off;
+        std::thread::spawn(move || {
+            for off in chunks {
+                let mut buf = recycle_rx.try_recv().unwrap_or_default();
+                let r = read_chunk(&file, &path, tid, off, tables_off, &mut buf).map(|n| (n, buf));
+                let failed = r.is_err();
+                if tx.send(r).is_err() || failed {
+                    return;
+                }
+            }
+        });
+        Ok(self.make_stream(
+            tid,
+            Source::Ahead {
+                rx,
+                recycle: recycle_tx,
+            },
+        ))
+    }
+
+    fn make_stream(&self, tid: u32, source: Source) -> ThreadStream<'_> {
+        ThreadStream {
+            trace: self,
+            tid,
+            next_chunk: 0,
+            source,
+            state: StreamState::default(),
+            buf: Vec::new(),
+            records: 0,
+            instructions: 0,
+        }
+    }
+}
+
+/// Reads and checks one chunk into `buf`; returns its record count.
+fn read_chunk(
+    file: &File,
+    path: &Path,
+    tid: u32,
+    off: u64,
+    tables_off: u64,
+    buf: &mut Vec<u8>,
+) -> Result<u32, TraceError> {
+    let err = |at: u64, msg: String| TraceError::at(path, Some(tid), at, msg);
+    if off + CHUNK_HEADER_LEN > tables_off {
+        return Err(err(
+            off,
+            format!("chunk header at {off} overlaps the tables at {tables_off}"),
+        ));
+    }
+    let mut h = [0u8; 20];
+    read_at(file, path, off, &mut h, "chunk header").map_err(|mut e| {
+        e.thread = Some(tid);
+        e
+    })?;
+    if &h[0..4] != CHUNK_MAGIC {
+        return Err(err(
+            off,
+            "no chunk header where the directory says a chunk starts".into(),
+        ));
+    }
+    let owner = le_u32(&h[4..8]);
+    let plen = le_u32(&h[8..12]);
+    let count = le_u32(&h[12..16]);
+    if owner != tid {
+        return Err(err(
+            off + 4,
+            format!("chunk belongs to thread {owner}, but the directory lists it for thread {tid}"),
+        ));
+    }
+    if plen > CHUNK_MAX || off + CHUNK_HEADER_LEN + plen as u64 > tables_off {
+        return Err(err(
+            off + 8,
+            format!("chunk payload length {plen} runs past the chunk area (ends at {tables_off})"),
+        ));
+    }
+    buf.resize(plen as usize, 0);
+    read_at(file, path, off + CHUNK_HEADER_LEN, buf, "chunk payload")?;
+    let mut crc = crc32fast::Hasher::new();
+    crc.update(&h[0..16]);
+    crc.update(buf);
+    if crc.finalize() != le_u32(&h[16..20]) {
+        return Err(err(off, "chunk checksum mismatch (damaged data)".into()));
+    }
+    Ok(count)
+}
+
+/// Scans chunk headers from the start of the file to say where a trace without a valid
+/// trailer stops.
+fn diagnose_truncation(file: &File, path: &Path, len: u64) -> TraceError {
+    let mut off = PROLOGUE_LEN;
+    let mut last: Option<u32> = None;
+    loop {
+        if off == len {
+            return TraceError::at(
+                path,
+                last,
+                len,
+                format!(
+                    "file ends right after a complete chunk{}; the tables and trailer are missing (truncated trace?)",
+                    last.map(|t| format!(" of thread {t}")).unwrap_or_default()
+                ),
+            );
+        }
+        let mut h = [0u8; 20];
+        let avail = ((len - off) as usize).min(20);
+        if let Err(e) = read_at(file, path, off, &mut h[..avail], "chunk header") {
+            return e;
+        }
+        if avail < 4 || &h[0..4] != CHUNK_MAGIC {
+            if avail < 4 && CHUNK_MAGIC.starts_with(&h[..avail]) {
+                return TraceError::at(
+                    path,
+                    last,
+                    len,
+                    format!("file ends inside a chunk header at byte {off} (truncated trace)"),
+                );
+            }
+            return TraceError::at(
+                path,
+                None,
+                len,
+                format!(
+                    "the trailer is missing or damaged: the file ends at byte {len} inside the trace tables, which start at byte {off} (truncated trace?)"
+                ),
+            );
+        }
+        if avail < 20 {
+            let tid = (avail >= 8).then(|| le_u32(&h[4..8]));
+            return TraceError::at(
+                path,
+                tid.or(last),
+                len,
+                format!("file ends inside the chunk header at byte {off} (truncated trace)"),
+            );
+        }
+        let tid = le_u32(&h[4..8]);
+        let plen = le_u32(&h[8..12]) as u64;
+        let end = off + CHUNK_HEADER_LEN + plen;
+        if end > len {
+            return TraceError::at(
+                path,
+                Some(tid),
+                off,
+                format!(
+                    "chunk of thread {tid} at byte {off} is cut: it needs {plen} payload bytes, but the file ends at byte {len} (truncated trace)"
+                ),
+            );
+        }
+        last = Some(tid);
+        off = end;
+    }
+}
+
+enum Source {
+    Direct(File),
+    Ahead {
+        rx: Receiver<Result<(u32, Vec<u8>), TraceError>>,
+        recycle: Sender<Vec<u8>>,
+    },
+}
+
+/// One thread's records, decoded a chunk at a time.
+pub struct ThreadStream<'a> {
+    trace: &'a Trace,
+    tid: u32,
+    next_chunk: usize,
+    source: Source,
+    state: StreamState,
+    buf: Vec<u8>,
+    records: u64,
+    instructions: u64,
+}
+
+impl ThreadStream<'_> {
+    /// The thread this stream reads.
+    pub fn thread(&self) -> u32 {
+        self.tid
+    }
+
+    /// Replaces `batch`'s contents with the next chunk's records. Returns `Ok(false)` at the
+    /// end of the stream (after checking the stream's totals against the directory).
+    pub fn next_batch(&mut self, batch: &mut Batch) -> Result<bool, TraceError> {
+        batch.clear();
+        let tr = self.trace;
+        let dir = &tr.threads[self.tid as usize];
+        let Some(&off) = dir.chunks.get(self.next_chunk) else {
+            if self.records != dir.records || self.instructions != dir.instructions {
+                return Err(TraceError::at(
+                    &tr.path,
+                    Some(self.tid),
+                    tr.tables_off,
+                    format!(
+                        "stream holds {} records ({} instructions) but the directory says {} ({})",
+                        self.records, self.instructions, dir.records, dir.instructions
+                    ),
+                ));
+            }
+            return Ok(false);
+        };
+        self.next_chunk += 1;
+        let count = match &mut self.source {
+            Source::Direct(f) => {
+                read_chunk(f, &tr.path, self.tid, off, tr.tables_off, &mut self.buf)?
+            }
+            Source::Ahead { rx, recycle } => {
+                let (n, buf) = rx.recv().map_err(|_| {
+                    TraceError::at(
+                        &tr.path,
+                        Some(self.tid),
+                        off,
+                        "read-ahead thread stopped unexpectedly",
+                    )
+                })??;
+                let old = std::mem::replace(&mut self.buf, buf);
+                let _ = recycle.try_send(old);
+                n
+            }
+        };
+        let payload_off = off + CHUNK_HEADER_LEN;
+        decode_payload(&tr.flow, &mut self.state, &self.buf, &tr.limits, batch).map_err(
+            |(pos, msg)| TraceError::at(&tr.path, Some(self.tid), payload_off + pos as u64, msg),
+        )?;
+        if batch.records.len() as u64 != count as u64 {
+            return Err(TraceError::at(
+                &tr.path,
+                Some(self.tid),
+                off + 12,
+                format!(
+                    "chunk header says {count} records, the payload holds {}",
+                    batch.records.len()
+                ),
+            ));
+        }
+        self.records += count as u64;
+        self.instructions += batch
+            .records
+            .iter()
+            .filter(|r| matches!(r, crate::model::Record::Inst(_)))
+            .count() as u64;
+        Ok(true)
+    }
+}

@@ -1,0 +1,378 @@
+//! Writes trace format v1. Producers (generators, importers, the tracer) declare static
+//! instructions, then hand over each thread's dynamic instructions and markers in program
+//! order; the writer decides what is implied and what must be spelled out.
+//!
+//! The output goes to `<path>.partial` and is renamed to `<path>` only by [`TraceWriter::finish`],
+//! so a producer that fails or is killed never leaves a file that looks like a complete trace.
+
+use std::collections::HashMap;
+use std::fs::File;
+use std::io::{BufWriter, Write};
+use std::path::{Path, PathBuf};
+
+use super::tables::{self, Tables, ThreadDir};
+use super::{
+    CHUNK_MAGIC, CHUNK_TARGET, H_DYN_MEM, H_HIT_SHIFT, H_MARKER, H_TAKEN, HIT_BITS, MAGIC,
+    PRED_SLOTS, Predictor, TRAILER_MAGIC, VERSION, code, put_varint, zigzag,
+};
+use crate::error::TraceError;
+use crate::model::{BranchKind, Marker, MemAccess, Program, SrcLoc, StaticInst, TraceMeta};
+
+/// Highest thread id a writer accepts (a guard against a garbage id allocating gigabytes).
+pub const MAX_THREADS: u32 = 1 << 20;
+
+#[derive(Default)]
+struct ThreadEnc {
+    buf: Vec<u8>,
+    chunk_records: u32,
+    dir: ThreadDir,
+    pred: Predictor,
+    /// PC that the control flow of the last instruction implies, if any.
+    expected_pc: Option<u64>,
+    /// The last record is an indirect branch whose target varint is not yet written.
+    pending_indirect: bool,
+}
+
+/// Streams a trace to disk. See the module docs.
+pub struct TraceWriter {
+    path: PathBuf,
+    tmp: PathBuf,
+    out: Option<BufWriter<File>>,
+    offset: u64,
+    meta: TraceMeta,
+    program: Program,
+    by_pc: HashMap<u64, u32>,
+    mem_base: Vec<u32>,
+    n_specs: u32,
+    threads: Vec<ThreadEnc>,
+}
+
+impl TraceWriter {
+    /// Creates `<path>.partial` and writes the prologue.
+    pub fn create(path: &Path, meta: TraceMeta) -> Result<TraceWriter, TraceError> {
+        let mut tmp = path.as_os_str().to_owned();
+        tmp.push(".partial");
+        let tmp = PathBuf::from(tmp);
+        let f = File::create(&tmp).map_err(|e| TraceError::io(path, 0, "cannot create", e))?;
+        let mut w = TraceWriter {
+            path: path.to_path_buf(),
+            tmp,
+            out: Some(BufWriter::with_capacity(1 << 20, f)),
+            offset: 0,
+            meta,
+            program: Program::default(),
+            by_pc: HashMap::new(),
+            mem_base: Vec::new(),
+            n_specs: 0,
+            threads: Vec::new(),
+        };
+        let mut pro = Vec::with_capacity(16);
+        pro.extend_from_slice(MAGIC);
+        pro.extend_from_slice(&VERSION.to_le_bytes());
+        pro.extend_from_slice(&0u16.to_le_bytes());
+        let crc = crc32fast::hash(&pro);
+        pro.extend_from_slice(&crc.to_le_bytes());
+        w.write_raw(&pro)?;
+        Ok(w)
+    }
+
+    fn err(&self, thread: Option<u32>, msg: impl Into<String>) -> TraceError {
+        TraceError::at(&self.path, thread, self.offset, msg)
+    }
+
+    fn write_raw(&mut self, bytes: &[u8]) -> Result<(), TraceError> {
+        let out = self.out.as_mut().expect("writer used after finish");
+        out.write_all(bytes)
+            .map_err(|e| TraceError::io(&self.path, self.offset, "write failed", e))?;
+        self.offset += bytes.len() as u64;
+        Ok(())
+    }
+
+    /// The source map, for producers to fill in names.
+    pub fn source_mut(&mut self) -> &mut crate::model::SourceMap {
+        &mut self.program.source
+    }
+
+    /// The static table so far.
+    pub fn program(&self) -> &Program {
+        &self.program
+    }
+
+    /// Static index of the instruction at `pc`, if declared.
+    pub fn sidx_of(&self, pc: u64) -> Option<u32> {
+        self.by_pc.get(&pc).copied()
+    }
+
+    /// Declares a static instruction and returns its index. PCs must be unique.
+    pub fn add_static(&mut self, inst: StaticInst) -> Result<u32, TraceError> {
+        if self.by_pc.contains_key(&inst.pc) {
+            return Err(self.err(
+                None,
+                format!("static instruction at pc {:#x} declared twice", inst.pc),
+            ));
+        }
+        if inst.size == 0 || inst.mem.iter().any(|m| m.size == 0) {
+            return Err(self.err(
+                None,
+                format!("pc {:#x}: zero instruction or operand size", inst.pc),
+            ));
+        }
+        if inst.mem.len() > 255 || inst.srcs.len() > 255 || inst.dsts.len() > 255 {
+            return Err(self.err(None, format!("pc {:#x}: more than 255 operands", inst.pc)));
+        }
+        let sidx = self.program.insts.len() as u32;
+        self.by_pc.insert(inst.pc, sidx);
+        self.mem_base.push(self.n_specs);
+        self.n_specs += inst.mem.len() as u32;
+        self.program.insts.push(inst);
+        Ok(sidx)
+    }
+
+    fn thread(&mut self, tid: u32) -> Result<&mut ThreadEnc, TraceError> {
+        if tid >= MAX_THREADS {
+            return Err(self.err(
+                Some(tid),
+                format!("thread id {tid} exceeds the limit {MAX_THREADS}"),
+            ));
+        }
+        if self.threads.len() <= tid as usize {
+            self.threads
+                .resize_with(tid as usize + 1, ThreadEnc::default);
+        }
+        Ok(&mut self.threads[tid as usize])
+    }
+
+    /// Appends one executed instruction to thread `tid`. `taken` matters for conditional
+    /// branches only. `mem` lists the accesses in operand order; when they match the static
+    /// shape they are predicted, otherwise they are stored explicitly.
+    pub fn inst(
+        &mut self,
+        tid: u32,
+        sidx: u32,
+        taken: bool,
+        mem: &[MemAccess],
+    ) -> Result<(), TraceError> {
+        let Some(s) = self.program.insts.get(sidx as usize) else {
+            return Err(self.err(Some(tid), format!("static index {sidx} not declared")));
+        };
+        let (pc, size, branch, target) = (s.pc, s.size, s.branch, s.target);
+        let shape_matches = mem.len() == s.mem.len()
+            && mem
+                .iter()
+                .zip(&s.mem)
+                .all(|(a, m)| a.size == m.size && a.write == m.write);
+        let base = self.mem_base[sidx as usize] as usize;
+        let file_off = self.offset;
+        let path = self.path.clone();
+        let th = self.thread(tid)?;
+        if th.pending_indirect {
+            put_varint(&mut th.buf, sidx as u64 + 1);
+            th.pending_indirect = false;
+            th.expected_pc = Some(pc);
+            Self::end_record(th);
+        }
+        if th.expected_pc != Some(pc) {
+            th.buf.push(H_MARKER | code::JUMP);
+            put_varint(&mut th.buf, sidx as u64);
+        }
+        let hpos = th.buf.len();
+        th.buf.push(0);
+        let mut h = 0u8;
+        if branch == BranchKind::Conditional && taken {
+            h |= H_TAKEN;
+        }
+        if shape_matches {
+            for (i, a) in mem.iter().enumerate() {
+                let slot = &mut th.pred.slots[(base + i) & (PRED_SLOTS - 1)];
+                let predicted = slot.0.wrapping_add(slot.1);
+                if i < HIT_BITS && a.addr == predicted {
+                    h |= 1 << (H_HIT_SHIFT + i as u32);
+                } else {
+                    put_varint(&mut th.buf, zigzag(a.addr.wrapping_sub(predicted) as i64));
+                    slot.1 = a.addr.wrapping_sub(slot.0);
+                }
+                slot.0 = a.addr;
+            }
+        } else {
+            h |= H_DYN_MEM;
+            put_varint(&mut th.buf, mem.len() as u64);
+            for a in mem {
+                if a.size == 0 {
+                    return Err(TraceError::at(
+                        &path,
+                        Some(tid),
+                        file_off,
+                        "memory access of size 0",
+                    ));
+                }
+                th.buf.extend_from_slice(&[a.size, a.write as u8]);
+                put_varint(
+                    &mut th.buf,
+                    zigzag(a.addr.wrapping_sub(th.pred.dyn_last) as i64),
+                );
+                th.pred.dyn_last = a.addr;
+            }
+        }
+        th.buf[hpos] = h;
+        th.dir.instructions += 1;
+        match branch {
+            BranchKind::None => th.expected_pc = Some(pc.wrapping_add(size as u64)),
+            BranchKind::Conditional => {
+                th.expected_pc = Some(if taken {
+                    target
+                } else {
+                    pc.wrapping_add(size as u64)
+                })
+            }
+            BranchKind::DirectJump | BranchKind::DirectCall => th.expected_pc = Some(target),
+            BranchKind::IndirectJump | BranchKind::IndirectCall | BranchKind::Return => {
+                th.pending_indirect = true;
+                th.expected_pc = None;
+                return Ok(());
+            }
+        }
+        Self::end_record(th);
+        self.maybe_flush(tid)
+    }
+
+    /// Appends a marker to thread `tid`.
+    pub fn marker(&mut self, tid: u32, m: Marker) -> Result<(), TraceError> {
+        let th = self.thread(tid)?;
+        Self::close_pending(th);
+        let b = &mut th.buf;
+        let mut put = |c: u8, args: &[u64]| {
+            b.push(H_MARKER | c);
+            for &a in args {
+                put_varint(b, a);
+            }
+        };
+        match m {
+            Marker::ThreadStart => put(code::THREAD_START, &[]),
+            Marker::ThreadEnd => put(code::THREAD_END, &[]),
+            Marker::RoiBegin => put(code::ROI_BEGIN, &[]),
+            Marker::RoiEnd => put(code::ROI_END, &[]),
+            Marker::Barrier { id, participants } => put(code::BARRIER, &[id, participants as u64]),
+            Marker::MutexLock { addr } => put(code::MUTEX_LOCK, &[addr]),
+            Marker::MutexUnlock { addr } => put(code::MUTEX_UNLOCK, &[addr]),
+            Marker::CondWait { cond, mutex } => put(code::COND_WAIT, &[cond, mutex]),
+            Marker::CondSignal { cond } => put(code::COND_SIGNAL, &[cond]),
+            Marker::CondBroadcast { cond } => put(code::COND_BROADCAST, &[cond]),
+            Marker::ThreadCreate { child } => put(code::CREATE, &[child as u64]),
+            Marker::ThreadJoin { child } => put(code::JOIN, &[child as u64]),
+            Marker::SectionBegin { name } => put(code::SECTION_BEGIN, &[name as u64]),
+            Marker::SectionEnd { name } => put(code::SECTION_END, &[name as u64]),
+        }
+        Self::end_record(th);
+        self.maybe_flush(tid)
+    }
+
+    /// An indirect branch followed by something other than an instruction: its successor is
+    /// unknown (0), and the next instruction will carry an explicit jump.
+    fn close_pending(th: &mut ThreadEnc) {
+        if th.pending_indirect {
+            th.buf.push(0);
+            th.pending_indirect = false;
+            th.expected_pc = None;
+            Self::end_record(th);
+        }
+    }
+
+    fn end_record(th: &mut ThreadEnc) {
+        th.chunk_records += 1;
+        th.dir.records += 1;
+    }
+
+    fn maybe_flush(&mut self, tid: u32) -> Result<(), TraceError> {
+        if self.threads[tid as usize].buf.len() >= CHUNK_TARGET {
+            self.flush_chunk(tid)?;
+        }
+        Ok(())
+    }
+
+    fn flush_chunk(&mut self, tid: u32) -> Result<(), TraceError> {
+        let th = &mut self.threads[tid as usize];
+        if th.buf.is_empty() {
+            return Ok(());
+        }
+        let payload = std::mem::take(&mut th.buf);
+        let mut hdr = [0u8; 20];
+        hdr[0..4].copy_from_slice(CHUNK_MAGIC);
+        hdr[4..8].copy_from_slice(&tid.to_le_bytes());
+        hdr[8..12].copy_from_slice(&(payload.len() as u32).to_le_bytes());
+        hdr[12..16].copy_from_slice(&th.chunk_records.to_le_bytes());
+        let mut crc = crc32fast::Hasher::new();
+        crc.update(&hdr[0..16]);
+        crc.update(&payload);
+        hdr[16..20].copy_from_slice(&crc.finalize().to_le_bytes());
+        th.chunk_records = 0;
+        th.dir.chunks.push(self.offset);
+        self.write_raw(&hdr)?;
+        self.write_raw(&payload)?;
+        let th = &mut self.threads[tid as usize];
+        th.buf = payload;
+        th.buf.clear();
+        Ok(())
+    }
+
+    /// Flushes every stream, writes the tables and trailer, and renames the file into place.
+    pub fn finish(mut self) -> Result<(), TraceError> {
+        let nf = self.program.source.functions.len();
+        let nfile = self.program.source.files.len();
+        for s in &self.program.insts {
+            let bad = |i: u32, n: usize| i != SrcLoc::UNKNOWN && i as usize >= n;
+            if bad(s.loc.function, nf) || bad(s.loc.file, nfile) {
+                return Err(self.err(
+                    None,
+                    format!(
+                        "pc {:#x}: source location names a missing function or file",
+                        s.pc
+                    ),
+                ));
+            }
+        }
+        for tid in 0..self.threads.len() as u32 {
+            Self::close_pending(&mut self.threads[tid as usize]);
+            self.flush_chunk(tid)?;
+        }
+        let t = Tables {
+            meta: std::mem::take(&mut self.meta),
+            threads: self.threads.iter().map(|t| t.dir.clone()).collect(),
+            program: std::mem::take(&mut self.program),
+        };
+        let body = tables::encode(&t);
+        let tables_off = self.offset;
+        self.write_raw(&body)?;
+        let mut tr = Vec::with_capacity(32);
+        tr.extend_from_slice(TRAILER_MAGIC);
+        tr.extend_from_slice(&tables_off.to_le_bytes());
+        tr.extend_from_slice(&(body.len() as u64).to_le_bytes());
+        tr.extend_from_slice(&crc32fast::hash(&body).to_le_bytes());
+        let crc = crc32fast::hash(&tr);
+        tr.extend_from_slice(&crc.to_le_bytes());
+        self.write_raw(&tr)?;
+        let out = self.out.take().expect("finish called once");
+        let f = out
+            .into_inner()
+            .map_err(|e| TraceError::io(&self.path, self.offset, "flush failed", e.into_error()))?;
+        f.sync_all()
+            .map_err(|e| TraceError::io(&self.path, self.offset, "sync failed", e))?;
+        std::fs::rename(&self.tmp, &self.path).map_err(|e| {
+            TraceError::io(
+                &self.path,
+                0,
+                "cannot move the finished trace into place",
+                e,
+            )
+        })?;
+        Ok(())
+    }
+}
+
+impl Drop for TraceWriter {
+    fn drop(&mut self) {
+        if self.out.take().is_some() {
+            // Not finished: remove the partial file so nothing looks complete.
+            let _ = std::fs::remove_file(&self.tmp);
+        }
+    }
+}

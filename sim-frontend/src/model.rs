@@ -1,0 +1,447 @@
+//! The trace model: what a trace says about a program, independent of how it is stored.
+//!
+//! A trace is a *program* (the static instruction table plus its source map) and one dynamic
+//! stream per thread. Static instructions are referred to by their dense index (`sidx`) in the
+//! table, never by hashing a PC on the hot path: the decoder follows control flow through
+//! precomputed fall-through and branch-target indices.
+
+use std::fmt;
+
+/// Sentinel static index meaning "no instruction" (e.g. no successor is known).
+pub const NO_SIDX: u32 = u32::MAX;
+
+/// The operation class of a static instruction; the timing model keys latencies on it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+#[repr(u8)]
+pub enum OpClass {
+    /// Integer add/sub/logic/shift/move.
+    IntAlu = 0,
+    /// Integer multiply.
+    IntMul = 1,
+    /// Integer divide.
+    IntDiv = 2,
+    /// Floating-point add/sub/convert.
+    FpAdd = 3,
+    /// Floating-point multiply (and fused multiply-add).
+    FpMul = 4,
+    /// Floating-point divide and square root.
+    FpDiv = 5,
+    /// An instruction whose main work is a memory read.
+    Load = 6,
+    /// An instruction whose main work is a memory write.
+    Store = 7,
+    /// Conditional branch.
+    CondBranch = 8,
+    /// Unconditional direct or indirect jump.
+    Jump = 9,
+    /// Call (direct or indirect).
+    Call = 10,
+    /// Return.
+    Return = 11,
+    /// No-op and anything not classified otherwise.
+    Other = 12,
+    /// Serializing instruction (fence, cpuid, locked RMW): drains the window.
+    Serializing = 13,
+}
+
+impl OpClass {
+    /// Every class, in code order.
+    pub const ALL: [OpClass; 14] = [
+        OpClass::IntAlu,
+        OpClass::IntMul,
+        OpClass::IntDiv,
+        OpClass::FpAdd,
+        OpClass::FpMul,
+        OpClass::FpDiv,
+        OpClass::Load,
+        OpClass::Store,
+        OpClass::CondBranch,
+        OpClass::Jump,
+        OpClass::Call,
+        OpClass::Return,
+        OpClass::Other,
+        OpClass::Serializing,
+    ];
+
+    /// Decodes the on-disk code.
+    pub fn from_code(code: u8) -> Option<OpClass> {
+        OpClass::ALL.get(code as usize).copied()
+    }
+
+    /// Stable lower-case name used in outputs.
+    pub fn name(self) -> &'static str {
+        match self {
+            OpClass::IntAlu => "int-alu",
+            OpClass::IntMul => "int-mul",
+            OpClass::IntDiv => "int-div",
+            OpClass::FpAdd => "fp-add",
+            OpClass::FpMul => "fp-mul",
+            OpClass::FpDiv => "fp-div",
+            OpClass::Load => "load",
+            OpClass::Store => "store",
+            OpClass::CondBranch => "cond-branch",
+            OpClass::Jump => "jump",
+            OpClass::Call => "call",
+            OpClass::Return => "return",
+            OpClass::Other => "other",
+            OpClass::Serializing => "serializing",
+        }
+    }
+}
+
+/// How a static instruction changes control flow. This, not the op class, decides how the
+/// decoder finds the next instruction.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+#[repr(u8)]
+pub enum BranchKind {
+    /// Not a branch: the next instruction is at `pc + size`.
+    #[default]
+    None = 0,
+    /// Conditional direct branch: taken goes to the static target, else falls through.
+    Conditional = 1,
+    /// Unconditional direct jump to the static target.
+    DirectJump = 2,
+    /// Direct call to the static target.
+    DirectCall = 3,
+    /// Indirect jump: the target is recorded dynamically.
+    IndirectJump = 4,
+    /// Indirect call: the target is recorded dynamically.
+    IndirectCall = 5,
+    /// Return: the target is recorded dynamically.
+    Return = 6,
+}
+
+impl BranchKind {
+    /// Decodes the on-disk code.
+    pub fn from_code(code: u8) -> Option<BranchKind> {
+        Some(match code {
+            0 => BranchKind::None,
+            1 => BranchKind::Conditional,
+            2 => BranchKind::DirectJump,
+            3 => BranchKind::DirectCall,
+            4 => BranchKind::IndirectJump,
+            5 => BranchKind::IndirectCall,
+            6 => BranchKind::Return,
+            _ => return None,
+        })
+    }
+
+    /// True for kinds with a static target (direct branches).
+    pub fn is_direct(self) -> bool {
+        matches!(
+            self,
+            BranchKind::Conditional | BranchKind::DirectJump | BranchKind::DirectCall
+        )
+    }
+
+    /// True for kinds whose target is recorded in the dynamic stream.
+    pub fn is_indirect(self) -> bool {
+        matches!(
+            self,
+            BranchKind::IndirectJump | BranchKind::IndirectCall | BranchKind::Return
+        )
+    }
+
+    /// True for every kind of branch.
+    pub fn is_branch(self) -> bool {
+        self != BranchKind::None
+    }
+}
+
+/// The static shape of one memory operand: its size and direction. Addresses are dynamic.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct MemSpec {
+    /// Access size in bytes (1..=255).
+    pub size: u8,
+    /// True for a write.
+    pub write: bool,
+}
+
+/// One dynamic memory access.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+pub struct MemAccess {
+    /// Virtual address of the first byte.
+    pub addr: u64,
+    /// Size in bytes.
+    pub size: u8,
+    /// True for a write.
+    pub write: bool,
+}
+
+/// A source location; indices refer to [`SourceMap::functions`] and [`SourceMap::files`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct SrcLoc {
+    /// Function index, or [`SrcLoc::UNKNOWN`].
+    pub function: u32,
+    /// File index, or [`SrcLoc::UNKNOWN`].
+    pub file: u32,
+    /// Line number (1-based), 0 when unknown.
+    pub line: u32,
+}
+
+impl SrcLoc {
+    /// Marks an unknown function or file.
+    pub const UNKNOWN: u32 = u32::MAX;
+    /// A location that says nothing.
+    pub const NONE: SrcLoc = SrcLoc {
+        function: SrcLoc::UNKNOWN,
+        file: SrcLoc::UNKNOWN,
+        line: 0,
+    };
+}
+
+/// One entry of the static instruction table.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct StaticInst {
+    /// Program counter.
+    pub pc: u64,
+    /// Encoded length in bytes (1..=255); the fall-through successor is at `pc + size`.
+    pub size: u8,
+    /// Operation class.
+    pub class: OpClass,
+    /// Control-flow kind.
+    pub branch: BranchKind,
+    /// Target PC of a direct branch; 0 otherwise.
+    pub target: u64,
+    /// Source registers (ISA-specific numbering, see docs/trace-format.md).
+    pub srcs: Vec<u8>,
+    /// Destination registers.
+    pub dsts: Vec<u8>,
+    /// Memory operands, in the order their addresses appear in the dynamic stream.
+    pub mem: Vec<MemSpec>,
+    /// True if this instruction starts a basic block.
+    pub block_start: bool,
+    /// Source location.
+    pub loc: SrcLoc,
+}
+
+impl StaticInst {
+    /// A non-branch, non-memory instruction with no registers; adjust fields as needed.
+    pub fn new(pc: u64, size: u8, class: OpClass) -> StaticInst {
+        StaticInst {
+            pc,
+            size,
+            class,
+            branch: BranchKind::None,
+            target: 0,
+            srcs: Vec::new(),
+            dsts: Vec::new(),
+            mem: Vec::new(),
+            block_start: false,
+            loc: SrcLoc::NONE,
+        }
+    }
+}
+
+/// Function, file and section names referred to by [`SrcLoc`] and [`Marker`]s.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct SourceMap {
+    /// Function names.
+    pub functions: Vec<String>,
+    /// Source file paths.
+    pub files: Vec<String>,
+    /// Names of user sections ([`Marker::SectionBegin`]).
+    pub sections: Vec<String>,
+}
+
+/// The static part of a trace: instruction table and source map.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct Program {
+    /// Static instructions, indexed by `sidx`.
+    pub insts: Vec<StaticInst>,
+    /// Names for locations and sections.
+    pub source: SourceMap,
+}
+
+impl Program {
+    /// The function name of an instruction, if known.
+    pub fn function_name(&self, sidx: u32) -> Option<&str> {
+        let f = self.insts.get(sidx as usize)?.loc.function;
+        self.source.functions.get(f as usize).map(String::as_str)
+    }
+
+    /// "file:line" of an instruction, if known.
+    pub fn file_line(&self, sidx: u32) -> Option<String> {
+        let loc = self.insts.get(sidx as usize)?.loc;
+        let file = self.source.files.get(loc.file as usize)?;
+        Some(format!("{file}:{}", loc.line))
+    }
+}
+
+/// Synchronization and region markers in a thread's stream.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Marker {
+    /// The thread starts executing (first record of every thread's stream).
+    ThreadStart,
+    /// The thread ends (last record).
+    ThreadEnd,
+    /// Region of interest begins: timing starts.
+    RoiBegin,
+    /// Region of interest ends.
+    RoiEnd,
+    /// Wait on a barrier; released when `participants` threads have arrived.
+    Barrier {
+        /// Barrier identity (its address in a real program).
+        id: u64,
+        /// Number of threads the barrier waits for.
+        participants: u32,
+    },
+    /// Acquire a mutex.
+    MutexLock {
+        /// Mutex address.
+        addr: u64,
+    },
+    /// Release a mutex.
+    MutexUnlock {
+        /// Mutex address.
+        addr: u64,
+    },
+    /// Wait on a condition variable, releasing and re-acquiring `mutex`.
+    CondWait {
+        /// Condition variable address.
+        cond: u64,
+        /// Mutex address.
+        mutex: u64,
+    },
+    /// Wake one waiter.
+    CondSignal {
+        /// Condition variable address.
+        cond: u64,
+    },
+    /// Wake every waiter.
+    CondBroadcast {
+        /// Condition variable address.
+        cond: u64,
+    },
+    /// Create thread `child` (its stream starts at the creation time).
+    ThreadCreate {
+        /// Trace thread id of the child.
+        child: u32,
+    },
+    /// Wait for thread `child` to end.
+    ThreadJoin {
+        /// Trace thread id of the child.
+        child: u32,
+    },
+    /// A user-named section begins; `name` indexes [`SourceMap::sections`].
+    SectionBegin {
+        /// Section name index.
+        name: u32,
+    },
+    /// A user-named section ends.
+    SectionEnd {
+        /// Section name index.
+        name: u32,
+    },
+}
+
+impl Marker {
+    /// Number of marker kinds (for per-kind counters).
+    pub const KINDS: usize = 14;
+
+    /// Dense kind index, 0..KINDS.
+    pub fn kind_index(&self) -> usize {
+        match self {
+            Marker::ThreadStart => 0,
+            Marker::ThreadEnd => 1,
+            Marker::RoiBegin => 2,
+            Marker::RoiEnd => 3,
+            Marker::Barrier { .. } => 4,
+            Marker::MutexLock { .. } => 5,
+            Marker::MutexUnlock { .. } => 6,
+            Marker::CondWait { .. } => 7,
+            Marker::CondSignal { .. } => 8,
+            Marker::CondBroadcast { .. } => 9,
+            Marker::ThreadCreate { .. } => 10,
+            Marker::ThreadJoin { .. } => 11,
+            Marker::SectionBegin { .. } => 12,
+            Marker::SectionEnd { .. } => 13,
+        }
+    }
+
+    /// Stable names, indexed by [`Marker::kind_index`].
+    pub const KIND_NAMES: [&'static str; Marker::KINDS] = [
+        "thread-start",
+        "thread-end",
+        "roi-begin",
+        "roi-end",
+        "barrier",
+        "mutex-lock",
+        "mutex-unlock",
+        "cond-wait",
+        "cond-signal",
+        "cond-broadcast",
+        "create",
+        "join",
+        "section-begin",
+        "section-end",
+    ];
+}
+
+/// One dynamic instruction as decoded.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Inst {
+    /// Static index of the instruction.
+    pub sidx: u32,
+    /// For a conditional branch, whether it was taken; unconditional branches are `true`.
+    pub taken: bool,
+    /// Static index of the successor the control flow implies ([`NO_SIDX`] if unknown, in
+    /// which case the stream continues elsewhere and the next instruction says where).
+    pub next: u32,
+    /// First memory access in [`Batch::mem`].
+    pub mem_start: u32,
+    /// Number of memory accesses.
+    pub mem_len: u32,
+}
+
+/// One decoded record.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Record {
+    /// A dynamic instruction.
+    Inst(Inst),
+    /// A marker.
+    Marker(Marker),
+}
+
+/// A reusable buffer of decoded records; memory accesses live in one flat array so that
+/// decoding allocates nothing per instruction.
+#[derive(Debug, Default, Clone)]
+pub struct Batch {
+    /// Records in program order.
+    pub records: Vec<Record>,
+    /// Memory accesses, referenced by [`Inst::mem_start`]/[`Inst::mem_len`].
+    pub mem: Vec<MemAccess>,
+}
+
+impl Batch {
+    /// Empties the batch, keeping its capacity.
+    pub fn clear(&mut self) {
+        self.records.clear();
+        self.mem.clear();
+    }
+
+    /// The memory accesses of one instruction.
+    pub fn mem_of(&self, inst: &Inst) -> &[MemAccess] {
+        let s = inst.mem_start as usize;
+        &self.mem[s..s + inst.mem_len as usize]
+    }
+}
+
+/// Header metadata of a trace.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct TraceMeta {
+    /// Instruction set: `x86-64`, or `synthetic` for generated workloads.
+    pub isa: String,
+    /// Workload name (program path or generator name).
+    pub workload: String,
+    /// Workload parameters as key/value pairs, in a stable order.
+    pub params: Vec<(String, String)>,
+    /// What produced the trace (tool and version).
+    pub producer: String,
+}
+
+impl fmt::Display for Marker {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(Marker::KIND_NAMES[self.kind_index()])
+    }
+}
