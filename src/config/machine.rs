@@ -1,0 +1,376 @@
+//! The validated machine description, [`MachineConfig`]: what the simulator is built from.
+//! Every value here has passed the checks of `validate.rs` (powers of two, cache geometry,
+//! sharing that divides the socket, ...) and carries its unit as a type, so the models never
+//! re-check or re-parse. `Serialize` writes the same shape as the TOML files, which is how
+//! [`MachineConfig::to_toml`] produces a resolved config that loads back identically.
+
+use serde::{Serialize, Serializer};
+
+use super::units::{Bandwidth, Frequency, Size, Time};
+
+/// A whole simulated machine: sockets of cores with their caches, the bus, DRAM and the
+/// links between sockets.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct MachineConfig {
+    /// Sockets, cores and clock.
+    pub system: SystemConfig,
+    /// The interval core model, identical for every core.
+    pub core: CoreConfig,
+    /// The branch predictor of each core.
+    pub branch_predictor: BranchPredictorConfig,
+    /// The cache hierarchy.
+    pub cache: CacheHierarchyConfig,
+    /// Coherence among private caches.
+    pub coherence: CoherenceConfig,
+    /// The shared bus between caches and memory.
+    pub bus: BusConfig,
+    /// Main memory.
+    pub dram: DramConfig,
+    /// The link between sockets.
+    pub off_socket: OffSocketConfig,
+}
+
+impl MachineConfig {
+    /// Sockets × cores per socket. Validation guarantees this fits in a `u32`.
+    pub fn total_cores(&self) -> u32 {
+        self.system.sockets * self.system.cores_per_socket
+    }
+
+    /// The resolved config as TOML: every default filled in, units written as people write
+    /// them (`"32KiB"`, `"2.67GHz"`). Loading the result gives back an equal config; it is
+    /// what a run directory records.
+    pub fn to_toml(&self) -> String {
+        // Serializing plain structs of integers, strings and tables cannot fail; the
+        // fallback keeps this infallible without a panic path.
+        let body = toml::to_string(self)
+            .unwrap_or_else(|e| format!("# could not render the config: {e}\n"));
+        format!(
+            "# isim machine configuration, resolved: every default filled in.\n\
+             # Keys and units are documented in docs/config.md.\n\n{body}"
+        )
+    }
+}
+
+/// `[system]`: how many cores, arranged how, at what clock.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct SystemConfig {
+    /// Number of sockets (≥ 1).
+    pub sockets: u32,
+    /// Cores in each socket (≥ 1).
+    pub cores_per_socket: u32,
+    /// Core clock frequency, the same for every core and cache.
+    pub frequency: Frequency,
+}
+
+/// `[core]`: the interval model of one core.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct CoreConfig {
+    /// Micro-operations dispatched per cycle at most.
+    pub dispatch_width: u32,
+    /// Reorder-buffer (window) entries.
+    pub rob_size: u32,
+    /// Cycles from fetch to dispatch: the refill time added to every branch misprediction.
+    pub frontend_depth: u32,
+    /// Load misses that may be outstanding at once (bounds memory-level parallelism).
+    pub outstanding_loads: u32,
+    /// Store misses that may be outstanding at once.
+    pub outstanding_stores: u32,
+    /// Loads whose latency exceeds this many cycles are long-latency miss events.
+    pub long_latency_cutoff: u32,
+    /// Execution latency of each op class.
+    pub latency: OpLatencies,
+}
+
+/// `[core.latency]`: execution latency in cycles of each op class (≥ 1). Memory ops add
+/// the latency the memory hierarchy returns on top of `load`/`store`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct OpLatencies {
+    /// Integer add, logic, shift, compare, move.
+    pub int_alu: u32,
+    /// Integer multiply.
+    pub int_mul: u32,
+    /// Integer divide.
+    pub int_div: u32,
+    /// Floating-point add and subtract.
+    pub fp_add: u32,
+    /// Floating-point multiply.
+    pub fp_mul: u32,
+    /// Floating-point divide.
+    pub fp_div: u32,
+    /// Load (address generation; the cache access is added by the memory model).
+    pub load: u32,
+    /// Store (address generation; the cache access is added by the memory model).
+    pub store: u32,
+    /// Branches, jumps, calls and returns.
+    pub branch: u32,
+    /// Every other op class (nop, serializing, ...).
+    pub other: u32,
+}
+
+/// `[branch_predictor]`: which predictor, with that type's parameters only. Every table
+/// size is a power of two.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(tag = "type", rename_all = "kebab-case")]
+pub enum BranchPredictorConfig {
+    /// Backward taken, forward not taken; no state.
+    Static,
+    /// A table of 2-bit counters indexed by PC.
+    Bimodal {
+        /// Counters in the table.
+        entries: u32,
+    },
+    /// 2-bit counters indexed by PC XOR global history.
+    Gshare {
+        /// Counters in the table.
+        entries: u32,
+        /// Bits of global branch history.
+        history_bits: u32,
+    },
+    /// Alpha 21264-style: local and global predictors with a chooser.
+    Tournament {
+        /// Per-branch history registers.
+        local_history_entries: u32,
+        /// Bits in each local history register.
+        local_history_bits: u32,
+        /// Counters of the local predictor (indexed by local history).
+        local_entries: u32,
+        /// Counters of the global predictor.
+        global_entries: u32,
+        /// Bits of global branch history.
+        history_bits: u32,
+        /// Counters of the chooser.
+        chooser_entries: u32,
+    },
+    /// Pentium M-like hybrid: global, bimodal and loop predictors plus a BTB.
+    #[serde(rename = "pentium-m")]
+    PentiumM {
+        /// Entries of the global (path-history) predictor.
+        global_entries: u32,
+        /// Entries of the bimodal fallback table.
+        bimodal_entries: u32,
+        /// Entries of the loop predictor.
+        loop_entries: u32,
+        /// Entries of the branch target buffer.
+        btb_entries: u32,
+        /// Bits of path history.
+        history_bits: u32,
+    },
+}
+
+impl BranchPredictorConfig {
+    /// The `type` string of this predictor as the TOML writes it.
+    pub fn type_name(&self) -> &'static str {
+        match self {
+            Self::Static => "static",
+            Self::Bimodal { .. } => "bimodal",
+            Self::Gshare { .. } => "gshare",
+            Self::Tournament { .. } => "tournament",
+            Self::PentiumM { .. } => "pentium-m",
+        }
+    }
+}
+
+/// `[cache.*]`: the levels of the hierarchy. L1s are private; L2 is private or shared by a
+/// group of cores; L3, if present, is shared by a group of L2 groups.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct CacheHierarchyConfig {
+    /// Private instruction cache.
+    pub l1i: CacheConfig,
+    /// Private data cache.
+    pub l1d: CacheConfig,
+    /// Second level (unified).
+    pub l2: CacheConfig,
+    /// Third level (unified); `None` when the config has no `[cache.l3]` table.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub l3: Option<CacheConfig>,
+}
+
+impl CacheHierarchyConfig {
+    /// The cache line size, the same at every level.
+    pub fn line_size(&self) -> Size {
+        self.l1d.line_size
+    }
+
+    /// The levels present, outermost last, with their names (`"l1i"`, `"l1d"`, `"l2"`,
+    /// `"l3"`).
+    pub fn levels(&self) -> impl Iterator<Item = (&'static str, &CacheConfig)> {
+        [
+            ("l1i", Some(&self.l1i)),
+            ("l1d", Some(&self.l1d)),
+            ("l2", Some(&self.l2)),
+            ("l3", self.l3.as_ref()),
+        ]
+        .into_iter()
+        .filter_map(|(name, cache)| cache.map(|c| (name, c)))
+    }
+}
+
+/// One cache level. Validated: `size` = sets × `associativity` × `line_size` with sets a
+/// power of two.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct CacheConfig {
+    /// Capacity of one instance.
+    pub size: Size,
+    /// Ways per set.
+    pub associativity: u32,
+    /// Line size, a power of two, equal at all levels.
+    pub line_size: Size,
+    /// Cycles to read the data array.
+    pub data_latency: u32,
+    /// Cycles to read the tag array.
+    pub tag_latency: u32,
+    /// How many cores share one instance.
+    pub shared_by: SharedBy,
+    /// The replacement policy.
+    pub replacement: Replacement,
+}
+
+impl CacheConfig {
+    /// Lines in one instance.
+    pub fn lines(&self) -> u64 {
+        self.size.0 / self.line_size.0
+    }
+
+    /// Sets in one instance (a power of two).
+    pub fn sets(&self) -> u64 {
+        self.lines() / u64::from(self.associativity)
+    }
+
+    /// Cores sharing one instance in a socket of `cores_per_socket` cores.
+    pub fn cores_sharing(&self, cores_per_socket: u32) -> u32 {
+        self.shared_by.cores(cores_per_socket)
+    }
+}
+
+/// How many cores share one instance of a cache.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SharedBy {
+    /// A fixed number of cores (written as an integer).
+    Cores(u32),
+    /// All cores of a socket, however many there are (written `"socket"`): a core-count
+    /// sweep then needs only `--set system.cores_per_socket=N`.
+    Socket,
+}
+
+impl SharedBy {
+    /// The number of cores sharing one instance in a socket of `cores_per_socket` cores.
+    pub fn cores(self, cores_per_socket: u32) -> u32 {
+        match self {
+            Self::Cores(n) => n,
+            Self::Socket => cores_per_socket,
+        }
+    }
+}
+
+impl Serialize for SharedBy {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        match self {
+            Self::Cores(n) => serializer.serialize_u32(*n),
+            Self::Socket => serializer.serialize_str("socket"),
+        }
+    }
+}
+
+/// Generates a config enum of fixed names: `Serialize` as the name, `NAMES` for parsing
+/// and error messages.
+macro_rules! named_enum {
+    ($(#[$meta:meta])* $ty:ident { $($(#[$vmeta:meta])* $variant:ident = $name:literal),+ $(,)? }) => {
+        $(#[$meta])*
+        #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+        pub enum $ty {
+            $($(#[$vmeta])* $variant),+
+        }
+
+        impl $ty {
+            /// Every value, in the order the docs list them.
+            pub const ALL: &[$ty] = &[$($ty::$variant),+];
+
+            /// The name used in config files.
+            pub fn name(self) -> &'static str {
+                match self {
+                    $($ty::$variant => $name),+
+                }
+            }
+
+            /// The value with this config-file name.
+            pub fn from_name(name: &str) -> Option<Self> {
+                Self::ALL.iter().copied().find(|v| v.name() == name)
+            }
+        }
+
+        impl Serialize for $ty {
+            fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+                serializer.serialize_str(self.name())
+            }
+        }
+    };
+}
+
+named_enum!(
+    /// Which line a full set evicts.
+    Replacement {
+        /// True least-recently-used.
+        Lru = "lru",
+        /// Tree pseudo-LRU (one bit per internal node of a binary tree over the ways).
+        TreePlru = "tree-plru",
+        /// Static re-reference interval prediction (2-bit RRPV, insert at distant − 1).
+        Srrip = "srrip",
+    }
+);
+
+named_enum!(
+    /// The coherence protocol among private caches.
+    CoherenceProtocol {
+        /// Modified / Shared / Invalid.
+        Msi = "msi",
+    }
+);
+
+named_enum!(
+    /// Which waiting requester the bus serves next.
+    Arbitration {
+        /// In order of request time.
+        Fifo = "fifo",
+        /// Cycling over the cores.
+        RoundRobin = "round-robin",
+        /// The lowest-numbered core first.
+        FixedPriority = "fixed-priority",
+    }
+);
+
+/// `[coherence]`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct CoherenceConfig {
+    /// The protocol (only MSI exists).
+    pub protocol: CoherenceProtocol,
+}
+
+/// `[bus]`: the shared interconnect of a socket.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct BusConfig {
+    /// Bytes per second the bus carries.
+    pub bandwidth: Bandwidth,
+    /// The arbitration policy.
+    pub arbitration: Arbitration,
+}
+
+/// `[dram]`: main memory.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct DramConfig {
+    /// Access time of an unloaded controller.
+    pub latency: Time,
+    /// Bandwidth of one controller.
+    pub bandwidth: Bandwidth,
+    /// Controllers per socket.
+    pub controllers: u32,
+    /// Bytes of consecutive addresses mapped to one controller before the next
+    /// (a power of two, at least a line).
+    pub interleave: Size,
+}
+
+/// `[off_socket]`: the link between sockets.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct OffSocketConfig {
+    /// Extra latency of an access served by another socket.
+    pub latency: Time,
+}
