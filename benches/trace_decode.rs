@@ -1,0 +1,105 @@
+//! Trace decode speed and compactness, per built-in generator.
+//!
+//! For each workload a single-thread trace of about two million instructions is generated;
+//! the benchmark prints its bytes per dynamic instruction, then measures records decoded per
+//! second on one core two ways: `memory/` runs the record decoder over chunk payloads already
+//! in memory (the format's own cost), `file/` streams the thread through [`Trace::stream`]
+//! (reads, checksum and decode). Run with `cargo bench --bench trace_decode`.
+
+// criterion_group! generates a public function without docs.
+#![allow(missing_docs)]
+
+use std::hint::black_box;
+use std::time::Duration;
+
+use criterion::{Criterion, Throughput, criterion_group, criterion_main};
+use sim_frontend::Trace;
+use sim_frontend::format::decode::{Limits, StreamState, decode_payload};
+use sim_frontend::format::{CHUNK_HEADER_LEN, FlowTables};
+use sim_frontend::model::Batch;
+use sim_frontend::workloads::{Params, WORKLOADS};
+
+/// Target dynamic instructions per benchmark trace.
+const TARGET: u64 = 2_000_000;
+
+fn bench(c: &mut Criterion) {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let mut g = c.benchmark_group("decode");
+    g.sample_size(10)
+        .warm_up_time(Duration::from_millis(500))
+        .measurement_time(Duration::from_secs(3));
+    for w in WORKLOADS {
+        // Scale the size so that each trace has roughly TARGET instructions.
+        let path = dir.path().join(format!("{}.itrace", w.name));
+        let probe = Params {
+            threads: 1,
+            size: w.default_size,
+            seed: 1,
+        };
+        w.generate(&probe, &path).expect("generate");
+        let n0: u64 = Trace::open(&path).expect("open").threads[0].instructions;
+        let size = ((w.default_size as f64 * TARGET as f64 / n0 as f64).round() as u64)
+            .clamp(1, w.max_size);
+        w.generate(&Params { size, ..probe }, &path)
+            .expect("generate");
+        let trace = Trace::open(&path).expect("open");
+        let dir0 = &trace.threads[0];
+        let bytes = std::fs::metadata(&path).expect("stat").len();
+        println!(
+            "{:<16} size {:>8}: {:>9} instructions, {:>9} records, {:>9} bytes, {:.3} bytes/instruction",
+            w.name,
+            size,
+            dir0.instructions,
+            dir0.records,
+            bytes,
+            bytes as f64 / dir0.instructions as f64
+        );
+        let file = std::fs::read(&path).expect("read");
+        let payloads: Vec<&[u8]> = dir0
+            .chunks
+            .iter()
+            .map(|&off| {
+                let off = off as usize;
+                let plen = u32::from_le_bytes(file[off + 8..off + 12].try_into().expect("4 bytes"))
+                    as usize;
+                let start = off + CHUNK_HEADER_LEN as usize;
+                &file[start..start + plen]
+            })
+            .collect();
+        let flow = FlowTables::build(&trace.program);
+        let limits = Limits {
+            threads: 1,
+            max_participants: 1,
+            sections: trace.program.source.sections.len() as u64,
+        };
+        g.throughput(Throughput::Elements(dir0.records));
+        g.bench_function(format!("memory/{}", w.name), |b| {
+            let mut batch = Batch::default();
+            b.iter(|| {
+                let mut st = StreamState::default();
+                let mut n = 0usize;
+                for p in &payloads {
+                    batch.clear();
+                    decode_payload(&flow, &mut st, p, &limits, &mut batch).expect("decode");
+                    n += batch.records.len();
+                }
+                black_box(n)
+            })
+        });
+        g.bench_function(format!("file/{}", w.name), |b| {
+            let mut batch = Batch::default();
+            b.iter(|| {
+                let mut s = trace.stream(0).expect("stream");
+                let mut n = 0usize;
+                while s.next_batch(&mut batch).expect("decode") {
+                    n += batch.records.len();
+                }
+                black_box(n)
+            })
+        });
+    }
+    g.finish();
+}
+
+criterion_group!(benches, bench);
+criterion_main!(benches);

@@ -1,0 +1,193 @@
+//! `isim trace-info`: what a trace holds — header, static table, and per thread the counts of
+//! instructions, memory operands, branches and every marker kind — computed by decoding every
+//! stream, so it doubles as a full integrity check of the file.
+
+use serde::Serialize;
+use sim_frontend::model::{Batch, Marker, Record};
+use sim_frontend::{Trace, TraceError};
+
+/// Counts for one thread.
+#[derive(Debug, Clone, Default, Serialize, PartialEq, Eq)]
+pub struct ThreadCounts {
+    /// Thread id.
+    pub thread: u32,
+    /// Dynamic instructions.
+    pub instructions: u64,
+    /// Memory read operands.
+    pub loads: u64,
+    /// Memory write operands.
+    pub stores: u64,
+    /// Branch instructions of every kind.
+    pub branches: u64,
+    /// Branches that were taken.
+    pub taken_branches: u64,
+    /// Markers by kind, in [`Marker::KIND_NAMES`] order.
+    pub markers: std::collections::BTreeMap<&'static str, u64>,
+}
+
+/// Everything `trace-info` reports.
+#[derive(Debug, Clone, Serialize)]
+pub struct TraceInfo {
+    /// Trace file.
+    pub file: String,
+    /// File size in bytes.
+    pub bytes: u64,
+    /// ISA.
+    pub isa: String,
+    /// Workload name.
+    pub workload: String,
+    /// Workload parameters.
+    pub params: Vec<(String, String)>,
+    /// Producer.
+    pub producer: String,
+    /// Static instructions.
+    pub static_instructions: usize,
+    /// Functions in the source map.
+    pub functions: usize,
+    /// Files in the source map.
+    pub files: usize,
+    /// Per-thread counts.
+    pub threads: Vec<ThreadCounts>,
+}
+
+impl TraceInfo {
+    /// Total dynamic instructions.
+    pub fn instructions(&self) -> u64 {
+        self.threads.iter().map(|t| t.instructions).sum()
+    }
+
+    /// Decodes every stream of `trace`; `progress` gets the records decoded so far.
+    pub fn collect(trace: &Trace, mut progress: impl FnMut(u64)) -> Result<TraceInfo, TraceError> {
+        let bytes = std::fs::metadata(trace.path())
+            .map_err(|e| TraceError::io(trace.path(), 0, "cannot stat", e))?
+            .len();
+        let mut threads = Vec::with_capacity(trace.threads.len());
+        let mut batch = Batch::default();
+        let mut done = 0u64;
+        let insts = &trace.program.insts;
+        for tid in 0..trace.thread_count() {
+            let mut c = ThreadCounts {
+                thread: tid,
+                ..Default::default()
+            };
+            let mut markers = [0u64; Marker::KINDS];
+            let mut s = trace.stream_readahead(tid, 4)?;
+            while s.next_batch(&mut batch)? {
+                for r in &batch.records {
+                    match r {
+                        Record::Inst(i) => {
+                            c.instructions += 1;
+                            for m in batch.mem_of(i) {
+                                if m.write {
+                                    c.stores += 1;
+                                } else {
+                                    c.loads += 1;
+                                }
+                            }
+                            if insts[i.sidx as usize].branch.is_branch() {
+                                c.branches += 1;
+                                c.taken_branches += i.taken as u64;
+                            }
+                        }
+                        Record::Marker(m) => markers[m.kind_index()] += 1,
+                    }
+                }
+                done += batch.records.len() as u64;
+                progress(done);
+            }
+            c.markers = Marker::KIND_NAMES.iter().copied().zip(markers).collect();
+            threads.push(c);
+        }
+        Ok(TraceInfo {
+            file: trace.path().display().to_string(),
+            bytes,
+            isa: trace.meta.isa.clone(),
+            workload: trace.meta.workload.clone(),
+            params: trace.meta.params.clone(),
+            producer: trace.meta.producer.clone(),
+            static_instructions: insts.len(),
+            functions: trace.program.source.functions.len(),
+            files: trace.program.source.files.len(),
+            threads,
+        })
+    }
+
+    /// The human-readable report.
+    pub fn render(&self) -> String {
+        use std::fmt::Write;
+        let mut o = String::new();
+        let n = self.instructions();
+        let params: Vec<String> = self
+            .params
+            .iter()
+            .map(|(k, v)| format!("{k}={v}"))
+            .collect();
+        let _ = writeln!(o, "trace       {}", self.file);
+        let _ = writeln!(
+            o,
+            "format      isim trace v1, {} bytes ({:.2} bytes per instruction)",
+            self.bytes,
+            if n > 0 {
+                self.bytes as f64 / n as f64
+            } else {
+                0.0
+            }
+        );
+        let _ = writeln!(o, "workload    {} ({})", self.workload, params.join(" "));
+        let _ = writeln!(o, "isa         {}", self.isa);
+        let _ = writeln!(o, "producer    {}", self.producer);
+        let _ = writeln!(
+            o,
+            "static      {} instructions, {} functions, {} files",
+            self.static_instructions, self.functions, self.files
+        );
+        let _ = writeln!(o, "threads     {}", self.threads.len());
+        let _ = writeln!(o, "instructions {n}");
+        let _ = writeln!(o);
+        let cols = [
+            "barrier",
+            "mutex-lock",
+            "mutex-unlock",
+            "cond-wait",
+            "cond-signal",
+            "cond-broadcast",
+            "create",
+            "join",
+            "roi-begin",
+            "roi-end",
+            "section-begin",
+        ];
+        let _ = write!(
+            o,
+            "{:>6} {:>12} {:>10} {:>10} {:>10} {:>10}",
+            "thread", "instructions", "loads", "stores", "branches", "taken"
+        );
+        for c in cols {
+            let short = match c {
+                "mutex-lock" => "lock",
+                "mutex-unlock" => "unlock",
+                "cond-wait" => "cwait",
+                "cond-signal" => "csig",
+                "cond-broadcast" => "cbcast",
+                "roi-begin" => "roi+",
+                "roi-end" => "roi-",
+                "section-begin" => "sect",
+                other => other,
+            };
+            let _ = write!(o, " {short:>7}");
+        }
+        let _ = writeln!(o);
+        for t in &self.threads {
+            let _ = write!(
+                o,
+                "{:>6} {:>12} {:>10} {:>10} {:>10} {:>10}",
+                t.thread, t.instructions, t.loads, t.stores, t.branches, t.taken_branches
+            );
+            for c in cols {
+                let _ = write!(o, " {:>7}", t.markers.get(c).copied().unwrap_or(0));
+            }
+            let _ = writeln!(o);
+        }
+        o
+    }
+}

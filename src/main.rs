@@ -1,0 +1,230 @@
+//! The `isim` command line: one binary, one verb per job. Each verb parses its arguments with
+//! clap, calls the library, prints a result or a clear error, and exits non-zero on failure.
+//! Long work shows an indicatif progress bar on a terminal and stays silent otherwise.
+
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+use anyhow::{Result, bail};
+use clap::{Args, Parser, Subcommand};
+use indicatif::{ProgressBar, ProgressStyle};
+use isim::info::TraceInfo;
+use sim_frontend::Trace;
+use sim_frontend::workloads::{self, Params, WORKLOADS};
+
+#[derive(Parser)]
+#[command(
+    name = "isim",
+    version,
+    about = "Trace-driven multicore interval simulator with built-in accounting",
+    long_about = "isim simulates multithreaded programs from traces on a machine described in TOML, and explains \
+                  where the cycles go. Traces come from built-in workload generators (`isim gen`), from other \
+                  simulators (`isim import`), or from real programs."
+)]
+struct Cli {
+    #[command(subcommand)]
+    cmd: Cmd,
+}
+
+#[derive(Subcommand)]
+enum Cmd {
+    /// List the built-in workloads, with what each is built to show.
+    Workloads,
+    /// Generate a built-in workload's trace.
+    Gen(GenArgs),
+    /// Import another simulator's trace.
+    #[command(subcommand)]
+    Import(ImportCmd),
+    /// Show what a trace holds: header, static table, per-thread instruction and marker counts.
+    /// Decodes every record, so it also checks the whole file.
+    TraceInfo {
+        /// The trace file.
+        file: PathBuf,
+        /// Print JSON instead of a table.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Check or show a machine config.
+    #[command(subcommand)]
+    Config(ConfigCmd),
+}
+
+#[derive(Args)]
+struct GenArgs {
+    /// Workload name (see `isim workloads`).
+    workload: String,
+    /// Number of threads.
+    #[arg(long, short = 't')]
+    threads: u32,
+    /// Problem size (meaning per workload; see `isim workloads`); default per workload.
+    #[arg(long, short = 's')]
+    size: Option<u64>,
+    /// Seed for the workload's random choices.
+    #[arg(long, default_value_t = 1)]
+    seed: u64,
+    /// Output trace file.
+    #[arg(long = "out", short = 'o')]
+    out: PathBuf,
+}
+
+#[derive(Subcommand)]
+enum ImportCmd {
+    /// Import ChampSim `input_instr` traces (raw, .gz or .xz); each file becomes one thread.
+    Champsim {
+        /// Input files.
+        #[arg(required = true)]
+        files: Vec<PathBuf>,
+        /// Output trace file.
+        #[arg(long = "out", short = 'o')]
+        out: PathBuf,
+    },
+}
+
+#[derive(Subcommand)]
+enum ConfigCmd {
+    /// Validate a config; every error is reported, each naming key, value and what is allowed.
+    Check {
+        /// Config file.
+        file: PathBuf,
+        /// Override a key, e.g. `--set core.rob_size=256` (repeatable).
+        #[arg(long = "set", value_name = "KEY=VALUE")]
+        set: Vec<String>,
+    },
+    /// Print the resolved config with every default filled in.
+    Show {
+        /// Config file (default: the built-in default machine).
+        file: Option<PathBuf>,
+        /// Override a key, e.g. `--set core.rob_size=256` (repeatable).
+        #[arg(long = "set", value_name = "KEY=VALUE")]
+        set: Vec<String>,
+    },
+}
+
+fn spinner(msg: String) -> ProgressBar {
+    let pb = ProgressBar::new_spinner().with_message(msg);
+    pb.enable_steady_tick(std::time::Duration::from_millis(120));
+    pb
+}
+
+fn bar(len: u64, what: &str) -> ProgressBar {
+    let pb = ProgressBar::new(len);
+    pb.set_style(
+        ProgressStyle::with_template(
+            "{msg} [{bar:40}] {human_pos}/{human_len} {per_sec} eta {eta}",
+        )
+        .expect("static template")
+        .progress_chars("=> "),
+    );
+    pb.set_message(what.to_string());
+    pb
+}
+
+fn summary_line(path: &Path) -> Result<String> {
+    let t = Trace::open(path)?;
+    let n: u64 = t.threads.iter().map(|d| d.instructions).sum();
+    let bytes = std::fs::metadata(path)?.len();
+    Ok(format!(
+        "wrote {}: {}, {} threads, {n} instructions, {bytes} bytes ({:.2} bytes/instruction)",
+        path.display(),
+        t.meta.workload,
+        t.thread_count(),
+        bytes as f64 / n.max(1) as f64
+    ))
+}
+
+fn run(cli: Cli) -> Result<ExitCode> {
+    match cli.cmd {
+        Cmd::Workloads => {
+            for w in WORKLOADS {
+                println!("{:<16} {}", w.name, w.summary);
+                println!("{:<16}   shows: {}", "", w.shows);
+                println!(
+                    "{:<16}   --size: {} (default {})",
+                    "", w.size_meaning, w.default_size
+                );
+            }
+        }
+        Cmd::Gen(a) => {
+            let Some(w) = workloads::find(&a.workload) else {
+                let names: Vec<&str> = WORKLOADS.iter().map(|w| w.name).collect();
+                bail!(
+                    "unknown workload `{}`: expected one of {}",
+                    a.workload,
+                    names.join(", ")
+                );
+            };
+            let p = Params {
+                threads: a.threads,
+                size: a.size.unwrap_or(w.default_size),
+                seed: a.seed,
+            };
+            let pb = spinner(format!(
+                "generating {} ({} threads, size {})",
+                w.name, p.threads, p.size
+            ));
+            let r = w.generate(&p, &a.out);
+            pb.finish_and_clear();
+            r?;
+            println!("{}", summary_line(&a.out)?);
+        }
+        Cmd::Import(ImportCmd::Champsim { files, out }) => {
+            let pb = spinner("importing ChampSim records".into());
+            let r = sim_frontend::champsim::import(&files, &out, |n| {
+                pb.set_message(format!("importing ChampSim records: {n}"))
+            });
+            pb.finish_and_clear();
+            r?;
+            println!("{}", summary_line(&out)?);
+        }
+        Cmd::TraceInfo { file, json } => {
+            let t = Trace::open(&file)?;
+            let total: u64 = t.threads.iter().map(|d| d.records).sum();
+            let pb = bar(total, "decoding");
+            let info = TraceInfo::collect(&t, |n| pb.set_position(n));
+            pb.finish_and_clear();
+            let info = info?;
+            if json {
+                println!("{}", serde_json::to_string_pretty(&info)?);
+            } else {
+                print!("{}", info.render());
+            }
+        }
+        Cmd::Config(ConfigCmd::Check { file, set }) => match isim::config::load(&file, &set) {
+            Ok(c) => println!("{}: ok ({} cores)", file.display(), c.total_cores()),
+            Err(errs) => {
+                eprintln!("{errs}");
+                eprintln!("{}: {} error(s)", file.display(), errs.errors.len());
+                return Ok(ExitCode::FAILURE);
+            }
+        },
+        Cmd::Config(ConfigCmd::Show { file, set }) => {
+            let cfg = match &file {
+                Some(f) => isim::config::load(f, &set),
+                None => isim::config::load_str(
+                    isim::config::DEFAULT_TOML,
+                    "configs/default.toml (built in)",
+                    &set,
+                ),
+            };
+            match cfg {
+                Ok(c) => print!("{}", c.to_toml()),
+                Err(errs) => {
+                    eprintln!("{errs}");
+                    return Ok(ExitCode::FAILURE);
+                }
+            }
+        }
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    match run(cli) {
+        Ok(code) => code,
+        Err(e) => {
+            eprintln!("error: {e:#}");
+            ExitCode::FAILURE
+        }
+    }
+}
