@@ -6,12 +6,19 @@ use std::path::Path;
 use std::process::{Command, Output};
 
 fn isim(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_isim")).args(args).output().expect("run isim")
+    Command::new(env!("CARGO_BIN_EXE_isim"))
+        .args(args)
+        .output()
+        .expect("run isim")
 }
 
 fn ok(args: &[&str]) -> String {
     let o = isim(args);
-    assert!(o.status.success(), "isim {args:?} failed: {}", String::from_utf8_lossy(&o.stderr));
+    assert!(
+        o.status.success(),
+        "isim {args:?} failed: {}",
+        String::from_utf8_lossy(&o.stderr)
+    );
     String::from_utf8(o.stdout).expect("utf-8")
 }
 
@@ -29,7 +36,14 @@ fn info(path: &Path) -> serde_json::Value {
 fn gen_lu_owner_16_threads_and_trace_info_shows_their_counts() {
     let dir = tempfile::tempdir().unwrap();
     let t = dir.path().join("t.itrace");
-    let out = ok(&["gen", "lu-owner", "--threads", "16", "-o", t.to_str().unwrap()]);
+    let out = ok(&[
+        "gen",
+        "lu-owner",
+        "--threads",
+        "16",
+        "-o",
+        t.to_str().unwrap(),
+    ]);
     assert!(out.contains("16 threads"), "{out}");
     let text = ok(&["trace-info", t.to_str().unwrap()]);
     assert!(text.contains("threads     16"), "{text}");
@@ -41,13 +55,24 @@ fn gen_lu_owner_16_threads_and_trace_info_shows_their_counts() {
         assert_eq!(th["markers"]["barrier"], 30, "{th}");
         assert!(th["instructions"].as_u64().unwrap() > 10_000);
     }
-    let counts: Vec<u64> = threads.iter().map(|t| t["instructions"].as_u64().unwrap()).collect();
-    assert!(counts.iter().max() > counts.iter().min(), "lu-owner should be imbalanced");
+    let counts: Vec<u64> = threads
+        .iter()
+        .map(|t| t["instructions"].as_u64().unwrap())
+        .collect();
+    assert!(
+        counts.iter().max() > counts.iter().min(),
+        "lu-owner should be imbalanced"
+    );
     assert_eq!(threads[0]["markers"]["create"], 15);
     assert_eq!(threads[0]["markers"]["join"], 15);
 }
 
-fn champsim(dir: &Path, name: &str, kind: &str, iters: u32) -> (std::path::PathBuf, serde_json::Value) {
+fn champsim(
+    dir: &Path,
+    name: &str,
+    kind: &str,
+    iters: u32,
+) -> (std::path::PathBuf, serde_json::Value) {
     let p = dir.join(name);
     let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/make_champsim.py");
     let o = Command::new("python3")
@@ -67,10 +92,22 @@ fn champsim_import_agrees_with_the_script_on_every_count() {
     for kind in ["raw", "gz", "xz"] {
         let (input, want) = champsim(dir.path(), &format!("in.{kind}"), kind, 3000);
         let out = dir.path().join(format!("{kind}.itrace"));
-        ok(&["import", "champsim", input.to_str().unwrap(), "-o", out.to_str().unwrap()]);
+        ok(&[
+            "import",
+            "champsim",
+            input.to_str().unwrap(),
+            "-o",
+            out.to_str().unwrap(),
+        ]);
         let j = info(&out);
         let t0 = &j["threads"][0];
-        for key in ["instructions", "loads", "stores", "branches", "taken_branches"] {
+        for key in [
+            "instructions",
+            "loads",
+            "stores",
+            "branches",
+            "taken_branches",
+        ] {
             assert_eq!(t0[key], want[key], "{kind}: {key}");
         }
         assert_eq!(j["isa"], "champsim");
@@ -83,7 +120,14 @@ fn several_champsim_files_become_threads() {
     let (a, wa) = champsim(dir.path(), "a.trace", "raw", 500);
     let (b, wb) = champsim(dir.path(), "b.trace.gz", "gz", 800);
     let out = dir.path().join("two.itrace");
-    ok(&["import", "champsim", a.to_str().unwrap(), b.to_str().unwrap(), "-o", out.to_str().unwrap()]);
+    ok(&[
+        "import",
+        "champsim",
+        a.to_str().unwrap(),
+        b.to_str().unwrap(),
+        "-o",
+        out.to_str().unwrap(),
+    ]);
     let j = info(&out);
     assert_eq!(j["threads"].as_array().unwrap().len(), 2);
     assert_eq!(j["threads"][0]["instructions"], wa["instructions"]);
@@ -99,8 +143,17 @@ fn a_cut_champsim_record_is_an_error_naming_file_and_record() {
     bytes.truncate(bytes.len() - 10);
     std::fs::write(&p, &bytes).unwrap();
     let out = dir.path().join("cut.itrace");
-    let err = fails(&["import", "champsim", p.to_str().unwrap(), "-o", out.to_str().unwrap()]);
-    assert!(err.contains("cut.trace") && err.contains("inside record") && err.contains("54 of 64"), "{err}");
+    let err = fails(&[
+        "import",
+        "champsim",
+        p.to_str().unwrap(),
+        "-o",
+        out.to_str().unwrap(),
+    ]);
+    assert!(
+        err.contains("cut.trace") && err.contains("inside record") && err.contains("54 of 64"),
+        "{err}"
+    );
     assert!(!out.exists(), "a failed import left an output file");
 }
 
@@ -108,19 +161,45 @@ fn a_cut_champsim_record_is_an_error_naming_file_and_record() {
 fn config_check_reports_three_mistakes_and_fails() {
     let dir = tempfile::tempdir().unwrap();
     let cfg = dir.path().join("bad.toml");
-    let text = std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("configs/gainestown.toml"))
+    let text = std::fs::read_to_string(
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("configs/gainestown.toml"),
+    )
+    .unwrap()
+    .replace("rob_size = 96", "rob_sise = 96")
+    .replace("frequency = \"2.67GHz\"", "frequency = \"2.67GQz\"")
+    .replace("associativity = 12", "associativity = 7");
+    assert_ne!(
+        text,
+        std::fs::read_to_string(
+            Path::new(env!("CARGO_MANIFEST_DIR")).join("configs/gainestown.toml")
+        )
         .unwrap()
-        .replace("rob_size = 96", "rob_sise = 96")
-        .replace("frequency = \"2.67GHz\"", "frequency = \"2.67GQz\"")
-        .replace("associativity = 12", "associativity = 7");
-    assert_ne!(text, std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("configs/gainestown.toml")).unwrap());
+    );
     std::fs::write(&cfg, text).unwrap();
     let err = fails(&["config", "check", cfg.to_str().unwrap()]);
-    let lines: Vec<&str> = err.lines().filter(|l| l.contains("bad.toml:") && !l.contains("error(s)")).collect();
+    let lines: Vec<&str> = err
+        .lines()
+        .filter(|l| l.contains("bad.toml:") && !l.contains("error(s)"))
+        .collect();
     assert_eq!(lines.len(), 3, "{err}");
-    assert!(lines.iter().any(|l| l.contains("core.rob_sise = 96") && l.contains("unknown key")), "{err}");
-    assert!(lines.iter().any(|l| l.contains("system.frequency") && l.contains("2.67GQz")), "{err}");
-    assert!(lines.iter().any(|l| l.contains("cache.l2") && l.contains("7")), "{err}");
+    assert!(
+        lines
+            .iter()
+            .any(|l| l.contains("core.rob_sise = 96") && l.contains("unknown key")),
+        "{err}"
+    );
+    assert!(
+        lines
+            .iter()
+            .any(|l| l.contains("system.frequency") && l.contains("2.67GQz")),
+        "{err}"
+    );
+    assert!(
+        lines
+            .iter()
+            .any(|l| l.contains("cache.l2") && l.contains("7")),
+        "{err}"
+    );
     assert!(err.contains("3 error(s)"), "{err}");
 }
 
@@ -129,7 +208,13 @@ fn config_check_and_show_accept_every_shipped_config() {
     for f in std::fs::read_dir(Path::new(env!("CARGO_MANIFEST_DIR")).join("configs")).unwrap() {
         let f = f.unwrap().path();
         ok(&["config", "check", f.to_str().unwrap()]);
-        let shown = ok(&["config", "show", f.to_str().unwrap(), "--set", "core.rob_size=128"]);
+        let shown = ok(&[
+            "config",
+            "show",
+            f.to_str().unwrap(),
+            "--set",
+            "core.rob_size=128",
+        ]);
         assert!(shown.contains("rob_size = 128"), "{shown}");
     }
     assert!(ok(&["config", "show"]).contains("[cache.l1d]"));
@@ -138,7 +223,18 @@ fn config_check_and_show_accept_every_shipped_config() {
 #[test]
 fn workloads_lists_every_generator_with_what_it_shows() {
     let out = ok(&["workloads"]);
-    for name in ["lu-owner", "radix-miss", "serial-phases", "false-sharing", "lock-contention", "stream", "pointer-chase", "dep-chain", "indep-alu", "random-branch"] {
+    for name in [
+        "lu-owner",
+        "radix-miss",
+        "serial-phases",
+        "false-sharing",
+        "lock-contention",
+        "stream",
+        "pointer-chase",
+        "dep-chain",
+        "indep-alu",
+        "random-branch",
+    ] {
         assert!(out.contains(name), "{name} missing");
     }
     assert!(out.matches("shows:").count() >= 10);
@@ -149,13 +245,22 @@ fn bad_input_gives_clear_errors() {
     let dir = tempfile::tempdir().unwrap();
     let missing = dir.path().join("nope.itrace");
     let err = fails(&["trace-info", missing.to_str().unwrap()]);
-    assert!(err.contains("nope.itrace") && err.contains("cannot open"), "{err}");
+    assert!(
+        err.contains("nope.itrace") && err.contains("cannot open"),
+        "{err}"
+    );
     let err = fails(&["gen", "lu-ownr", "--threads", "2", "-o", "x.itrace"]);
-    assert!(err.contains("unknown workload `lu-ownr`") && err.contains("lu-owner"), "{err}");
+    assert!(
+        err.contains("unknown workload `lu-ownr`") && err.contains("lu-owner"),
+        "{err}"
+    );
     let junk = dir.path().join("junk.itrace");
     std::fs::write(&junk, b"hello world, this is not a trace").unwrap();
     let err = fails(&["trace-info", junk.to_str().unwrap()]);
-    assert!(err.contains("junk.itrace: byte 0") && err.contains("not an isim trace"), "{err}");
+    assert!(
+        err.contains("junk.itrace: byte 0") && err.contains("not an isim trace"),
+        "{err}"
+    );
 }
 
 #[test]
