@@ -159,8 +159,9 @@ pub(super) fn predictor(name: &str) -> Option<BranchPredictorConfig> {
             history_bits: 12,
             chooser_entries: 4096,
         },
-        // Table sizes of Sniper's Pentium M model: 2048-entry global predictor, 4096-entry
-        // bimodal table, 128-entry loop predictor, 512 × 4 BTB, 15-bit hashed path history.
+        // isim's own sizes for a Pentium M-like hybrid (the public descriptions give its
+        // structure, not all sizes): 2048-entry global predictor, 4096-entry bimodal table,
+        // 128-entry loop predictor, 2048-entry BTB, 15 bits of hashed path history.
         "pentium-m" => BranchPredictorConfig::PentiumM {
             global_entries: 2048,
             bimodal_entries: 4096,
