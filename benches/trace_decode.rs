@@ -1,6 +1,6 @@
 //! Trace decode speed and compactness, per built-in generator.
 //!
-//! For each workload a single-thread trace of about two million instructions is generated;
+//! For each workload a single-thread trace of roughly two million instructions is generated;
 //! the benchmark prints its bytes per dynamic instruction, then measures records decoded per
 //! second on one core two ways: `memory/` runs the record decoder over chunk payloads already
 //! in memory (the format's own cost), `file/` streams the thread through [`Trace::stream`]
@@ -29,19 +29,32 @@ fn bench(c: &mut Criterion) {
         .warm_up_time(Duration::from_millis(500))
         .measurement_time(Duration::from_secs(3));
     for w in WORKLOADS {
-        // Scale the size so that each trace has roughly TARGET instructions.
+        // Double the size until the trace reaches TARGET instructions, then halve while it
+        // exceeds 2 × TARGET: work grows faster than linearly with size for some workloads
+        // (lu-owner's sweep is cubic), so a linear estimate would overshoot.
         let path = dir.path().join(format!("{}.itrace", w.name));
-        let probe = Params {
-            threads: 1,
-            size: w.default_size,
-            seed: 1,
-        };
-        w.generate(&probe, &path).expect("generate");
-        let n0: u64 = Trace::open(&path).expect("open").threads[0].instructions;
-        let size = ((w.default_size as f64 * TARGET as f64 / n0 as f64).round() as u64)
-            .clamp(1, w.max_size);
-        w.generate(&Params { size, ..probe }, &path)
+        let instructions = |size: u64| {
+            w.generate(
+                &Params {
+                    threads: 1,
+                    size,
+                    seed: 1,
+                },
+                &path,
+            )
             .expect("generate");
+            Trace::open(&path).expect("open").threads[0].instructions
+        };
+        let mut size = w.default_size;
+        let mut n = instructions(size);
+        while n < TARGET && size < w.max_size {
+            size = (size * 2).min(w.max_size);
+            n = instructions(size);
+        }
+        while n >= 2 * TARGET && size > 1 {
+            size /= 2;
+            n = instructions(size);
+        }
         let trace = Trace::open(&path).expect("open");
         let dir0 = &trace.threads[0];
         let bytes = std::fs::metadata(&path).expect("stat").len();
