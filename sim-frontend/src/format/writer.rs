@@ -161,9 +161,10 @@ impl TraceWriter {
                 .iter()
                 .zip(&s.mem)
                 .all(|(a, m)| a.size == m.size && a.write == m.write);
+        if !shape_matches && mem.iter().any(|a| a.size == 0) {
+            return Err(self.err(Some(tid), format!("pc {pc:#x}: memory access of size 0")));
+        }
         let base = self.mem_base[sidx as usize] as usize;
-        let file_off = self.offset;
-        let path = self.path.clone();
         let th = self.thread(tid)?;
         if th.pending_indirect {
             put_varint(&mut th.buf, sidx as u64 + 1);
@@ -197,14 +198,6 @@ impl TraceWriter {
             h |= H_DYN_MEM;
             put_varint(&mut th.buf, mem.len() as u64);
             for a in mem {
-                if a.size == 0 {
-                    return Err(TraceError::at(
-                        &path,
-                        Some(tid),
-                        file_off,
-                        "memory access of size 0",
-                    ));
-                }
                 th.buf.extend_from_slice(&[a.size, a.write as u8]);
                 put_varint(
                     &mut th.buf,
