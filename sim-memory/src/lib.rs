@@ -1,6 +1,21 @@
-//! The memory hierarchy of the simulated machine: caches, MSI coherence, bus, DRAM and
-//! sockets, with per-access attribution of where each access was served and miss erasure.
+//! The memory hierarchy of the simulated machine: set-associative caches with pluggable
+//! replacement, MSI coherence across private and shared caches and sockets, a bus per socket
+//! with bandwidth and arbitration, DRAM controllers with bandwidth queues, and miss erasure.
+//! Every access returns its latency and where it was served, so the core model can attribute
+//! cycles and misses to the instruction that caused them.
 //!
-//! Empty until the memory-hierarchy issue lands; the crate exists now so that the workspace
-//! has its final shape and the dependency direction (memory knows nothing of the core or the
-//! trace) is fixed from the start.
+//! The crate knows nothing of the core model or the trace format. `docs/memory.md` documents
+//! the model; [`hierarchy`] holds the coherence protocol, [`slots`] the bandwidth model, and
+//! [`callgrind`] a model with callgrind's semantics used as a peer oracle for the cache arrays.
+
+pub mod cache;
+pub mod callgrind;
+pub mod config;
+pub mod hierarchy;
+pub mod replacement;
+pub mod slots;
+pub mod stats;
+
+pub use config::{Arbitration, CacheParams, MemoryConfig, ReplacementKind};
+pub use hierarchy::{Kind, Memory, Outcome, Served};
+pub use stats::{CacheStats, CoreStats};

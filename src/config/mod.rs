@@ -18,6 +18,7 @@
 
 mod defaults;
 mod machine;
+mod memory;
 mod raw;
 mod units;
 mod validate;

@@ -1,0 +1,119 @@
+//! The memory hierarchy's own configuration, in the units the model works in (cycles, bytes,
+//! bytes per cycle). The `isim` package converts a validated machine config into this; this
+//! crate knows nothing of TOML or of units as people write them.
+
+/// Replacement policy of one cache.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ReplacementKind {
+    /// True least-recently-used.
+    Lru,
+    /// Tree pseudo-LRU (associativity must be a power of two).
+    TreePlru,
+    /// Static re-reference interval prediction with 2-bit counters.
+    Srrip,
+}
+
+/// Geometry and timing of one cache level.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct CacheParams {
+    /// Capacity in bytes.
+    pub size: u64,
+    /// Ways per set.
+    pub associativity: u32,
+    /// Line size in bytes (a power of two, equal at every level).
+    pub line_size: u32,
+    /// Cycles to read data on a hit.
+    pub data_latency: u32,
+    /// Cycles to find out whether the line is present (paid by a miss before going on).
+    pub tag_latency: u32,
+    /// Replacement policy.
+    pub replacement: ReplacementKind,
+}
+
+impl CacheParams {
+    /// Number of sets.
+    pub fn sets(&self) -> u64 {
+        self.size / (self.associativity as u64 * self.line_size as u64)
+    }
+}
+
+/// How the bus chooses among cores that want it at the same time.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Arbitration {
+    /// First come, first served in simulated time.
+    Fifo,
+    /// Cores that compete share the bus equally.
+    RoundRobin,
+    /// Lower core index wins; a low-priority core gets only what higher ones leave.
+    FixedPriority,
+}
+
+/// The whole memory system.
+#[derive(Debug, Clone, PartialEq)]
+pub struct MemoryConfig {
+    /// Sockets.
+    pub sockets: u32,
+    /// Cores per socket (at most 64).
+    pub cores_per_socket: u32,
+    /// Private instruction cache.
+    pub l1i: CacheParams,
+    /// Private data cache.
+    pub l1d: CacheParams,
+    /// Second level.
+    pub l2: CacheParams,
+    /// Cores sharing one L2 (divides `cores_per_socket`).
+    pub l2_shared_by: u32,
+    /// Optional third level, shared by all cores of a socket.
+    pub l3: Option<CacheParams>,
+    /// Bus bandwidth between the L2s and the L3 (or memory), bytes per core cycle.
+    pub bus_bytes_per_cycle: f64,
+    /// Bus arbitration policy.
+    pub arbitration: Arbitration,
+    /// DRAM access latency in cycles (without queueing).
+    pub dram_latency: u32,
+    /// Bandwidth of one DRAM controller, bytes per core cycle.
+    pub dram_bytes_per_cycle: f64,
+    /// DRAM controllers per socket.
+    pub dram_controllers: u32,
+    /// Address interleaving granule across controllers, bytes (a power of two).
+    pub dram_interleave: u64,
+    /// Extra cycles for an access served by another socket.
+    pub off_socket_latency: u32,
+}
+
+impl MemoryConfig {
+    /// Total cores.
+    pub fn cores(&self) -> u32 {
+        self.sockets * self.cores_per_socket
+    }
+
+    /// A small machine for tests and examples: `sockets` × `cores_per_socket` cores, 32 KiB
+    /// 8-way L1s (3 cycles), 256 KiB 8-way private L2s (12), a 2 MiB-per-core 16-way L3 (40),
+    /// 64-byte lines, a 32 B/cycle FIFO bus, 200-cycle DRAM at 16 B/cycle per controller.
+    pub fn small(sockets: u32, cores_per_socket: u32) -> MemoryConfig {
+        let c = |size, associativity, data_latency, tag_latency| CacheParams {
+            size,
+            associativity,
+            line_size: 64,
+            data_latency,
+            tag_latency,
+            replacement: ReplacementKind::Lru,
+        };
+        MemoryConfig {
+            sockets,
+            cores_per_socket,
+            l1i: c(32 << 10, 8, 3, 1),
+            l1d: c(32 << 10, 8, 3, 1),
+            l2: c(256 << 10, 8, 12, 3),
+            l2_shared_by: 1,
+            l3: Some(c((2 << 20) * cores_per_socket as u64, 16, 40, 10)),
+            bus_bytes_per_cycle: 32.0,
+            arbitration: Arbitration::Fifo,
+            dram_latency: 200,
+            dram_bytes_per_cycle: 16.0,
+            dram_controllers: 1,
+            dram_interleave: 4096,
+            off_socket_latency: 100,
+        }
+    }
+}

@@ -1,0 +1,899 @@
+//! The memory system of the whole machine: per-core L1I/L1D, L2s shared by groups of cores,
+//! an optional L3 per socket, one bus per socket between the L2s and the level above, DRAM
+//! controllers, and MSI coherence across all of it. `docs/memory.md` describes the model;
+//! the essentials:
+//!
+//! **A tree of inclusive caches.** Each cache instance is a node; an L1's parent is its L2,
+//! an L2's parent is its socket's L3 (if configured). The top-level nodes (L3s, or the L2s
+//! when there is no L3) sit below memory. Every node keeps, per line, an MSI state, a dirty
+//! bit and a bit mask of the children that hold the line. Inclusion holds at every level: a
+//! line valid in a node is valid in its parent, and evicting it from a node removes it from
+//! the node's subtree.
+//!
+//! **States.** `M` in a node means "the only copies in the machine are in this node's
+//! subtree"; `S` means other copies may exist. So a node in `M` has all its ancestors in `M`,
+//! an L1 in `M` is the only private cache holding the line, and at most one top-level node
+//! holds a line in `M`.
+//!
+//! **Where an access is served.** A load is served by the nearest node on the core's path
+//! holding the line — unless a node *not* on the path but below that one holds it in `M`, in
+//! which case that neighbour supplies the data (L1- or L2-neighbour, by the neighbour's level)
+//! and is downgraded to `S`. A store needs the nearest node on its path in `M`; if there is
+//! none, every other top-level node holding the line is invalidated (another socket:
+//! off-socket; the same socket: neighbour) and the path becomes `M`. Lines nobody holds come
+//! from DRAM.
+//!
+//! **Miss erasure** (LIME §5.4): data accesses by the PCs in the erasure set take the L1 hit
+//! latency and are reported as served by L1, using no bus or DRAM bandwidth — not even for
+//! the write-backs their fills cause — while every coherence action (fills, invalidations,
+//! downgrades) happens exactly as without erasure, so the invariants hold and other cores see
+//! the same states.
+
+use crate::cache::{Cache, INVALID, MODIFIED, SHARED, Victim};
+use crate::config::MemoryConfig;
+use crate::slots::Slots;
+use crate::stats::{CacheStats, CoreStats};
+
+/// What an access does.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Kind {
+    /// Instruction fetch (L1I).
+    IFetch,
+    /// Data read (L1D).
+    Load,
+    /// Data write (L1D; read-modify-write is a store).
+    Store,
+}
+
+/// Where an access was served. The numbering is the index into per-core statistics.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+#[repr(u8)]
+pub enum Served {
+    /// The core's own L1.
+    L1 = 0,
+    /// The core's L2 (private or shared by its group).
+    L2 = 1,
+    /// The socket's L3.
+    L3 = 2,
+    /// Another core's L1 (data modified there).
+    L1Neighbor = 3,
+    /// Another group's L2 (data modified there, or held there when there is no L3).
+    L2Neighbor = 4,
+    /// A cache in another socket.
+    OffSocket = 5,
+    /// Main memory.
+    Dram = 6,
+}
+
+impl Served {
+    /// Every value, in index order.
+    pub const ALL: [Served; 7] = [
+        Served::L1,
+        Served::L2,
+        Served::L3,
+        Served::L1Neighbor,
+        Served::L2Neighbor,
+        Served::OffSocket,
+        Served::Dram,
+    ];
+
+    /// Stable name used in outputs.
+    pub fn name(self) -> &'static str {
+        [
+            "l1",
+            "l2",
+            "l3",
+            "l1-neighbor",
+            "l2-neighbor",
+            "off-socket",
+            "dram",
+        ][self as usize]
+    }
+}
+
+/// The result of one access.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Outcome {
+    /// Cycles from issue to data (or ownership).
+    pub latency: u64,
+    /// Where it was served (for an erased access: `L1`).
+    pub served: Served,
+    /// Missed in L1, L2, L3 respectively (a store to a shared copy misses for ownership).
+    pub missed: [bool; 3],
+    /// The L1 miss was on a line this core had lost to an invalidation.
+    pub coherence: bool,
+    /// Served as an L1 hit by miss erasure.
+    pub erased: bool,
+    /// For an erased access: where it would have been served.
+    pub would_serve: Served,
+}
+
+const NONE: u32 = u32::MAX;
+
+#[derive(Debug, Clone)]
+struct Node {
+    cache: Cache,
+    level: u8,
+    parent: u32,
+    /// Bit index of this node in its parent's sharer masks.
+    pos: u32,
+    children: Vec<u32>,
+    socket: u32,
+}
+
+/// A core's path from its L1 to the top-level cache.
+#[derive(Debug, Clone, Copy)]
+struct Path {
+    nodes: [u32; 3],
+    len: usize,
+}
+
+/// The memory system.
+#[derive(Debug, Clone)]
+pub struct Memory {
+    cfg: MemoryConfig,
+    nodes: Vec<Node>,
+    ipath: Vec<Path>,
+    dpath: Vec<Path>,
+    tops: Vec<u32>,
+    buses: Vec<Slots>,
+    drams: Vec<Slots>,
+    line_shift: u32,
+    erase: Vec<u64>,
+    /// Per-core counters.
+    pub core_stats: Vec<CoreStats>,
+}
+
+/// What a coherence action found below a node: whether any copy was dirty, and the lowest
+/// level (1 = L1) holding the line in `M`, 0 if none.
+#[derive(Debug, Clone, Copy, Default)]
+struct Found {
+    dirty: bool,
+    m_level: u8,
+}
+
+impl Found {
+    fn merge(&mut self, o: Found) {
+        self.dirty |= o.dirty;
+        if o.m_level != 0 && (self.m_level == 0 || o.m_level < self.m_level) {
+            self.m_level = o.m_level;
+        }
+    }
+}
+
+impl Memory {
+    /// Builds the machine. Fails with a message if the configuration cannot be modelled
+    /// (more than 64 children per cache, line sizes that differ, geometry not a power of two).
+    pub fn new(cfg: MemoryConfig) -> Result<Memory, String> {
+        let line = cfg.l1d.line_size;
+        let levels = [Some(cfg.l1i), Some(cfg.l1d), Some(cfg.l2), cfg.l3];
+        for p in levels.iter().flatten() {
+            if p.line_size != line || !line.is_power_of_two() {
+                return Err(format!(
+                    "line sizes must be equal powers of two at every level (got {} and {line})",
+                    p.line_size
+                ));
+            }
+            if !p.sets().is_power_of_two()
+                || p.sets() * p.associativity as u64 * p.line_size as u64 != p.size
+            {
+                return Err(format!(
+                    "cache of {} bytes, {}-way, {}-byte lines does not have a power-of-two number of sets",
+                    p.size, p.associativity, p.line_size
+                ));
+            }
+        }
+        if cfg.sockets == 0
+            || cfg.cores_per_socket == 0
+            || cfg.l2_shared_by == 0
+            || cfg.cores_per_socket % cfg.l2_shared_by != 0
+        {
+            return Err(format!(
+                "{} sockets x {} cores with L2 shared by {}: L2 groups must divide the socket",
+                cfg.sockets, cfg.cores_per_socket, cfg.l2_shared_by
+            ));
+        }
+        if 2 * cfg.l2_shared_by > 64 || cfg.cores_per_socket / cfg.l2_shared_by > 64 {
+            return Err("at most 32 cores per L2 and 64 L2s per socket".into());
+        }
+        if !(cfg.bus_bytes_per_cycle > 0.0 && cfg.dram_bytes_per_cycle > 0.0)
+            || cfg.dram_controllers == 0
+            || !cfg.dram_interleave.is_power_of_two()
+        {
+            return Err("bus and DRAM bandwidths must be positive, controllers ≥ 1, interleave a power of two".into());
+        }
+        let cores = cfg.cores() as usize;
+        let mut nodes: Vec<Node> = Vec::new();
+        let mut ipath = vec![
+            Path {
+                nodes: [NONE; 3],
+                len: 0
+            };
+            cores
+        ];
+        let mut dpath = ipath.clone();
+        let mut tops = Vec::new();
+        let add = |nodes: &mut Vec<Node>, p, level, socket| {
+            nodes.push(Node {
+                cache: Cache::new(p),
+                level,
+                parent: NONE,
+                pos: 0,
+                children: Vec::new(),
+                socket,
+            });
+            nodes.len() as u32 - 1
+        };
+        for s in 0..cfg.sockets {
+            let l3 = cfg.l3.map(|p| add(&mut nodes, p, 3, s));
+            if let Some(l3) = l3 {
+                tops.push(l3);
+            }
+            for g in 0..cfg.cores_per_socket / cfg.l2_shared_by {
+                let l2 = add(&mut nodes, cfg.l2, 2, s);
+                match l3 {
+                    Some(l3) => {
+                        nodes[l2 as usize].parent = l3;
+                        nodes[l2 as usize].pos = nodes[l3 as usize].children.len() as u32;
+                        nodes[l3 as usize].children.push(l2);
+                    }
+                    None => tops.push(l2),
+                }
+                for k in 0..cfg.l2_shared_by {
+                    let core = (s * cfg.cores_per_socket + g * cfg.l2_shared_by + k) as usize;
+                    for (params, path) in [(cfg.l1i, &mut ipath[core]), (cfg.l1d, &mut dpath[core])]
+                    {
+                        let l1 = add(&mut nodes, params, 1, s);
+                        nodes[l1 as usize].parent = l2;
+                        nodes[l1 as usize].pos = nodes[l2 as usize].children.len() as u32;
+                        nodes[l2 as usize].children.push(l1);
+                        let mut p = Path {
+                            nodes: [l1, l2, NONE],
+                            len: 2,
+                        };
+                        if let Some(l3) = l3 {
+                            p.nodes[2] = l3;
+                            p.len = 3;
+                        }
+                        *path = p;
+                    }
+                }
+            }
+        }
+        let line_bytes = line as u64;
+        let buses = (0..cfg.sockets)
+            .map(|_| {
+                Slots::new(
+                    line_bytes,
+                    cfg.bus_bytes_per_cycle,
+                    cfg.arbitration,
+                    cfg.cores_per_socket as usize,
+                )
+            })
+            .collect();
+        let drams = (0..cfg.sockets * cfg.dram_controllers)
+            .map(|_| {
+                Slots::new(
+                    line_bytes,
+                    cfg.dram_bytes_per_cycle,
+                    crate::config::Arbitration::Fifo,
+                    cores,
+                )
+            })
+            .collect();
+        Ok(Memory {
+            line_shift: line.trailing_zeros(),
+            cfg,
+            nodes,
+            ipath,
+            dpath,
+            tops,
+            buses,
+            drams,
+            erase: Vec::new(),
+            core_stats: vec![CoreStats::default(); cores],
+        })
+    }
+
+    /// The configuration.
+    pub fn config(&self) -> &MemoryConfig {
+        &self.cfg
+    }
+
+    /// Sets the miss-erasure PCs (replacing any previous set).
+    pub fn set_erasure(&mut self, pcs: impl IntoIterator<Item = u64>) {
+        self.erase = pcs.into_iter().collect();
+        self.erase.sort_unstable();
+        self.erase.dedup();
+    }
+
+    /// One access of `size` bytes at `addr` by `core` at cycle `time`. An access that
+    /// straddles two lines touches both and counts once, served by the farther of the two.
+    pub fn access(
+        &mut self,
+        core: u32,
+        pc: u64,
+        addr: u64,
+        size: u32,
+        kind: Kind,
+        time: u64,
+    ) -> Outcome {
+        let first = addr >> self.line_shift;
+        let last = addr.wrapping_add(size.max(1) as u64 - 1) >> self.line_shift;
+        let erased =
+            kind != Kind::IFetch && !self.erase.is_empty() && self.erase.binary_search(&pc).is_ok();
+        let mut o = self.access_line(core, first, kind, time, erased);
+        if last != first {
+            let o2 = self.access_line(core, last, kind, time, erased);
+            if o2.latency > o.latency || (o2.latency == o.latency && o2.would_serve > o.would_serve)
+            {
+                o.latency = o2.latency;
+                o.served = o2.served;
+                o.would_serve = o2.would_serve;
+            }
+            for i in 0..3 {
+                o.missed[i] |= o2.missed[i];
+            }
+            o.coherence |= o2.coherence;
+        }
+        let cs = &mut self.core_stats[core as usize];
+        match kind {
+            Kind::IFetch => cs.ifetches += 1,
+            Kind::Load => cs.loads += 1,
+            Kind::Store => cs.stores += 1,
+        }
+        cs.served[o.served as usize] += 1;
+        if o.erased {
+            cs.erased[o.would_serve as usize] += 1;
+        }
+        cs.latency_cycles += o.latency;
+        o
+    }
+
+    fn access_line(&mut self, core: u32, line: u64, kind: Kind, t: u64, erased: bool) -> Outcome {
+        let path = match kind {
+            Kind::IFetch => self.ipath[core as usize],
+            _ => self.dpath[core as usize],
+        };
+        let write = kind == Kind::Store;
+        let l1 = &mut self.nodes[path.nodes[0] as usize].cache;
+        if let Some(slot) = l1.find(line)
+            && (!write || l1.state(slot) == MODIFIED)
+        {
+            l1.touch(slot);
+            if write {
+                l1.set_dirty(slot, true);
+            }
+            l1.stats.accesses += 1;
+            l1.stats.hits += 1;
+            let lat = l1.params.data_latency as u64;
+            return Outcome {
+                latency: lat,
+                served: Served::L1,
+                missed: [false; 3],
+                coherence: false,
+                erased: false,
+                would_serve: Served::L1,
+            };
+        }
+        let o = self.slow(core, path, line, kind, t, erased);
+        debug_assert_eq!(
+            self.check_line(line),
+            Ok(()),
+            "after {kind:?} of line {line:#x} by core {core}"
+        );
+        o
+    }
+
+    fn node(&self, n: u32) -> &Node {
+        &self.nodes[n as usize]
+    }
+
+    fn cache(&mut self, n: u32) -> &mut Cache {
+        &mut self.nodes[n as usize].cache
+    }
+
+    /// Removes `line` from `n` and its subtree.
+    fn purge(&mut self, n: u32, line: u64) -> Found {
+        let Some(slot) = self.node(n).cache.find(line) else {
+            return Found::default();
+        };
+        let c = &self.node(n).cache;
+        let mut f = Found {
+            dirty: c.dirty(slot),
+            m_level: if c.state(slot) == MODIFIED {
+                self.node(n).level
+            } else {
+                0
+            },
+        };
+        let mut sh = c.sharers(slot);
+        while sh != 0 {
+            let b = sh.trailing_zeros() as usize;
+            sh &= sh - 1;
+            let child = self.node(n).children[b];
+            f.merge(self.purge(child, line));
+        }
+        let c = self.cache(n);
+        c.invalidate(slot);
+        c.stats.invalidations += 1;
+        f
+    }
+
+    /// Turns every `M` copy of `line` in `n`'s subtree into `S`, collecting dirty data.
+    fn downgrade(&mut self, n: u32, line: u64) -> Found {
+        let Some(slot) = self.node(n).cache.find(line) else {
+            return Found::default();
+        };
+        let c = &self.node(n).cache;
+        let mut f = Found {
+            dirty: c.dirty(slot),
+            m_level: if c.state(slot) == MODIFIED {
+                self.node(n).level
+            } else {
+                0
+            },
+        };
+        if f.m_level == 0 {
+            return Found::default();
+        }
+        let mut sh = c.sharers(slot);
+        while sh != 0 {
+            let b = sh.trailing_zeros() as usize;
+            sh &= sh - 1;
+            let child = self.node(n).children[b];
+            f.merge(self.downgrade(child, line));
+        }
+        let c = self.cache(n);
+        c.set_state(slot, SHARED);
+        c.set_dirty(slot, false);
+        f
+    }
+
+    /// For each node on the path from `path[top]` down to `path[1]`, acts on the children
+    /// holding `line` that are not on the path: purge (for a store) or downgrade (for a load).
+    fn siblings(&mut self, path: &Path, top: usize, line: u64, purge: bool) -> Found {
+        let mut f = Found::default();
+        for j in (1..=top).rev() {
+            let n = path.nodes[j];
+            let Some(slot) = self.node(n).cache.find(line) else {
+                continue;
+            };
+            let keep = self.node(path.nodes[j - 1]).pos;
+            let mut sh = self.node(n).cache.sharers(slot) & !(1u64 << keep);
+            while sh != 0 {
+                let b = sh.trailing_zeros();
+                sh &= sh - 1;
+                let child = self.node(n).children[b as usize];
+                if purge {
+                    f.merge(self.purge(child, line));
+                    let c = self.cache(n);
+                    c.set_sharers(slot, c.sharers(slot) & !(1u64 << b));
+                } else if self.node(child).cache.state_of(line) == MODIFIED {
+                    f.merge(self.downgrade(child, line));
+                }
+            }
+            if f.dirty {
+                self.cache(n).set_dirty(slot, true);
+            }
+        }
+        f
+    }
+
+    fn neighbor(m_level: u8) -> Served {
+        if m_level == 1 {
+            Served::L1Neighbor
+        } else {
+            Served::L2Neighbor
+        }
+    }
+
+    fn level_served(level: u8) -> Served {
+        match level {
+            1 => Served::L1,
+            2 => Served::L2,
+            _ => Served::L3,
+        }
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn slow(
+        &mut self,
+        core: u32,
+        path: Path,
+        line: u64,
+        kind: Kind,
+        t: u64,
+        erased: bool,
+    ) -> Outcome {
+        let write = kind == Kind::Store;
+        let timing = !erased;
+        let plen = path.len;
+        let mut st = [INVALID; 3];
+        for (i, s) in st.iter_mut().enumerate().take(plen) {
+            *s = self.node(path.nodes[i]).cache.state_of(line);
+        }
+        let good = |s: u8| if write { s == MODIFIED } else { s != INVALID };
+        let hit = (0..plen).find(|&i| good(st[i]));
+        let socket = self.node(path.nodes[0]).socket;
+        let cis = (core % self.cfg.cores_per_socket) as usize;
+        let tag = |m: &Memory, i: usize| m.node(path.nodes[i]).cache.params.tag_latency as u64;
+        let data = |m: &Memory, level: u8| match level {
+            1 => m.cfg.l1d.data_latency as u64,
+            2 => m.cfg.l2.data_latency as u64,
+            _ => m.cfg.l3.map_or(0, |p| p.data_latency as u64),
+        };
+        // Statistics of the levels the access reached (an erased access is an L1 hit).
+        let reached = if erased {
+            0
+        } else {
+            hit.map_or(plen, |k| k + 1)
+        };
+        if erased {
+            let c = self.cache(path.nodes[0]);
+            c.stats.accesses += 1;
+            c.stats.hits += 1;
+        }
+        let mut coherence = false;
+        for (i, &n) in path.nodes.iter().enumerate().take(reached) {
+            let c = self.cache(n);
+            c.stats.accesses += 1;
+            if Some(i) == hit {
+                c.stats.hits += 1;
+            } else {
+                match kind {
+                    Kind::IFetch => c.stats.misses_ifetch += 1,
+                    Kind::Load => c.stats.misses_load += 1,
+                    Kind::Store => c.stats.misses_store += 1,
+                }
+                if st[i] == INVALID && c.find_tag(line).is_some() {
+                    c.stats.coherence_misses += 1;
+                    coherence |= i == 0;
+                }
+            }
+        }
+        let mut lat = tag(self, 0);
+        let served;
+        match hit {
+            Some(k) => {
+                for i in 1..k {
+                    lat += tag(self, i);
+                }
+                let p_level = self.node(path.nodes[k]).level;
+                if p_level >= 3 && timing {
+                    lat = self.buses[socket as usize].request(cis, t + lat) - t;
+                }
+                let f = if write {
+                    self.siblings(&path, k, line, true)
+                } else {
+                    self.siblings(&path, k, line, false)
+                };
+                let neighbor_supplies = f.m_level != 0 && (!write || st[0] == INVALID);
+                if neighbor_supplies {
+                    served = Self::neighbor(f.m_level);
+                    lat += self.node(path.nodes[k]).cache.params.tag_latency as u64
+                        + data(self, f.m_level);
+                } else {
+                    served = Self::level_served(p_level);
+                    lat += data(self, p_level);
+                }
+                let new = if write { MODIFIED } else { SHARED };
+                self.install(&path, k, line, new, timing, core, t);
+            }
+            None => {
+                for i in 1..plen {
+                    lat += tag(self, i);
+                }
+                if timing {
+                    lat = self.buses[socket as usize].request(cis, t + lat) - t;
+                }
+                let top = path.nodes[plen - 1];
+                // Other top-level caches holding the line.
+                let mut remote = Found::default();
+                let mut other_socket = false;
+                let mut same_socket = false;
+                for ti in 0..self.tops.len() {
+                    let other = self.tops[ti];
+                    if other == top || self.node(other).cache.find(line).is_none() {
+                        continue;
+                    }
+                    if self.node(other).socket == socket {
+                        same_socket = true;
+                    } else {
+                        other_socket = true;
+                    }
+                    let f = if write {
+                        self.purge(other, line)
+                    } else {
+                        self.downgrade(other, line)
+                    };
+                    remote.merge(f);
+                }
+                if remote.dirty && timing {
+                    // A modified remote copy goes back to memory as it is shared or handed over.
+                    let c = self.dram_of(line);
+                    self.drams[c].request(core as usize, t + lat);
+                }
+                let top_had = st[plen - 1] != INVALID;
+                if write {
+                    self.siblings(&path, plen - 1, line, true);
+                }
+                if other_socket {
+                    served = Served::OffSocket;
+                    lat += self.cfg.off_socket_latency as u64;
+                } else if same_socket {
+                    served = if remote.m_level != 0 {
+                        Self::neighbor(remote.m_level)
+                    } else {
+                        Served::L2Neighbor
+                    };
+                    lat += data(
+                        self,
+                        if remote.m_level == 0 {
+                            2
+                        } else {
+                            remote.m_level
+                        },
+                    );
+                } else if top_had {
+                    // A store to a line only this subtree shares: ownership from the top level.
+                    served = Self::level_served(self.node(top).level);
+                } else {
+                    served = Served::Dram;
+                    if timing {
+                        let c = self.dram_of(line);
+                        let mut done = self.drams[c].request(core as usize, t + lat)
+                            + self.cfg.dram_latency as u64;
+                        if (c as u32) / self.cfg.dram_controllers != socket {
+                            done += self.cfg.off_socket_latency as u64;
+                        }
+                        lat = done - t;
+                    }
+                }
+                let new = if write { MODIFIED } else { SHARED };
+                self.install(&path, plen - 1, line, new, timing, core, t);
+            }
+        }
+        let missed = [true, hit.is_none_or(|k| k > 1), hit.is_none() && plen == 3];
+        if erased {
+            Outcome {
+                latency: self.node(path.nodes[0]).cache.params.data_latency as u64,
+                served: Served::L1,
+                missed: [false; 3],
+                coherence: false,
+                erased: true,
+                would_serve: served,
+            }
+        } else {
+            Outcome {
+                latency: lat,
+                served,
+                missed,
+                coherence,
+                erased: false,
+                would_serve: served,
+            }
+        }
+    }
+
+    /// Global DRAM controller of a line: addresses interleave across all controllers of all
+    /// sockets in `dram_interleave` granules; controller `c` belongs to socket
+    /// `c / dram_controllers`.
+    fn dram_of(&self, line: u64) -> usize {
+        let addr = line << self.line_shift;
+        ((addr / self.cfg.dram_interleave) % self.drams.len() as u64) as usize
+    }
+
+    /// Makes `line` valid in `path[0..=top]` with state `new` (`M` for a store, `S` for a
+    /// load: nodes already valid keep their state on a load), top-down so inclusion holds at
+    /// every step, handling the victims of each fill.
+    #[allow(clippy::too_many_arguments)]
+    fn install(
+        &mut self,
+        path: &Path,
+        top: usize,
+        line: u64,
+        new: u8,
+        timing: bool,
+        core: u32,
+        t: u64,
+    ) {
+        for i in (0..=top).rev() {
+            let n = path.nodes[i];
+            let slot = match self.node(n).cache.find(line) {
+                Some(slot) => {
+                    let c = self.cache(n);
+                    c.touch(slot);
+                    if new == MODIFIED {
+                        c.set_state(slot, MODIFIED);
+                    }
+                    slot
+                }
+                None => {
+                    let (slot, victim) = self.cache(n).fill(line, new);
+                    if let Some(v) = victim {
+                        self.evict(n, v, timing, core, t);
+                    }
+                    slot
+                }
+            };
+            if i == 0 && new == MODIFIED {
+                self.cache(n).set_dirty(slot, true);
+            }
+            if i + 1 < path.len {
+                let p = path.nodes[i + 1];
+                let bit = 1u64 << self.node(n).pos;
+                if let Some(ps) = self.node(p).cache.find(line) {
+                    let c = self.cache(p);
+                    c.set_sharers(ps, c.sharers(ps) | bit);
+                }
+            }
+        }
+    }
+
+    /// Handles a line displaced from node `n`: removes it from `n`'s subtree (inclusion) and
+    /// writes dirty data back to the parent, or to DRAM from a top-level node.
+    fn evict(&mut self, n: u32, v: Victim, timing: bool, core: u32, t: u64) {
+        let mut dirty = v.dirty;
+        let mut sh = v.sharers;
+        while sh != 0 {
+            let b = sh.trailing_zeros() as usize;
+            sh &= sh - 1;
+            let child = self.node(n).children[b];
+            dirty |= self.purge(child, v.line).dirty;
+        }
+        let parent = self.node(n).parent;
+        let level = self.node(n).level;
+        let socket = self.node(n).socket as usize;
+        if dirty {
+            self.cache(n).stats.writebacks += 1;
+            if parent != NONE {
+                if let Some(ps) = self.node(parent).cache.find(v.line) {
+                    self.cache(parent).set_dirty(ps, true);
+                }
+                if level == 2 && timing {
+                    self.buses[socket].request((core % self.cfg.cores_per_socket) as usize, t);
+                }
+            } else if timing {
+                if level == 2 {
+                    self.buses[socket].request((core % self.cfg.cores_per_socket) as usize, t);
+                }
+                let c = self.dram_of(v.line);
+                self.drams[c].request(core as usize, t);
+            }
+        }
+        if parent != NONE
+            && let Some(ps) = self.node(parent).cache.find(v.line)
+        {
+            let bit = 1u64 << self.node(n).pos;
+            let c = self.cache(parent);
+            c.set_sharers(ps, c.sharers(ps) & !bit);
+        }
+    }
+
+    /// Checks the coherence and inclusion invariants for one line: a valid copy's parent is
+    /// valid and lists it as a sharer; `M` implies the parent is `M`; sharer bits point at
+    /// valid children; at most one private (L1) cache holds the line in `M`, and then no other
+    /// L1 holds it; at most one top-level cache holds it in `M`, and then no other top holds it.
+    pub fn check_line(&self, line: u64) -> Result<(), String> {
+        let mut l1_m = 0;
+        let mut l1_valid = 0;
+        let mut top_m = 0;
+        let mut top_valid = 0;
+        for (i, n) in self.nodes.iter().enumerate() {
+            let Some(slot) = n.cache.find(line) else {
+                continue;
+            };
+            let st = n.cache.state(slot);
+            if n.level == 1 {
+                l1_valid += 1;
+                l1_m += (st == MODIFIED) as u32;
+            }
+            if n.parent == NONE {
+                top_valid += 1;
+                top_m += (st == MODIFIED) as u32;
+            } else {
+                let p = self.node(n.parent);
+                let Some(ps) = p.cache.find(line) else {
+                    return Err(format!(
+                        "line {line:#x}: node {i} (L{}) holds it, its parent does not",
+                        n.level
+                    ));
+                };
+                if p.cache.sharers(ps) & (1 << n.pos) == 0 {
+                    return Err(format!(
+                        "line {line:#x}: node {i} holds it but is not in its parent's sharers"
+                    ));
+                }
+                if st == MODIFIED && p.cache.state(ps) != MODIFIED {
+                    return Err(format!(
+                        "line {line:#x}: node {i} is M but its parent is not"
+                    ));
+                }
+            }
+            let mut sh = n.cache.sharers(slot);
+            while sh != 0 {
+                let b = sh.trailing_zeros() as usize;
+                sh &= sh - 1;
+                if self.node(n.children[b]).cache.find(line).is_none() {
+                    return Err(format!(
+                        "line {line:#x}: node {i} lists child {b} as a sharer, which lacks it"
+                    ));
+                }
+            }
+        }
+        if l1_m > 1 || (l1_m == 1 && l1_valid > 1) {
+            return Err(format!(
+                "line {line:#x}: {l1_m} private caches in M, {l1_valid} private caches hold it"
+            ));
+        }
+        if top_m > 1 || (top_m == 1 && top_valid > 1) {
+            return Err(format!(
+                "line {line:#x}: {top_m} top-level caches in M, {top_valid} hold it"
+            ));
+        }
+        Ok(())
+    }
+
+    /// Checks [`Memory::check_line`] for every line held anywhere.
+    pub fn check_all(&self) -> Result<(), String> {
+        for n in &self.nodes {
+            for (line, _) in n.cache.valid_lines() {
+                self.check_line(line)?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Counters of every cache instance: (name such as `core3.l1d`, `socket0.l2.1`, `socket0.l3`, stats).
+    pub fn cache_stats(&self) -> Vec<(String, CacheStats)> {
+        let mut out = Vec::new();
+        for c in 0..self.cfg.cores() as usize {
+            out.push((
+                format!("core{c}.l1i"),
+                self.node(self.ipath[c].nodes[0]).cache.stats,
+            ));
+            out.push((
+                format!("core{c}.l1d"),
+                self.node(self.dpath[c].nodes[0]).cache.stats,
+            ));
+        }
+        let mut l2_index = vec![0u32; self.cfg.sockets as usize];
+        for n in &self.nodes {
+            match n.level {
+                2 => {
+                    let i = &mut l2_index[n.socket as usize];
+                    out.push((format!("socket{}.l2.{}", n.socket, i), n.cache.stats));
+                    *i += 1;
+                }
+                3 => out.push((format!("socket{}.l3", n.socket), n.cache.stats)),
+                _ => {}
+            }
+        }
+        out
+    }
+
+    /// Counters of the L1D, L2 and L3 a core's data accesses go through.
+    pub fn path_stats(&self, core: u32) -> Vec<CacheStats> {
+        let p = self.dpath[core as usize];
+        (0..p.len)
+            .map(|i| self.node(p.nodes[i]).cache.stats)
+            .collect()
+    }
+
+    /// Bus counters per socket: (transfers, total queueing cycles).
+    pub fn bus_stats(&self) -> Vec<(u64, u64)> {
+        self.buses
+            .iter()
+            .map(|b| (b.transfers, b.wait_cycles))
+            .collect()
+    }
+
+    /// DRAM counters per controller: (transfers, total queueing cycles).
+    pub fn dram_stats(&self) -> Vec<(u64, u64)> {
+        self.drams
+            .iter()
+            .map(|b| (b.transfers, b.wait_cycles))
+            .collect()
+    }
+}

@@ -1,0 +1,76 @@
+//! Statistics of the memory system: plain structs that derive `Serialize` and add up, so that
+//! per-instance and per-core figures merge without hand-written field lists.
+
+use serde::Serialize;
+use std::ops::AddAssign;
+
+/// Counters of one cache instance.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+pub struct CacheStats {
+    /// Accesses that reached this cache (for L2/L3: misses or upgrades from below).
+    pub accesses: u64,
+    /// Accesses that found the line with sufficient permission.
+    pub hits: u64,
+    /// Misses of instruction fetches.
+    pub misses_ifetch: u64,
+    /// Misses of loads.
+    pub misses_load: u64,
+    /// Misses of stores (including upgrades of a shared copy).
+    pub misses_store: u64,
+    /// Misses on a line this cache lost to an invalidation (subset of the three above).
+    pub coherence_misses: u64,
+    /// Dirty lines written back to the level above on eviction.
+    pub writebacks: u64,
+    /// Copies invalidated by another core's store or by an inclusive eviction above.
+    pub invalidations: u64,
+}
+
+impl CacheStats {
+    /// All misses.
+    pub fn misses(&self) -> u64 {
+        self.misses_ifetch + self.misses_load + self.misses_store
+    }
+}
+
+impl AddAssign for CacheStats {
+    fn add_assign(&mut self, o: Self) {
+        self.accesses += o.accesses;
+        self.hits += o.hits;
+        self.misses_ifetch += o.misses_ifetch;
+        self.misses_load += o.misses_load;
+        self.misses_store += o.misses_store;
+        self.coherence_misses += o.coherence_misses;
+        self.writebacks += o.writebacks;
+        self.invalidations += o.invalidations;
+    }
+}
+
+/// Per-core counters: where this core's accesses were served.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+pub struct CoreStats {
+    /// Instruction fetches.
+    pub ifetches: u64,
+    /// Loads.
+    pub loads: u64,
+    /// Stores.
+    pub stores: u64,
+    /// Accesses by where they were served, indexed by [`crate::Served`].
+    pub served: [u64; 7],
+    /// Data accesses served as L1 hits by miss erasure, by where they would have been served.
+    pub erased: [u64; 7],
+    /// Sum of latencies in cycles.
+    pub latency_cycles: u64,
+}
+
+impl AddAssign for CoreStats {
+    fn add_assign(&mut self, o: Self) {
+        self.ifetches += o.ifetches;
+        self.loads += o.loads;
+        self.stores += o.stores;
+        for i in 0..7 {
+            self.served[i] += o.served[i];
+            self.erased[i] += o.erased[i];
+        }
+        self.latency_cycles += o.latency_cycles;
+    }
+}

@@ -1,0 +1,106 @@
+//! From the validated machine description to the memory model's own configuration: units
+//! become cycles and bytes per cycle at the core clock, names become enums.
+
+use sim_memory::{Arbitration as MemArbitration, CacheParams, MemoryConfig, ReplacementKind};
+
+use super::machine::{Arbitration, CacheConfig, MachineConfig, Replacement};
+
+fn params(c: &CacheConfig) -> CacheParams {
+    CacheParams {
+        size: c.size.bytes(),
+        associativity: c.associativity,
+        line_size: c.line_size.bytes() as u32,
+        data_latency: c.data_latency,
+        tag_latency: c.tag_latency,
+        replacement: match c.replacement {
+            Replacement::Lru => ReplacementKind::Lru,
+            Replacement::TreePlru => ReplacementKind::TreePlru,
+            Replacement::Srrip => ReplacementKind::Srrip,
+        },
+    }
+}
+
+impl MachineConfig {
+    /// The memory hierarchy this machine describes. Fails, naming the key, for shapes the
+    /// memory model does not support (an L3 shared by only part of a socket).
+    pub fn memory(&self) -> Result<MemoryConfig, String> {
+        let s = &self.system;
+        let f = s.frequency;
+        let c = &self.cache;
+        if let Some(l3) = &c.l3 {
+            let n = l3.cores_sharing(s.cores_per_socket);
+            if n != s.cores_per_socket {
+                return Err(format!(
+                    "cache.l3.shared_by = {n}: the memory model has one L3 per socket; use shared_by = \"socket\" ({} cores)",
+                    s.cores_per_socket
+                ));
+            }
+        }
+        Ok(MemoryConfig {
+            sockets: s.sockets,
+            cores_per_socket: s.cores_per_socket,
+            l1i: params(&c.l1i),
+            l1d: params(&c.l1d),
+            l2: params(&c.l2),
+            l2_shared_by: c.l2.cores_sharing(s.cores_per_socket),
+            l3: c.l3.as_ref().map(params),
+            bus_bytes_per_cycle: self.bus.bandwidth.bytes_per_cycle(f),
+            arbitration: match self.bus.arbitration {
+                Arbitration::Fifo => MemArbitration::Fifo,
+                Arbitration::RoundRobin => MemArbitration::RoundRobin,
+                Arbitration::FixedPriority => MemArbitration::FixedPriority,
+            },
+            dram_latency: self.dram.latency.to_cycles(f) as u32,
+            dram_bytes_per_cycle: self.dram.bandwidth.bytes_per_cycle(f),
+            dram_controllers: self.dram.controllers,
+            dram_interleave: self.dram.interleave.bytes(),
+            off_socket_latency: self.off_socket.latency.to_cycles(f) as u32,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::load;
+    use std::path::Path;
+
+    #[test]
+    fn gainestown_memory_matches_table_1_in_cycles() {
+        let m = load(
+            &Path::new(env!("CARGO_MANIFEST_DIR")).join("configs/gainestown.toml"),
+            &[],
+        )
+        .unwrap()
+        .memory()
+        .unwrap();
+        assert_eq!((m.sockets, m.cores_per_socket, m.l2_shared_by), (4, 4, 2));
+        assert_eq!(m.l2.size, 3 << 20);
+        assert_eq!(m.l3.unwrap().data_latency, 96);
+        // 200 ns at 2.67 GHz = 534 cycles; 4 GB/s at 2.67 GHz = 1.498 bytes per cycle.
+        assert_eq!(m.dram_latency, 534);
+        assert!((m.dram_bytes_per_cycle - 4e9 / 2.67e9).abs() < 1e-9);
+        sim_memory::Memory::new(m).unwrap();
+    }
+
+    #[test]
+    fn every_shipped_config_builds_a_memory_system() {
+        for f in std::fs::read_dir(Path::new(env!("CARGO_MANIFEST_DIR")).join("configs")).unwrap() {
+            let f = f.unwrap().path();
+            let m = load(&f, &[]).unwrap().memory().unwrap();
+            sim_memory::Memory::new(m).unwrap_or_else(|e| panic!("{}: {e}", f.display()));
+        }
+    }
+
+    #[test]
+    fn an_l3_shared_by_part_of_a_socket_is_refused_by_key() {
+        let sets = ["cache.l3.shared_by=2".to_string()];
+        let cfg = load(
+            &Path::new(env!("CARGO_MANIFEST_DIR")).join("configs/default.toml"),
+            &sets,
+        )
+        .unwrap();
+        let e = cfg.memory().unwrap_err();
+        assert!(e.contains("cache.l3.shared_by = 2"), "{e}");
+    }
+}
