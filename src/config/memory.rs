@@ -61,7 +61,6 @@ impl MachineConfig {
 
 #[cfg(test)]
 mod tests {
-    use super::*;
     use crate::config::load;
     use std::path::Path;
 
