@@ -308,7 +308,8 @@ impl Memory {
     }
 
     /// One access of `size` bytes at `addr` by `core` at cycle `time`. An access that
-    /// straddles two lines touches both and counts once, served by the farther of the two.
+    /// straddles two lines touches both and counts once: its latency is the larger of the
+    /// two, its place the farther (in [`Served`] order), its flags the union.
     pub fn access(
         &mut self,
         core: u32,
@@ -325,12 +326,12 @@ impl Memory {
         let mut o = self.access_line(core, first, kind, time, erased);
         if last != first {
             let o2 = self.access_line(core, last, kind, time, erased);
-            if o2.latency > o.latency || (o2.latency == o.latency && o2.would_serve > o.would_serve)
-            {
-                o.latency = o2.latency;
-                o.served = o2.served;
-                o.would_serve = o2.would_serve;
-            }
+            // One rule in both modes (erased lines all take the L1 latency, so latency cannot
+            // decide): the farther of the two places, the larger of the two latencies.
+            o.latency = o.latency.max(o2.latency);
+            o.served = o.served.max(o2.served);
+            o.would_serve = o.would_serve.max(o2.would_serve);
+            o.erased |= o2.erased;
             for i in 0..3 {
                 o.missed[i] |= o2.missed[i];
             }
