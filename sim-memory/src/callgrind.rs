@@ -3,7 +3,8 @@
 //! and D1, a unified LL reached only on an L1 miss (no inclusion, no back-invalidation, L1
 //! evictions do not go to LL), true LRU, write-allocate with writes handled like reads (no
 //! dirty state, no write-backs), a read-modify-write counted as one data access, and an access
-//! that straddles two lines updating both but counting as one access and at most one miss.
+//! that straddles two lines updating both but counting as one access and at most one miss;
+//! when such an access misses L1 on either line, LL looks up both of its lines.
 
 use crate::cache::{Cache, SHARED};
 use crate::config::{CacheParams, ReplacementKind};
@@ -70,33 +71,38 @@ impl CallgrindModel {
         }
     }
 
-    /// Looks up one line in `l1` and, on a miss, in `ll`; returns (l1 miss, ll miss).
-    fn line(l1: &mut Cache, ll: &mut Cache, line: u64) -> (bool, bool) {
-        if let Some(s) = l1.find(line) {
-            l1.touch(s);
-            return (false, false);
-        }
-        l1.fill(line, SHARED);
-        if let Some(s) = ll.find(line) {
-            ll.touch(s);
-            (true, false)
-        } else {
-            ll.fill(line, SHARED);
-            (true, true)
+    /// Looks up one line: a hit refreshes it, a miss fills it. Returns whether it missed.
+    fn lookup(c: &mut Cache, line: u64) -> bool {
+        match c.find(line) {
+            Some(s) => {
+                c.touch(s);
+                false
+            }
+            None => {
+                c.fill(line, SHARED);
+                true
+            }
         }
     }
 
+    /// One access: L1 looks up every line it touches; if any missed, LL looks up *all* of
+    /// them (as callgrind does for a line-straddling access). Returns (L1 miss, LL miss).
     fn access(&mut self, instr: bool, addr: u64, size: u32) -> (bool, bool) {
         let first = addr >> self.shift;
         let last = addr.wrapping_add(size.max(1) as u64 - 1) >> self.shift;
         let l1 = if instr { &mut self.i1 } else { &mut self.d1 };
-        let (mut m1, mut ml) = Self::line(l1, &mut self.ll, first);
+        let mut m1 = Self::lookup(l1, first);
         if last != first {
-            let (a, b) = Self::line(l1, &mut self.ll, last);
-            m1 |= a;
-            ml |= b;
+            m1 |= Self::lookup(l1, last);
         }
-        (m1, ml)
+        if !m1 {
+            return (false, false);
+        }
+        let mut ml = Self::lookup(&mut self.ll, first);
+        if last != first {
+            ml |= Self::lookup(&mut self.ll, last);
+        }
+        (true, ml)
     }
 
     /// An instruction fetch of `size` bytes at `addr`.
