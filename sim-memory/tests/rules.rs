@@ -1,0 +1,904 @@
+//! Rule tests of the memory hierarchy: each probes one rule of the coherence, latency or
+//! bandwidth model (DESIGN.md §4, `docs/memory.md`, `hierarchy.rs`, `slots.rs`) on both sides
+//! of its boundary, against an expectation computed here from the configuration — never a
+//! number copied from a run. Coherence: ping-pong, read sharing, false sharing. Latency: what
+//! an access costs on an idle machine, by where it is served. Bandwidth: the bus and the DRAM
+//! controllers saturate at their configured rate and never beyond it, arbitration divides the
+//! bus as its policy says (LIME §5.4: an arbiter favouring some cores caused imbalance), and
+//! requests presented out of time order neither exceed the bandwidth nor wait behind requests
+//! later than them.
+//!
+//! Debug builds check the coherence invariants of the touched line after every access that is
+//! not an L1 hit (cost O(cache instances)), so each streaming case keeps to a few thousand
+//! accesses.
+
+use std::cmp::Reverse;
+use std::collections::BinaryHeap;
+
+use sim_memory::{Arbitration, CacheStats, Kind, Memory, MemoryConfig, Served};
+
+/// Gap between the accesses of the coherence and latency tests: far longer than any latency,
+/// so every access finds the bus and the DRAM idle.
+const GAP: u64 = 1 << 12;
+
+fn line(cfg: &MemoryConfig) -> u64 {
+    cfg.l1d.line_size as u64
+}
+
+/// Cycles one line transfer costs on an idle resource, as `slots.rs` charges it.
+fn slot(cfg: &MemoryConfig, bytes_per_cycle: f64) -> u64 {
+    (line(cfg) as f64 / bytes_per_cycle).ceil() as u64
+}
+
+fn l1d(mem: &Memory, core: u32) -> CacheStats {
+    mem.path_stats(core)[0]
+}
+
+fn load(mem: &mut Memory, core: u32, addr: u64, t: &mut u64) -> sim_memory::Outcome {
+    *t += GAP;
+    mem.access(core, 0, addr, 8, Kind::Load, *t)
+}
+
+fn store(mem: &mut Memory, core: u32, addr: u64, t: &mut u64) -> sim_memory::Outcome {
+    *t += GAP;
+    mem.access(core, 0, addr, 8, Kind::Store, *t)
+}
+
+// ---------------------------------------------------------------------------------------------
+// Coherence
+// ---------------------------------------------------------------------------------------------
+
+#[test]
+fn ping_pong_stores_are_neighbour_coherence_misses_but_private_lines_hit() {
+    const ROUNDS: u64 = 40;
+    let cfg = MemoryConfig::small(1, 2);
+    let a = 0x10_0000;
+
+    // One line, two cores storing to it in turn.
+    let mut mem = Memory::new(cfg.clone()).unwrap();
+    let mut t = 0;
+    for r in 0..ROUNDS {
+        for core in 0..2 {
+            let o = store(&mut mem, core, a, &mut t);
+            if r == 0 && core == 0 {
+                assert_eq!(
+                    o.served,
+                    Served::Dram,
+                    "the first store finds the line nowhere"
+                );
+                continue;
+            }
+            assert_eq!(
+                o.served,
+                Served::L1Neighbor,
+                "round {r}, core {core}: {o:?}"
+            );
+            assert!(o.missed[0], "round {r}, core {core}: {o:?}");
+            // Core 1's first store is a cold miss; every later one is on a line it lost.
+            assert_eq!(o.coherence, r > 0, "round {r}, core {core}: {o:?}");
+        }
+    }
+    for core in 0..2 {
+        let s = l1d(&mem, core);
+        assert_eq!(
+            (s.accesses, s.hits, s.misses_store),
+            (ROUNDS, 0, ROUNDS),
+            "core {core}: {s:?}"
+        );
+        assert_eq!(s.coherence_misses, ROUNDS - 1, "core {core}: {s:?}");
+    }
+    // Core 0's copy is invalidated by each of core 1's stores; core 1's by each of core 0's
+    // stores after core 1 first took the line.
+    assert_eq!(l1d(&mem, 0).invalidations, ROUNDS);
+    assert_eq!(l1d(&mem, 1).invalidations, ROUNDS - 1);
+
+    // Each core storing to its own line: L1 hits after the first store.
+    let mut mem = Memory::new(cfg.clone()).unwrap();
+    let mut t = 0;
+    for r in 0..ROUNDS {
+        for core in 0..2 {
+            let o = store(&mut mem, core, a + core as u64 * line(&cfg), &mut t);
+            let want = if r == 0 { Served::Dram } else { Served::L1 };
+            assert_eq!(o.served, want, "round {r}, core {core}: {o:?}");
+            assert!(!o.coherence);
+        }
+    }
+    for core in 0..2 {
+        let s = l1d(&mem, core);
+        assert_eq!(
+            (s.hits, s.coherence_misses, s.invalidations),
+            (ROUNDS - 1, 0, 0),
+            "core {core}: {s:?}"
+        );
+    }
+}
+
+#[test]
+fn read_sharing_never_invalidates_until_a_store() {
+    const CORES: u32 = 4;
+    const ROUNDS: u64 = 30;
+    let cfg = MemoryConfig::small(1, CORES);
+    let a = 0x20_0040;
+    let mut mem = Memory::new(cfg).unwrap();
+    let mut t = 0;
+    for r in 0..ROUNDS {
+        for core in 0..CORES {
+            let o = load(&mut mem, core, a, &mut t);
+            let want = match (r, core) {
+                (0, 0) => Served::Dram,
+                (0, _) => Served::L3,
+                _ => Served::L1,
+            };
+            assert_eq!(o.served, want, "round {r}, core {core}: {o:?}");
+        }
+    }
+    for (name, s) in mem.cache_stats() {
+        assert_eq!(
+            (s.invalidations, s.coherence_misses),
+            (0, 0),
+            "{name}: {s:?}"
+        );
+    }
+    for core in 0..CORES {
+        let s = l1d(&mem, core);
+        assert_eq!(
+            (s.accesses, s.hits),
+            (ROUNDS, ROUNDS - 1),
+            "core {core}: {s:?}"
+        );
+    }
+
+    // The other side of the rule: one store invalidates every other copy, once each.
+    let o = store(&mut mem, 0, a, &mut t);
+    assert_eq!(
+        o.served,
+        Served::L3,
+        "an upgrade takes ownership from the L3: {o:?}"
+    );
+    for core in 0..CORES {
+        let want = if core == 0 { 0 } else { 1 };
+        assert_eq!(l1d(&mem, core).invalidations, want, "core {core}");
+    }
+    for core in 1..CORES {
+        let o = load(&mut mem, core, a, &mut t);
+        assert!(o.coherence && o.missed[0], "core {core}: {o:?}");
+        // The first reader finds the line modified in core 0's L1; later readers find it
+        // shared (the first read downgraded it) and read it from the L3.
+        let want = if core == 1 {
+            Served::L1Neighbor
+        } else {
+            Served::L3
+        };
+        assert_eq!(o.served, want, "core {core}: {o:?}");
+    }
+}
+
+/// Two cores each increment their own variable (a load then a store), in turn; `offset` is
+/// the distance between the two variables. Returns per access (core, kind, outcome).
+fn increments(offset: u64, rounds: u64) -> (Memory, Vec<(u32, Kind, sim_memory::Outcome)>) {
+    let mut mem = Memory::new(MemoryConfig::small(1, 2)).unwrap();
+    let a = 0x30_0000;
+    let mut t = 0;
+    let mut out = Vec::new();
+    for _ in 0..rounds {
+        for core in 0..2u32 {
+            let x = a + core as u64 * offset;
+            out.push((core, Kind::Load, load(&mut mem, core, x, &mut t)));
+            out.push((core, Kind::Store, store(&mut mem, core, x, &mut t)));
+        }
+    }
+    (mem, out)
+}
+
+#[test]
+fn false_sharing_misses_on_one_line_but_not_on_two() {
+    const ROUNDS: u64 = 30;
+    let ln = line(&MemoryConfig::small(1, 2));
+
+    // Two words of one line: every load after the very first is served by the other core's
+    // L1 (it holds the line modified), every store misses for ownership (an upgrade, granted
+    // by the L3): misses on every access, the neighbour serving every alternate one.
+    let (mem, out) = increments(8, ROUNDS);
+    for (i, &(core, kind, o)) in out.iter().enumerate() {
+        assert!(o.missed[0], "access {i} (core {core}, {kind:?}): {o:?}");
+        let want = match (i, kind) {
+            (0, _) => Served::Dram,
+            (_, Kind::Load) => Served::L1Neighbor,
+            _ => Served::L3,
+        };
+        assert_eq!(o.served, want, "access {i} (core {core}, {kind:?}): {o:?}");
+        // A load is a coherence miss once its core has held the line and lost it.
+        assert_eq!(
+            o.coherence,
+            kind == Kind::Load && i >= 4,
+            "access {i}: {o:?}"
+        );
+    }
+    for core in 0..2 {
+        let s = l1d(&mem, core);
+        assert_eq!(s.hits, 0, "core {core}: {s:?}");
+        assert_eq!(s.coherence_misses, ROUNDS - 1, "core {core}: {s:?}");
+    }
+
+    // The same variables a line apart: after the first increment, only L1 hits.
+    let (mem, out) = increments(ln, ROUNDS);
+    for (i, &(core, kind, o)) in out.iter().enumerate() {
+        let want = match (i % 4, i < 4) {
+            (0 | 2, true) => Served::Dram,
+            (_, true) => Served::L3,
+            _ => Served::L1,
+        };
+        assert_eq!(o.served, want, "access {i} (core {core}, {kind:?}): {o:?}");
+    }
+    for core in 0..2 {
+        let s = l1d(&mem, core);
+        assert_eq!(
+            (s.hits, s.invalidations, s.coherence_misses),
+            (2 * ROUNDS - 2, 0, 0),
+            "core {core}: {s:?}"
+        );
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Latency on an idle machine
+// ---------------------------------------------------------------------------------------------
+
+/// `n` lines that share `a`'s L1 set but not its L2 set.
+fn l1_only_conflicts(cfg: &MemoryConfig, a: u64, n: u32) -> Vec<u64> {
+    let l1_stride = cfg.l1d.sets() * line(cfg);
+    let ratio = cfg.l2.sets() / cfg.l1d.sets();
+    assert!(ratio > 1, "the test needs an L2 with more sets than the L1");
+    (1..)
+        .filter(|k| k % ratio != 0)
+        .take(n as usize)
+        .map(|k| a + k * l1_stride)
+        .collect()
+}
+
+/// `n` lines that share `a`'s L2 set (and L1 set) but not its L3 set.
+fn l2_conflicts(cfg: &MemoryConfig, a: u64, n: u32) -> Vec<u64> {
+    let l2_stride = cfg.l2.sets() * line(cfg);
+    let l3 = cfg.l3.expect("an L3");
+    let ratio = l3.sets() / cfg.l2.sets();
+    assert!(ratio > 1, "the test needs an L3 with more sets than the L2");
+    (1..)
+        .filter(|k| k % ratio != 0)
+        .take(n as usize)
+        .map(|k| a + k * l2_stride)
+        .collect()
+}
+
+#[test]
+fn l2_hit_costs_l1_tag_plus_l2_data() {
+    let cfg = MemoryConfig::small(1, 1);
+    let a = 0x40_0000;
+    // One conflicting line fewer than the L1's ways leaves `a` in the L1; as many evict it
+    // from the L1 only.
+    for (n, want, lat) in [
+        (cfg.l1d.associativity - 1, Served::L1, cfg.l1d.data_latency),
+        (
+            cfg.l1d.associativity,
+            Served::L2,
+            cfg.l1d.tag_latency + cfg.l2.data_latency,
+        ),
+    ] {
+        let mut mem = Memory::new(cfg.clone()).unwrap();
+        let mut t = 0;
+        load(&mut mem, 0, a, &mut t);
+        for x in l1_only_conflicts(&cfg, a, n) {
+            load(&mut mem, 0, x, &mut t);
+        }
+        let o = load(&mut mem, 0, a, &mut t);
+        assert_eq!(
+            (o.served, o.latency),
+            (want, lat as u64),
+            "{n} conflicts: {o:?}"
+        );
+    }
+}
+
+#[test]
+fn l3_hit_costs_tags_bus_slot_and_l3_data() {
+    let cfg = MemoryConfig::small(1, 1);
+    let l3 = cfg.l3.unwrap();
+    let a = 0x40_0000;
+    // Fewer conflicting lines than the L2's ways leave `a` in the L2 (the L1-only conflicts
+    // then take it out of the L1); as many take it out of the L2 but not the L3.
+    for (n, want, lat) in [
+        (
+            cfg.l2.associativity - 1,
+            Served::L2,
+            (cfg.l1d.tag_latency + cfg.l2.data_latency) as u64,
+        ),
+        (
+            cfg.l2.associativity,
+            Served::L3,
+            (cfg.l1d.tag_latency + cfg.l2.tag_latency + l3.data_latency) as u64
+                + slot(&cfg, cfg.bus_bytes_per_cycle),
+        ),
+    ] {
+        let mut mem = Memory::new(cfg.clone()).unwrap();
+        let mut t = 0;
+        load(&mut mem, 0, a, &mut t);
+        for x in l2_conflicts(&cfg, a, n)
+            .into_iter()
+            .chain(l1_only_conflicts(&cfg, a, cfg.l1d.associativity))
+        {
+            load(&mut mem, 0, x, &mut t);
+        }
+        let o = load(&mut mem, 0, a, &mut t);
+        assert_eq!((o.served, o.latency), (want, lat), "{n} conflicts: {o:?}");
+    }
+}
+
+/// The latency of a load from DRAM through a local controller on an idle machine.
+fn dram_latency(cfg: &MemoryConfig) -> u64 {
+    let l3 = cfg.l3.unwrap();
+    (cfg.l1d.tag_latency + cfg.l2.tag_latency + l3.tag_latency + cfg.dram_latency) as u64
+        + slot(cfg, cfg.bus_bytes_per_cycle)
+        + slot(cfg, cfg.dram_bytes_per_cycle)
+}
+
+#[test]
+fn off_socket_hit_costs_tags_bus_slot_and_off_socket_latency() {
+    let cfg = MemoryConfig::small(2, 1);
+    let l3 = cfg.l3.unwrap();
+    let a = 0x50_0000;
+    let mut mem = Memory::new(cfg.clone()).unwrap();
+    let mut t = 0;
+    // Socket 1 (core 1) reads a line that socket 0 holds: off-socket.
+    load(&mut mem, 0, a, &mut t);
+    let o = load(&mut mem, 1, a, &mut t);
+    let off = (cfg.l1d.tag_latency + cfg.l2.tag_latency + l3.tag_latency + cfg.off_socket_latency)
+        as u64
+        + slot(&cfg, cfg.bus_bytes_per_cycle);
+    assert_eq!((o.served, o.latency), (Served::OffSocket, off), "{o:?}");
+    // A line of the same controller that socket 0 does not hold comes from DRAM.
+    let o = load(&mut mem, 1, a + line(&cfg), &mut t);
+    assert_eq!(o.served, Served::Dram, "{o:?}");
+}
+
+#[test]
+fn dram_access_costs_tags_bus_slot_dram_slot_and_dram_latency() {
+    let cfg = MemoryConfig::small(1, 1);
+    let mut mem = Memory::new(cfg.clone()).unwrap();
+    let mut t = 0;
+    let o = load(&mut mem, 0, 0x60_0000, &mut t);
+    assert_eq!(
+        (o.served, o.latency),
+        (Served::Dram, dram_latency(&cfg)),
+        "{o:?}"
+    );
+
+    // With two sockets, a line interleaved onto the other socket's controller also pays the
+    // off-socket latency; one on the local controller does not.
+    let mut cfg = MemoryConfig::small(2, 1);
+    cfg.dram_controllers = 1;
+    let mut mem = Memory::new(cfg.clone()).unwrap();
+    let local = 0x60_0000 * 2 * cfg.dram_interleave;
+    let remote = local + cfg.dram_interleave;
+    let o = load(&mut mem, 0, local, &mut t);
+    assert_eq!(
+        (o.served, o.latency),
+        (Served::Dram, dram_latency(&cfg)),
+        "local: {o:?}"
+    );
+    let o = load(&mut mem, 0, remote, &mut t);
+    let want = dram_latency(&cfg) + cfg.off_socket_latency as u64;
+    assert_eq!((o.served, o.latency), (Served::Dram, want), "remote: {o:?}");
+}
+
+#[test]
+fn idle_latency_does_not_depend_on_the_request_phase() {
+    // An idle resource costs one slot (line ÷ bandwidth, rounded up) whenever the request
+    // comes, whether or not the request falls on a slot boundary — including bandwidths that
+    // do not divide the line.
+    for (bus, dram) in [(32.0, 16.0), (24.0, 10.0), (48.0, 6.0)] {
+        let mut cfg = MemoryConfig::small(1, 1);
+        cfg.bus_bytes_per_cycle = bus;
+        cfg.dram_bytes_per_cycle = dram;
+        let mut mem = Memory::new(cfg.clone()).unwrap();
+        let mut t = 0;
+        for phase in 0..16 {
+            let at = t + GAP + phase;
+            let o = mem.access(0, 0, 0x70_0000 + phase * line(&cfg), 8, Kind::Load, at);
+            t = at;
+            assert_eq!(
+                (o.served, o.latency),
+                (Served::Dram, dram_latency(&cfg)),
+                "bus {bus} B/cycle, DRAM {dram} B/cycle, time {at}: {o:?}"
+            );
+        }
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Bandwidth: closed-loop streams
+// ---------------------------------------------------------------------------------------------
+
+/// One core's stream of loads: `outstanding` in flight, each issued at the completion of the
+/// previous one in its slot (plus a deterministic pseudo-random `think` of 0 to `think`
+/// cycles), cycling over `addrs`. The stream is presented to the memory `ahead` cycles before
+/// the others (it runs ahead in simulated time).
+#[derive(Debug, Clone)]
+struct Stream {
+    core: u32,
+    outstanding: u32,
+    addrs: Vec<u64>,
+    ahead: u64,
+    think: u64,
+}
+
+/// One completed access.
+#[derive(Debug, Clone, Copy)]
+struct Done {
+    core: u32,
+    addr: u64,
+    done: u64,
+}
+
+/// Runs the streams from `start`, issuing until `end`; returns every completed access.
+fn run(mem: &mut Memory, streams: &[Stream], start: u64, end: u64) -> Vec<Done> {
+    let max_ahead = streams.iter().map(|s| s.ahead).max().unwrap_or(0);
+    let mut next = vec![0usize; streams.len()];
+    // (presentation key, stream, issue time)
+    let mut heap = BinaryHeap::new();
+    for (i, s) in streams.iter().enumerate() {
+        for _ in 0..s.outstanding {
+            heap.push(Reverse((start + max_ahead - s.ahead, i, start)));
+        }
+    }
+    let mut out = Vec::new();
+    while let Some(Reverse((_, i, t))) = heap.pop() {
+        if t >= end {
+            continue;
+        }
+        let s = &streams[i];
+        let addr = s.addrs[next[i] % s.addrs.len()];
+        next[i] += 1;
+        let o = mem.access(s.core, 0, addr, 8, Kind::Load, t);
+        let done = t + o.latency;
+        out.push(Done {
+            core: s.core,
+            addr,
+            done,
+        });
+        let next_t = done + (next[i] as u64 * 7919) % (s.think + 1);
+        heap.push(Reverse((next_t + max_ahead - s.ahead, i, next_t)));
+    }
+    out
+}
+
+/// Bytes per cycle of the accesses completed in `[lo, hi)` that `keep` selects.
+fn rate(cfg: &MemoryConfig, dones: &[Done], lo: u64, hi: u64, keep: impl Fn(&Done) -> bool) -> f64 {
+    let n = dones
+        .iter()
+        .filter(|d| d.done >= lo && d.done < hi && keep(d))
+        .count();
+    (n as u64 * line(cfg)) as f64 / (hi - lo) as f64
+}
+
+/// The largest number of accesses completed within any `window` cycles.
+fn peak(dones: &[Done], window: u64) -> usize {
+    let mut t: Vec<u64> = dones.iter().map(|d| d.done).collect();
+    t.sort_unstable();
+    let mut best = 0;
+    let mut j = 0;
+    for i in 0..t.len() {
+        while t[i] - t[j] >= window {
+            j += 1;
+        }
+        best = best.max(i + 1 - j);
+    }
+    best
+}
+
+/// Start of the timed phase: far beyond any warm-up traffic.
+const START: u64 = 1 << 30;
+
+/// A socket of `cores` cores whose L2 (64 KiB) is small enough that a footprint of twice its
+/// size, warmed into the L3, makes every access of the timed phase an L3 hit — one bus
+/// transfer and nothing else.
+fn l3_machine(cores: u32, arbitration: Arbitration) -> MemoryConfig {
+    let mut cfg = MemoryConfig::small(1, cores);
+    cfg.l2.size = 64 << 10;
+    cfg.arbitration = arbitration;
+    cfg
+}
+
+/// Latency of an L3 hit on an idle bus.
+fn l3_latency(cfg: &MemoryConfig) -> u64 {
+    (cfg.l1d.tag_latency + cfg.l2.tag_latency + cfg.l3.unwrap().data_latency) as u64
+        + slot(cfg, cfg.bus_bytes_per_cycle)
+}
+
+/// Per-core footprints (twice the L2) warmed into the L3, and streams over them with
+/// `outstanding` accesses in flight per core.
+fn l3_streams(mem: &mut Memory, outstanding: u32) -> Vec<Stream> {
+    let cfg = mem.config().clone();
+    let lines = 2 * cfg.l2.size / line(&cfg);
+    let mut streams = Vec::new();
+    // Warm-up accesses spaced just enough never to queue: thousands queued on one cycle would
+    // cost a quadratic search for free slots, wide gaps a long slide of the calendars.
+    let gap = slot(&cfg, cfg.bus_bytes_per_cycle).max(slot(&cfg, cfg.dram_bytes_per_cycle));
+    let mut t = 0;
+    for core in 0..cfg.cores() {
+        let addrs: Vec<u64> = (0..lines)
+            .map(|k| ((core as u64 + 1) << 28) + k * line(&cfg))
+            .collect();
+        for &a in &addrs {
+            t += gap;
+            mem.access(core, 0, a, 8, Kind::Load, t);
+        }
+        streams.push(Stream {
+            core,
+            outstanding,
+            addrs,
+            ahead: 0,
+            think: 0,
+        });
+    }
+    streams
+}
+
+/// Enough accesses in flight per core for `cores` cores together to offer twice what a
+/// resource of `slot_cycles` per transfer can carry at an access latency of `latency`.
+fn saturating(latency: u64, slot_cycles: f64, cores: u32) -> u32 {
+    ((2.0 * latency as f64 / slot_cycles) / cores as f64).ceil() as u32
+}
+
+/// Timed phase of the bus tests, in bus slots: a few thousand transfers.
+const BUS_SLOTS: u64 = 4000;
+
+#[test]
+fn bus_bandwidth_saturates_at_the_configured_rate() {
+    for cores in [1, 2, 4, 8] {
+        let cfg = l3_machine(cores, Arbitration::Fifo);
+        let bw = cfg.bus_bytes_per_cycle;
+        let sc = line(&cfg) as f64 / bw;
+        let mut mem = Memory::new(cfg.clone()).unwrap();
+        let streams = l3_streams(&mut mem, saturating(l3_latency(&cfg), sc, cores));
+        let end = START + (BUS_SLOTS as f64 * sc) as u64;
+        let dones = run(&mut mem, &streams, START, end);
+        assert!(
+            dones
+                .iter()
+                .all(|d| mem.config().l3.is_some() && d.done > START)
+        );
+        let served_l3 = mem
+            .core_stats
+            .iter()
+            .map(|c| c.served[Served::L3 as usize])
+            .sum::<u64>();
+        assert_eq!(
+            served_l3 as usize,
+            dones.len(),
+            "{cores} cores: every timed access is an L3 hit"
+        );
+        let lo = START + (end - START) / 4;
+        let got = rate(&cfg, &dones, lo, end, |_| true);
+        eprintln!("bus, {cores} cores saturating: {got:.3} B/cycle of {bw}");
+        assert!(
+            (got - bw).abs() <= 0.02 * bw,
+            "{cores} cores: {got} B/cycle, bus {bw}"
+        );
+        // Never more than one transfer per slot, over any stretch of time.
+        let w = (64.0 * sc) as u64;
+        assert!(
+            peak(&dones, w) as f64 <= w as f64 / sc + 1.0,
+            "{cores} cores: {} transfers in {w} cycles",
+            peak(&dones, w)
+        );
+    }
+}
+
+#[test]
+fn one_slow_core_leaves_the_bus_below_its_bandwidth() {
+    let cfg = l3_machine(1, Arbitration::Fifo);
+    let bw = cfg.bus_bytes_per_cycle;
+    let sc = line(&cfg) as f64 / bw;
+    let mut mem = Memory::new(cfg.clone()).unwrap();
+    let streams = l3_streams(&mut mem, 1);
+    let end = START + (BUS_SLOTS as f64 * sc) as u64;
+    let dones = run(&mut mem, &streams, START, end);
+    // One access in flight: one line per unloaded L3-hit latency.
+    let want = line(&cfg) as f64 / l3_latency(&cfg) as f64;
+    let got = rate(&cfg, &dones, START, end, |_| true);
+    eprintln!(
+        "bus, one core with one access in flight: {got:.3} B/cycle (expected {want:.3}) of {bw}"
+    );
+    assert!(
+        (got - want).abs() <= 0.02 * want,
+        "{got} B/cycle, expected {want}"
+    );
+    assert!(got < 0.98 * bw);
+}
+
+/// Per-core bus bandwidth (bytes per cycle) on `cfg` when core `c` keeps `outstanding[c]`
+/// accesses in flight, 0 meaning enough to saturate the bus alone.
+fn shares_with(cfg: &MemoryConfig, outstanding: &[u32]) -> Vec<f64> {
+    let sc = line(cfg) as f64 / cfg.bus_bytes_per_cycle;
+    let mut mem = Memory::new(cfg.clone()).unwrap();
+    let mut streams = l3_streams(&mut mem, saturating(l3_latency(cfg), sc, 1));
+    for (s, &n) in streams.iter_mut().zip(outstanding) {
+        if n > 0 {
+            s.outstanding = n;
+        }
+    }
+    let end = START + (BUS_SLOTS as f64 * sc) as u64;
+    let dones = run(&mut mem, &streams, START, end);
+    let lo = START + (end - START) / 4;
+    (0..cfg.cores())
+        .map(|c| rate(cfg, &dones, lo, end, |d| d.core == c))
+        .collect()
+}
+
+/// Per-core shares of the bus with `cores` cores each able to saturate it alone; checks that
+/// the bus as a whole stays saturated.
+fn shares(cores: u32, arbitration: Arbitration) -> Vec<f64> {
+    let cfg = l3_machine(cores, arbitration);
+    let s = shares_with(&cfg, &[]);
+    let total: f64 = s.iter().sum();
+    eprintln!("{arbitration:?}, {cores} cores: shares {s:.2?} B/cycle, total {total:.2}");
+    assert!(
+        (total - cfg.bus_bytes_per_cycle).abs() <= 0.02 * cfg.bus_bytes_per_cycle,
+        "{arbitration:?}: {total} B/cycle in all"
+    );
+    s
+}
+
+#[test]
+fn round_robin_and_fifo_share_the_bus_equally() {
+    for cores in [2, 4] {
+        for arbitration in [Arbitration::RoundRobin, Arbitration::Fifo] {
+            let s = shares(cores, arbitration);
+            let mean = s.iter().sum::<f64>() / cores as f64;
+            for (c, &x) in s.iter().enumerate() {
+                assert!(
+                    (x - mean).abs() <= 0.10 * mean,
+                    "{arbitration:?}, {cores} cores: core {c} gets {x}, mean {mean}"
+                );
+            }
+        }
+    }
+}
+
+#[test]
+fn fixed_priority_starves_the_low_priority_cores() {
+    for cores in [2, 4] {
+        let rr = shares(cores, Arbitration::RoundRobin);
+        let fp = shares(cores, Arbitration::FixedPriority);
+        let last = cores as usize - 1;
+        for c in 1..cores as usize {
+            assert!(
+                fp[0] > 4.0 * fp[c],
+                "{cores} cores: core 0 gets {}, core {c} {}",
+                fp[0],
+                fp[c]
+            );
+        }
+        assert!(
+            fp[last] < 0.25 * rr[last],
+            "{cores} cores: core {last} gets {} under fixed priority, {} under round-robin",
+            fp[last],
+            rr[last]
+        );
+    }
+}
+
+#[test]
+fn fixed_priority_serves_a_light_high_priority_core_and_leaves_the_rest() {
+    // The other side of starvation: core 0 keeps only one (or eight) accesses in flight, so it
+    // asks for that many lines per unloaded L3-hit latency. Priority gives it (nearly) that,
+    // and the low-priority core is not starved: it gets most of what is left. (Not all: a
+    // calendar commits each transfer to a slot when it is requested, so serving core 0
+    // promptly means holding open slots it often does not use — see `slots.rs`.)
+    for outstanding in [1, 8] {
+        let cfg = l3_machine(2, Arbitration::FixedPriority);
+        let bw = cfg.bus_bytes_per_cycle;
+        let asks = outstanding as f64 * line(&cfg) as f64 / l3_latency(&cfg) as f64;
+        let fp = shares_with(&cfg, &[outstanding, 0]);
+        eprintln!("FixedPriority, core 0 with {outstanding} in flight (asks {asks:.2}): {fp:.2?}");
+        assert!(
+            fp[0] >= 0.85 * asks,
+            "{outstanding} in flight: core 0 gets {}, asks for {asks}",
+            fp[0]
+        );
+        assert!(
+            fp[1] >= 0.5 * (bw - asks),
+            "{outstanding} in flight: core 1 gets {}, {} is left",
+            fp[1],
+            bw - asks
+        );
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// DRAM bandwidth
+// ---------------------------------------------------------------------------------------------
+
+/// Measured DRAM bandwidth, total and per controller, with `controllers` controllers and a
+/// bus fast enough never to be the bottleneck; every access is a fresh line from DRAM.
+fn dram_rates(controllers: u32) -> (f64, Vec<f64>) {
+    const CORES: u32 = 4;
+    let mut cfg = MemoryConfig::small(1, CORES);
+    cfg.dram_controllers = controllers;
+    cfg.bus_bytes_per_cycle = 16.0 * line(&cfg) as f64;
+    let sc = line(&cfg) as f64 / cfg.dram_bytes_per_cycle;
+    let timed_slots = 3000 * controllers as u64;
+    let per_core = (timed_slots / CORES as u64) * 2;
+    let streams: Vec<Stream> = (0..CORES)
+        .map(|core| Stream {
+            core,
+            outstanding: saturating(dram_latency(&cfg), sc / controllers as f64, CORES),
+            addrs: (0..per_core)
+                .map(|k| ((core as u64 + 1) << 28) + k * line(&cfg))
+                .collect(),
+            ahead: 0,
+            think: 0,
+        })
+        .collect();
+    let mut mem = Memory::new(cfg.clone()).unwrap();
+    let end = START + (timed_slots as f64 * sc / controllers as f64) as u64;
+    let dones = run(&mut mem, &streams, START, end);
+    let dram = mem
+        .core_stats
+        .iter()
+        .map(|c| c.served[Served::Dram as usize])
+        .sum::<u64>();
+    assert_eq!(dram as usize, dones.len(), "every access is served by DRAM");
+    let lo = START + (end - START) / 4;
+    let total = rate(&cfg, &dones, lo, end, |_| true);
+    let per: Vec<f64> = (0..controllers as u64)
+        .map(|c| {
+            rate(&cfg, &dones, lo, end, |d| {
+                (d.addr / cfg.dram_interleave) % controllers as u64 == c
+            })
+        })
+        .collect();
+    eprintln!(
+        "DRAM, {controllers} controller(s) of {} B/cycle: {total:.3} B/cycle, per controller {per:.3?}",
+        cfg.dram_bytes_per_cycle
+    );
+    (total, per)
+}
+
+#[test]
+fn dram_bandwidth_saturates_per_controller_and_in_total() {
+    let bw = MemoryConfig::small(1, 1).dram_bytes_per_cycle;
+    for controllers in [1, 2] {
+        let (total, per) = dram_rates(controllers);
+        let want = bw * controllers as f64;
+        assert!(
+            (total - want).abs() <= 0.02 * want,
+            "{controllers} controllers: {total} B/cycle, expected {want}"
+        );
+        for (c, &x) in per.iter().enumerate() {
+            assert!(
+                (x - bw).abs() <= 0.02 * bw,
+                "controller {c} of {controllers}: {x} B/cycle, expected {bw}"
+            );
+        }
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Out-of-order requests
+// ---------------------------------------------------------------------------------------------
+
+#[test]
+fn out_of_order_requests_never_exceed_the_bus_bandwidth() {
+    for arbitration in [
+        Arbitration::Fifo,
+        Arbitration::RoundRobin,
+        Arbitration::FixedPriority,
+    ] {
+        for ahead in [0, 500, 3000] {
+            let cfg = l3_machine(2, arbitration);
+            let bw = cfg.bus_bytes_per_cycle;
+            let sc = line(&cfg) as f64 / bw;
+            let w = (64.0 * sc) as u64;
+            let end = START + (BUS_SLOTS as f64 * sc) as u64;
+            let lo = START + (end - START) / 4;
+
+            // Both cores saturating: the bus stays saturated, and no faster than its rate.
+            let mut mem = Memory::new(cfg.clone()).unwrap();
+            let mut streams = l3_streams(&mut mem, saturating(l3_latency(&cfg), sc, 1));
+            streams[1].ahead = ahead;
+            let dones = run(&mut mem, &streams, START, end);
+            let p = peak(&dones, w);
+            let got = rate(&cfg, &dones, lo, end, |_| true);
+            eprintln!(
+                "{arbitration:?}, core 1 ahead by {ahead}: {got:.3} B/cycle of {bw}, \
+                 peak {p} transfers in {w} cycles"
+            );
+            assert!(
+                p as f64 <= w as f64 / sc + 1.0,
+                "{arbitration:?}, core 1 ahead by {ahead}: {p} transfers in {w} cycles"
+            );
+            assert!(
+                (got - bw).abs() <= 0.02 * bw,
+                "{arbitration:?}, core 1 ahead by {ahead}: {got} B/cycle"
+            );
+
+            // Offering about 80 % of the bus at irregular times, so that requests fall at
+            // every phase of a slot and many find the slot containing them free.
+            let mut mem = Memory::new(cfg.clone()).unwrap();
+            // Each access takes the unloaded latency plus 2 cycles of think on average.
+            let per_core = 0.8 * bw * (l3_latency(&cfg) + 2) as f64 / line(&cfg) as f64 / 2.0;
+            let outstanding = per_core.round() as u32;
+            let mut streams = l3_streams(&mut mem, outstanding);
+            for s in &mut streams {
+                s.think = 4;
+            }
+            streams[1].ahead = ahead;
+            let dones = run(&mut mem, &streams, START, end);
+            let got = rate(&cfg, &dones, lo, end, |_| true);
+            for slots in [2.0, 4.0, 64.0] {
+                let w = (slots * sc) as u64;
+                let p = peak(&dones, w);
+                eprintln!(
+                    "{arbitration:?}, irregular at 80 %, core 1 ahead by {ahead}: \
+                     {got:.3} B/cycle, peak {p} transfers in {w} cycles"
+                );
+                assert!(
+                    p as f64 <= slots + 1.0,
+                    "{arbitration:?}, irregular, core 1 ahead by {ahead}: {p} transfers in {w} cycles"
+                );
+            }
+        }
+    }
+}
+
+#[test]
+fn a_late_early_request_uses_an_idle_slot() {
+    for arbitration in [Arbitration::Fifo, Arbitration::RoundRobin] {
+        let cfg = l3_machine(2, arbitration);
+        let sc = slot(&cfg, cfg.bus_bytes_per_cycle);
+        let idle = l3_latency(&cfg);
+        let mut mem = Memory::new(cfg.clone()).unwrap();
+        let streams = l3_streams(&mut mem, 1);
+        // Core 1 runs ahead: 1000 accesses, one every other slot from T to T + 2000 slots.
+        let t0 = START;
+        for k in 0..1000 {
+            let o = mem.access(
+                1,
+                0,
+                streams[1].addrs[k as usize],
+                8,
+                Kind::Load,
+                t0 + 2 * sc * k,
+            );
+            assert_eq!(o.latency, idle, "core 1 alone, access {k}: {o:?}");
+        }
+        // Core 0 then presents requests from the past of core 1's. One landing on a free slot
+        // (odd slots) is not delayed; one landing on a slot core 1 holds (even slots) waits
+        // exactly one slot under FIFO; one before all of them is not delayed.
+        let a = &streams[0].addrs;
+        let o = mem.access(0, 0, a[0], 8, Kind::Load, t0 - 1000 * sc);
+        assert_eq!(
+            o.latency, idle,
+            "{arbitration:?}, before core 1's requests: {o:?}"
+        );
+        for (i, k) in [10u64, 500, 999].into_iter().enumerate() {
+            let o = mem.access(0, 0, a[1 + 2 * i], 8, Kind::Load, t0 + 2 * sc * k + sc);
+            assert_eq!(
+                o.latency,
+                idle,
+                "{arbitration:?}, between core 1's requests {k} and {}: {o:?}",
+                k + 1
+            );
+            if arbitration == Arbitration::Fifo {
+                // Core 1's request k - 1 holds this slot; the next one (odd) is free.
+                let o = mem.access(0, 0, a[2 + 2 * i], 8, Kind::Load, t0 + 2 * sc * (k - 1));
+                assert_eq!(
+                    o.latency,
+                    idle + sc,
+                    "{arbitration:?}, on core 1's request {}: {o:?}",
+                    k - 1
+                );
+            }
+        }
+    }
+}
