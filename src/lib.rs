@@ -4,3 +4,4 @@
 
 pub mod config;
 pub mod info;
+pub mod run;

@@ -28,6 +28,9 @@ struct Cli {
 
 #[derive(Subcommand)]
 enum Cmd {
+    /// Simulate a workload or a trace on a machine and write a run directory
+    /// (with no arguments: `lu-owner` on the built-in default machine).
+    Run(RunArgs),
     /// List the built-in workloads, with what each is built to show.
     Workloads,
     /// Generate a built-in workload's trace.
@@ -47,6 +50,38 @@ enum Cmd {
     /// Check or show a machine config.
     #[command(subcommand)]
     Config(ConfigCmd),
+}
+
+#[derive(Args)]
+struct RunArgs {
+    /// Machine config (default: the built-in configs/default.toml).
+    #[arg(long, short = 'c')]
+    config: Option<PathBuf>,
+    /// Override a config key, e.g. `--set core.rob_size=256` (repeatable).
+    #[arg(long = "set", value_name = "KEY=VALUE")]
+    set: Vec<String>,
+    /// Built-in workload to generate and simulate (default: lu-owner).
+    #[arg(long, short = 'w', conflicts_with = "trace")]
+    workload: Option<String>,
+    /// Threads of the workload (default: the machine's core count).
+    #[arg(long, short = 't')]
+    threads: Option<u32>,
+    /// Size of the workload (default: the workload's own; see `isim workloads`).
+    #[arg(long, short = 's')]
+    size: Option<u64>,
+    /// Seed of the workload.
+    #[arg(long, default_value_t = 1)]
+    seed: u64,
+    /// Simulate this trace instead of a built-in workload.
+    #[arg(long)]
+    trace: Option<PathBuf>,
+    /// Resize the machine to this many cores (per-socket structure kept, sockets added or
+    /// removed).
+    #[arg(long)]
+    cores: Option<u32>,
+    /// Run directory to write.
+    #[arg(long = "out", short = 'o', default_value = "isim-run")]
+    out: PathBuf,
 }
 
 #[derive(Args)]
@@ -134,6 +169,37 @@ fn summary_line(path: &Path) -> Result<String> {
 
 fn run(cli: Cli) -> Result<ExitCode> {
     match cli.cmd {
+        Cmd::Run(a) => {
+            let req = isim::run::RunRequest {
+                config: a.config,
+                sets: a.set,
+                workload: a.workload,
+                threads: a.threads,
+                size: a.size,
+                seed: a.seed,
+                trace: a.trace,
+                cores: a.cores,
+                erase: Vec::new(),
+                out: a.out,
+            };
+            let pb = spinner("simulating".into());
+            let start = std::time::Instant::now();
+            let r = isim::run::run(&req, |n| {
+                pb.set_message(format!("simulating: {n} instructions"))
+            });
+            pb.finish_and_clear();
+            let o = r?;
+            let secs = start.elapsed().as_secs_f64();
+            for n in &o.notes {
+                eprintln!("{n}");
+            }
+            print!("{}", isim::run::render_summary(&o));
+            let insts: u64 = o.result.threads.iter().map(|t| t.instructions).sum();
+            println!(
+                "host: {secs:.2} s, {:.1} simulated MIPS",
+                insts as f64 / secs / 1e6
+            );
+        }
         Cmd::Workloads => {
             for w in WORKLOADS {
                 println!("{:<16} {}", w.name, w.summary);

@@ -1,5 +1,15 @@
-//! The interval core model (ROB window, dispatch, branch predictors, critical-path cycle
+//! The interval core model (window, dispatch, branch predictors, critical-path cycle
 //! accounting) and the multicore engine that replays synchronization in simulated time.
 //!
-//! Empty until the core/engine issue lands; it will consume `sim-frontend` records and call
-//! `sim-memory` for every fetch, load and store.
+//! [`core`] times one thread on one core and builds its cycle stack; [`engine`] runs every
+//! thread of a trace on the memory system of `sim-memory`, replays barriers, mutexes,
+//! condition variables and create/join, and reports per-thread results and probe events to
+//! a statically dispatched [`engine::Observer`]. [`bpred`] holds the branch predictors.
+
+pub mod bpred;
+pub mod core;
+pub mod engine;
+pub mod stack;
+
+pub use engine::{Engine, EngineConfig, Observer, RunResult, SimError, ThreadResult};
+pub use stack::{COMPONENTS, Component, CycleStack};

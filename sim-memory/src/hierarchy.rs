@@ -351,6 +351,32 @@ impl Memory {
         o
     }
 
+    /// Functional warming (before the region of interest): the access updates cache and
+    /// coherence state exactly as a real one, but takes no bus or DRAM bandwidth and returns
+    /// nothing. Statistics it touches are meant to be cleared by [`Memory::reset_stats`].
+    pub fn warm(&mut self, core: u32, addr: u64, size: u32, kind: Kind) {
+        let first = addr >> self.line_shift;
+        let last = addr.wrapping_add(size.max(1) as u64 - 1) >> self.line_shift;
+        self.access_line(core, first, kind, 0, true);
+        if last != first {
+            self.access_line(core, last, kind, 0, true);
+        }
+    }
+
+    /// Clears every counter (cache, core, bus, DRAM), keeping all cache contents.
+    pub fn reset_stats(&mut self) {
+        for n in &mut self.nodes {
+            n.cache.stats = CacheStats::default();
+        }
+        for c in &mut self.core_stats {
+            *c = CoreStats::default();
+        }
+        for s in self.buses.iter_mut().chain(self.drams.iter_mut()) {
+            s.transfers = 0;
+            s.wait_cycles = 0;
+        }
+    }
+
     fn access_line(&mut self, core: u32, line: u64, kind: Kind, t: u64, erased: bool) -> Outcome {
         let path = match kind {
             Kind::IFetch => self.ipath[core as usize],

@@ -16,6 +16,7 @@
 //! configs/x.toml:12:1: core.rob_sise = 96: unknown key (did you mean `rob_size`?; allowed keys in [core]: ...)
 //! ```
 
+mod cores;
 mod defaults;
 mod machine;
 mod memory;

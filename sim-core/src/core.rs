@@ -1,0 +1,434 @@
+//! The interval core model with critical-path cycle accounting (cycle-stacks paper §2.1–2.2).
+//!
+//! **Timing.** The core keeps a window of the last `rob_size` instructions. Instruction `i` is
+//! dispatched at `d_i = max(d_{i-1} + 1/width, commit time of the instruction rob_size places
+//! older, front-end redirect)`: the dispatch width, the full window, and miss events that stop
+//! the front end (a mispredicted branch redirects fetch at its completion plus the front-end
+//! depth — the branch resolution time plus the refill; an I-cache miss delays fetch by its
+//! latency). It starts when its sources are ready (`max(d_i, ready(srcs))`; a serializing
+//! instruction also waits for everything older to commit), completes after its latency (loads:
+//! the memory model's latency; a long-latency load needs one of `outstanding_loads` miss
+//! slots), and commits in order. Independent long-latency loads within the window therefore
+//! overlap (memory-level parallelism), bounded by the miss slots and the window; a dependence
+//! chain limits the rate to window ÷ chain length; an independent stream runs at the dispatch
+//! width.
+//!
+//! **Accounting.** Each instruction entering the window extends the critical path — the
+//! latest completion time so far — by `max(0, completion − previous end)`; that increase is
+//! credited to the instruction's type (`depend-int`, `depend-fp`, or the `mem-*` component of
+//! the level that served its load) and removed when the instruction leaves the window.
+//! Instructions that complete in the shadow of older ones add nothing. The time between two
+//! dispatches is charged:
+//! * to `base` when the dispatch width bound it;
+//! * over the current critical-path contributors, in proportion, when the full window bound it
+//!   (to `base` if there are none);
+//! * to `branch` or `ifetch` for the part a front-end redirect added.
+//!
+//! Draining the window before a synchronization point or at the end is charged like a full
+//! window; waiting is charged to the matching sync component by the engine. Every advance of
+//! the core's clock is charged exactly once, so the stack sums to the elapsed cycles.
+
+use sim_frontend::model::{BranchKind, MemAccess, OpClass, StaticInst};
+use sim_memory::{Kind, Memory};
+
+use crate::bpred::{BranchPredictor, Predictor};
+use crate::stack::{COMPONENTS, Component, CycleStack};
+
+/// The target a predictor learns: a conditional branch's static target whether taken or
+/// not (the static predictor needs its direction), otherwise where control went.
+fn branch_target(s: &StaticInst, taken: bool, next_pc: u64) -> u64 {
+    if s.branch == BranchKind::Conditional {
+        s.target
+    } else if taken {
+        next_pc
+    } else {
+        s.pc + s.size as u64
+    }
+}
+
+/// Core parameters in cycles.
+#[derive(Debug, Clone, PartialEq)]
+pub struct CoreParams {
+    /// Micro-ops dispatched per cycle.
+    pub dispatch_width: u32,
+    /// Window (reorder buffer) entries.
+    pub rob_size: u32,
+    /// Front-end refill after a misprediction, cycles.
+    pub frontend_depth: u32,
+    /// Long-latency load misses in flight at once.
+    pub outstanding_loads: u32,
+    /// Long-latency store misses in flight at once.
+    pub outstanding_stores: u32,
+    /// Loads slower than this are long-latency misses.
+    pub long_latency_cutoff: u32,
+    /// Execution latency per op class, indexed by `OpClass as usize` (loads use the memory
+    /// latency instead; a store's entry is its latency in the window).
+    pub latency: [u32; 14],
+}
+
+#[derive(Debug, Clone, Copy, Default)]
+struct Entry {
+    commit: f64,
+    inc: f64,
+    comp: u8,
+}
+
+/// What happened to one executed instruction (for probes).
+#[derive(Debug, Clone, Copy, Default)]
+pub struct InstResult {
+    /// Dispatch time.
+    pub dispatch: f64,
+    /// Completion time.
+    pub complete: f64,
+    /// The critical-path increase charged to it.
+    pub critical: f64,
+    /// Where its slowest load was served (if it loaded).
+    pub served: Option<sim_memory::Served>,
+    /// Misses of its memory accesses per level (L1, L2, L3), counted per access.
+    pub misses: [u32; 3],
+    /// The branch was mispredicted.
+    pub mispredicted: bool,
+}
+
+/// One core running one thread.
+pub struct Core {
+    p: CoreParams,
+    id: u32,
+    inv_width: f64,
+    rob: Vec<Entry>,
+    head: usize,
+    len: usize,
+    reg_ready: [f64; 256],
+    /// Current time: the last dispatch (the core's clock).
+    pub now: f64,
+    commit: f64,
+    cp_end: f64,
+    contrib: [f64; COMPONENTS],
+    redirect: f64,
+    redirect_comp: Component,
+    load_slots: Vec<f64>,
+    load_next: usize,
+    store_slots: Vec<f64>,
+    store_next: usize,
+    last_fetch_line: u64,
+    line_shift: u32,
+    l1i_hit: u32,
+    bp: Predictor,
+    /// Cycles charged so far.
+    pub stack: CycleStack,
+    /// Instructions executed with timing.
+    pub instructions: u64,
+    /// Branches and mispredictions.
+    pub branches: u64,
+    /// Mispredicted branches.
+    pub mispredictions: u64,
+}
+
+impl Core {
+    /// A core with id `id` (its index in the memory system) starting at time `now`.
+    pub fn new(p: CoreParams, bp: Predictor, id: u32, mem: &Memory, now: f64) -> Core {
+        let rob = vec![Entry::default(); p.rob_size.max(1) as usize];
+        let cfg = mem.config();
+        Core {
+            inv_width: 1.0 / p.dispatch_width.max(1) as f64,
+            load_slots: vec![0.0; p.outstanding_loads.max(1) as usize],
+            store_slots: vec![0.0; p.outstanding_stores.max(1) as usize],
+            p,
+            id,
+            rob,
+            head: 0,
+            len: 0,
+            reg_ready: [0.0; 256],
+            now,
+            commit: now,
+            cp_end: now,
+            contrib: [0.0; COMPONENTS],
+            redirect: now,
+            redirect_comp: Component::Branch,
+            load_next: 0,
+            store_next: 0,
+            last_fetch_line: u64::MAX,
+            line_shift: cfg.l1i.line_size.trailing_zeros(),
+            l1i_hit: cfg.l1i.data_latency,
+            bp,
+            stack: CycleStack::default(),
+            instructions: 0,
+            branches: 0,
+            mispredictions: 0,
+        }
+    }
+
+    /// Charges `dt` cycles over the critical-path contributors (or to `base` if none).
+    fn charge_window(&mut self, dt: f64) {
+        if dt <= 0.0 {
+            return;
+        }
+        let total: f64 = self.contrib.iter().map(|c| c.max(0.0)).sum();
+        if total <= 1e-12 {
+            self.stack.add(Component::Base, dt);
+            return;
+        }
+        let scale = dt / total;
+        for (i, c) in self.contrib.iter().enumerate() {
+            if *c > 0.0 {
+                self.stack.0[i] += c * scale;
+            }
+        }
+    }
+
+    fn pop_until(&mut self, t: f64) {
+        while self.len > 0 && self.rob[self.head].commit <= t {
+            let e = self.rob[self.head];
+            self.contrib[e.comp as usize] -= e.inc;
+            self.head = (self.head + 1) % self.rob.len();
+            self.len -= 1;
+        }
+        if self.len == 0 {
+            self.contrib = [0.0; COMPONENTS];
+        }
+    }
+
+    /// Executes one instruction. `mem_ops` are its accesses; `next_pc` is where control went
+    /// (the branch target when taken).
+    pub fn execute(
+        &mut self,
+        mem: &mut Memory,
+        s: &StaticInst,
+        mem_ops: &[MemAccess],
+        taken: bool,
+        next_pc: u64,
+    ) -> InstResult {
+        let mut r = InstResult::default();
+        // Fetch: one L1I access per new line.
+        let line = s.pc >> self.line_shift;
+        if line != self.last_fetch_line {
+            self.last_fetch_line = line;
+            let o = mem.access(
+                self.id,
+                s.pc,
+                s.pc,
+                s.size as u32,
+                Kind::IFetch,
+                self.now as u64,
+            );
+            if o.latency > self.l1i_hit as u64 {
+                let t = self.now + (o.latency - self.l1i_hit as u64) as f64;
+                if t > self.redirect {
+                    self.redirect = t;
+                    self.redirect_comp = Component::Ifetch;
+                }
+            }
+        }
+        // Dispatch.
+        let by_width = self.now + self.inv_width;
+        self.pop_until(by_width);
+        let by_window = if self.len == self.rob.len() {
+            self.rob[self.head].commit
+        } else {
+            0.0
+        };
+        let bound = by_width.max(by_window);
+        // Critical-path-bound when the full window binds, or when the window is within two
+        // dispatch groups of full (commits arrive in bursts, so a window-bound stream sees a
+        // few free entries after each burst; a dispatch-bound one keeps the window far from
+        // full).
+        let near_full = self.len + 2 * self.p.dispatch_width as usize >= self.rob.len();
+        if by_window > by_width || near_full {
+            self.charge_window(bound - self.now);
+        } else {
+            self.stack.add(Component::Base, by_width - self.now);
+        }
+        let mut t = bound;
+        if self.redirect > t {
+            self.stack.add(self.redirect_comp, self.redirect - t);
+            t = self.redirect;
+        }
+        self.pop_until(t);
+        if self.len == self.rob.len() {
+            // Still full at the redirect time: wait for the head.
+            let h = self.rob[self.head].commit;
+            self.charge_window(h - t);
+            t = h;
+            self.pop_until(t);
+        }
+        self.now = t;
+        r.dispatch = t;
+        // Execute.
+        let mut ready = t;
+        for &reg in &s.srcs {
+            ready = ready.max(self.reg_ready[reg as usize]);
+        }
+        if s.class == OpClass::Serializing {
+            ready = ready.max(self.commit);
+        }
+        let mut lat = self.p.latency[s.class as usize] as f64;
+        let mut comp = match s.class {
+            OpClass::FpAdd | OpClass::FpMul | OpClass::FpDiv => Component::DependFp,
+            _ => Component::DependInt,
+        };
+        let mut load_lat = 0u64;
+        let mut served = None;
+        for a in mem_ops.iter().filter(|a| !a.write) {
+            let o = mem.access(
+                self.id,
+                s.pc,
+                a.addr,
+                a.size as u32,
+                Kind::Load,
+                ready as u64,
+            );
+            let l = o.latency;
+            if l > self.p.long_latency_cutoff as u64 {
+                // A long-latency miss needs a miss slot.
+                let slot = self.load_slots[self.load_next];
+                if slot > ready {
+                    ready = slot;
+                }
+                self.load_slots[self.load_next] = ready + l as f64;
+                self.load_next = (self.load_next + 1) % self.load_slots.len();
+            }
+            for (i, m) in o.missed.iter().enumerate() {
+                r.misses[i] += *m as u32;
+            }
+            if l >= load_lat {
+                load_lat = l;
+                served = Some(o.served);
+            }
+        }
+        if let Some(sv) = served {
+            lat = load_lat as f64;
+            comp = Component::of_served(sv);
+            r.served = Some(sv);
+        }
+        for a in mem_ops.iter().filter(|a| a.write) {
+            let o = mem.access(
+                self.id,
+                s.pc,
+                a.addr,
+                a.size as u32,
+                Kind::Store,
+                ready as u64,
+            );
+            for (i, m) in o.missed.iter().enumerate() {
+                r.misses[i] += *m as u32;
+            }
+            if o.latency > self.p.long_latency_cutoff as u64 {
+                // Stores retire through the store buffer; a full one stalls.
+                let slot = self.store_slots[self.store_next];
+                if slot > ready {
+                    ready = slot;
+                }
+                self.store_slots[self.store_next] = ready + o.latency as f64;
+                self.store_next = (self.store_next + 1) % self.store_slots.len();
+            }
+        }
+        let complete = ready + lat.max(if mem_ops.is_empty() { 1.0 } else { 0.0 });
+        for &reg in &s.dsts {
+            self.reg_ready[reg as usize] = complete;
+        }
+        // Critical-path accounting at insertion.
+        let inc = (complete - self.cp_end).max(0.0);
+        self.cp_end = self.cp_end.max(complete);
+        self.contrib[comp as usize] += inc;
+        self.commit = self.commit.max(complete);
+        let slot = (self.head + self.len) % self.rob.len();
+        self.rob[slot] = Entry {
+            commit: self.commit,
+            inc,
+            comp: comp as u8,
+        };
+        self.len += 1;
+        r.complete = complete;
+        r.critical = inc;
+        if s.class == OpClass::Serializing {
+            self.redirect = self.redirect.max(complete);
+            self.redirect_comp = Component::DependInt;
+        }
+        // Branch prediction.
+        if s.branch != BranchKind::None {
+            self.branches += 1;
+            if matches!(s.branch, BranchKind::DirectCall | BranchKind::IndirectCall) {
+                self.bp.note_call(s.pc + s.size as u64);
+            }
+            let target = branch_target(s, taken, next_pc);
+            if self.bp.predict_and_update(s.pc, s.branch, taken, target) {
+                self.mispredictions += 1;
+                r.mispredicted = true;
+                let t = complete + self.p.frontend_depth as f64;
+                if t > self.redirect {
+                    self.redirect = t;
+                    self.redirect_comp = Component::Branch;
+                }
+            }
+        }
+        self.instructions += 1;
+        r
+    }
+
+    /// Functional warming before the ROI: caches and predictor learn, time does not move.
+    pub fn warm(
+        &mut self,
+        mem: &mut Memory,
+        s: &StaticInst,
+        mem_ops: &[MemAccess],
+        taken: bool,
+        next_pc: u64,
+    ) {
+        let line = s.pc >> self.line_shift;
+        if line != self.last_fetch_line {
+            self.last_fetch_line = line;
+            mem.warm(self.id, s.pc, s.size as u32, Kind::IFetch);
+        }
+        for a in mem_ops {
+            mem.warm(
+                self.id,
+                a.addr,
+                a.size as u32,
+                if a.write { Kind::Store } else { Kind::Load },
+            );
+        }
+        if s.branch != BranchKind::None {
+            if matches!(s.branch, BranchKind::DirectCall | BranchKind::IndirectCall) {
+                self.bp.note_call(s.pc + s.size as u64);
+            }
+            let target = branch_target(s, taken, next_pc);
+            self.bp.predict_and_update(s.pc, s.branch, taken, target);
+        }
+    }
+
+    /// Waits for every instruction in the window to commit, charging the time like a full
+    /// window. Returns the time.
+    pub fn drain(&mut self) -> f64 {
+        let end = self.now.max(self.commit).max(self.redirect);
+        if end > self.now {
+            let until_commit = self.commit.max(self.now) - self.now;
+            self.charge_window(until_commit);
+            let rest = end - self.now - until_commit;
+            if rest > 0.0 {
+                self.stack.add(self.redirect_comp, rest);
+            }
+        }
+        self.now = end;
+        self.reset_window(end);
+        end
+    }
+
+    fn reset_window(&mut self, t: f64) {
+        self.len = 0;
+        self.head = 0;
+        self.contrib = [0.0; COMPONENTS];
+        self.commit = t;
+        self.cp_end = t;
+        self.redirect = t;
+    }
+
+    /// Jumps the clock to `t` (≥ now), charging the wait to `c` (a sync or imbalance
+    /// component); the window must have been drained.
+    pub fn wait_until(&mut self, t: f64, c: Component) {
+        if t > self.now {
+            self.stack.add(c, t - self.now);
+            self.now = t;
+            self.reset_window(t);
+        }
+    }
+}

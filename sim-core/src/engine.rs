@@ -1,0 +1,548 @@
+//! The multicore engine: one trace thread per core, advanced in simulated time, with
+//! synchronization replayed by simulated semantics.
+//!
+//! **Scheduling.** The runnable thread with the smallest clock (ties: lowest id) runs until
+//! its clock passes the next smallest clock by `QUANTUM` cycles or it reaches a marker; the
+//! order is a function of simulated times only, so results are deterministic.
+//!
+//! **Synchronization** (each first drains the thread's window):
+//! * barrier: released when the last of `participants` threads arrives; every waiter resumes
+//!   at that time, the wait charged to `sync-barrier`;
+//! * mutex: a free mutex is taken at once; otherwise the thread queues and, at each unlock,
+//!   the mutex goes to the waiter that asked first in simulated time (wait: `sync-crit-sect`);
+//! * condition wait releases the mutex and sleeps until a signal (one waiter, earliest first)
+//!   or broadcast (all), then re-acquires the mutex (wait until woken: `sync-cond`); a signal
+//!   with no waiter is lost, as in pthreads;
+//! * create starts the child at the creator's time (the child's time before that:
+//!   `imbalance-start`); join waits for the child's end (`sync-join`);
+//! * after a thread ends, the time until the last thread ends is `imbalance-end`.
+//!
+//! **Region of interest.** If thread 0's stream has an ROI-begin marker, records before it
+//! warm the caches and predictors without timing (all clocks stay at 0); records after the
+//! ROI end are skipped for timing but synchronization is still replayed so streams finish.
+//!
+//! **Watchdog.** If no thread can run but some have not ended, the run stops with an error
+//! listing what each thread waits on.
+
+use std::collections::HashMap;
+
+use serde::Serialize;
+use sim_frontend::model::{Batch, Marker, NO_SIDX, Record};
+use sim_frontend::{ThreadStream, Trace, TraceError};
+use sim_memory::{CacheStats, CoreStats, Memory, MemoryConfig};
+
+use crate::bpred::{BpredConfig, build};
+use crate::core::{Core, CoreParams, InstResult};
+use crate::stack::{Component, CycleStack};
+
+/// Cycles a thread may run ahead of the next slowest runnable thread.
+pub const QUANTUM: f64 = 200.0;
+
+/// Everything the engine needs besides the trace.
+#[derive(Debug, Clone)]
+pub struct EngineConfig {
+    /// Core parameters (the same for every core).
+    pub core: CoreParams,
+    /// Branch predictor of every core.
+    pub bpred: BpredConfig,
+    /// The memory system.
+    pub memory: MemoryConfig,
+    /// PCs whose data misses are erased.
+    pub erase: Vec<u64>,
+}
+
+/// Receives events during simulation; the default methods do nothing, so an observer that
+/// collects nothing costs nothing (the engine is generic over it).
+pub trait Observer {
+    /// One instruction executed with timing by thread `tid`.
+    fn inst(&mut self, _tid: u32, _sidx: u32, _r: &InstResult) {}
+    /// Thread `tid` arrived at a barrier at `arrival` and left it at `release`; `site` is the
+    /// static index of the instruction before the barrier marker (the barrier call).
+    fn barrier(&mut self, _tid: u32, _site: u32, _arrival: f64, _release: f64) {}
+}
+
+impl Observer for () {}
+
+/// An error that stops a run.
+#[derive(Debug)]
+pub enum SimError {
+    /// The trace could not be read.
+    Trace(TraceError),
+    /// The machine cannot be built or does not fit the trace.
+    Config(String),
+    /// No thread can make progress.
+    Deadlock(String),
+}
+
+impl std::fmt::Display for SimError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            SimError::Trace(e) => e.fmt(f),
+            SimError::Config(m) => write!(f, "machine: {m}"),
+            SimError::Deadlock(m) => write!(f, "deadlock: no thread can make progress\n{m}"),
+        }
+    }
+}
+
+impl std::error::Error for SimError {}
+
+impl From<TraceError> for SimError {
+    fn from(e: TraceError) -> Self {
+        SimError::Trace(e)
+    }
+}
+
+/// Per-thread results.
+#[derive(Debug, Clone, Serialize)]
+pub struct ThreadResult {
+    /// Thread id (= core id).
+    pub thread: u32,
+    /// Instructions executed in the ROI.
+    pub instructions: u64,
+    /// Cycles from the ROI start to the end of the run (the same for every thread).
+    pub cycles: f64,
+    /// The cycle stack; sums to `cycles`.
+    pub stack: CycleStack,
+    /// Conditional and indirect branches executed.
+    pub branches: u64,
+    /// Mispredicted branches.
+    pub mispredictions: u64,
+    /// When the thread ended (cycles from the ROI start).
+    pub end: f64,
+}
+
+/// The result of a run.
+#[derive(Debug, Clone, Serialize)]
+pub struct RunResult {
+    /// Cycles from the ROI start to the last thread's end.
+    pub cycles: f64,
+    /// Per thread.
+    pub threads: Vec<ThreadResult>,
+    /// Per-core memory counters.
+    pub memory_cores: Vec<CoreStats>,
+    /// Per-cache counters.
+    pub caches: Vec<(String, CacheStats)>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq)]
+enum State {
+    NotCreated,
+    Runnable,
+    Barrier(u64),
+    Mutex(u64),
+    Cond(u64),
+    Join(u32),
+    Done,
+}
+
+struct Thread<'t> {
+    stream: ThreadStream<'t>,
+    batch: Batch,
+    pos: usize,
+    core: Core,
+    state: State,
+    end: f64,
+    last_sidx: u32,
+}
+
+#[derive(Default)]
+struct MutexState {
+    owner: Option<u32>,
+    waiters: Vec<(f64, u32)>,
+}
+
+enum Step {
+    Quantum,
+    Marker(Marker),
+    End,
+}
+
+/// The engine.
+pub struct Engine<'t, O: Observer> {
+    trace: &'t Trace,
+    mem: Memory,
+    threads: Vec<Thread<'t>>,
+    roi_active: bool,
+    roi_done: bool,
+    barriers: HashMap<u64, Vec<(u32, f64)>>,
+    mutexes: HashMap<u64, MutexState>,
+    conds: HashMap<u64, Vec<(f64, u32, u64)>>,
+    obs: O,
+    executed: u64,
+}
+
+fn has_roi_begin(trace: &Trace) -> Result<bool, TraceError> {
+    if trace.thread_count() == 0 {
+        return Ok(false);
+    }
+    let mut s = trace.stream(0)?;
+    let mut b = Batch::default();
+    while s.next_batch(&mut b)? {
+        if b.records
+            .iter()
+            .any(|r| matches!(r, Record::Marker(Marker::RoiBegin)))
+        {
+            return Ok(true);
+        }
+    }
+    Ok(false)
+}
+
+impl<'t, O: Observer> Engine<'t, O> {
+    /// Prepares a run of `trace` on the machine `cfg`.
+    pub fn new(trace: &'t Trace, cfg: &EngineConfig, obs: O) -> Result<Self, SimError> {
+        let n = trace.thread_count();
+        let cores = cfg.memory.cores();
+        if n > cores {
+            return Err(SimError::Config(format!(
+                "the trace has {n} threads but the machine has {cores} cores (one thread per core)"
+            )));
+        }
+        let mut mem = Memory::new(cfg.memory.clone()).map_err(SimError::Config)?;
+        mem.set_erasure(cfg.erase.iter().copied());
+        let roi = has_roi_begin(trace)?;
+        let mut threads = Vec::with_capacity(n as usize);
+        for t in 0..n {
+            threads.push(Thread {
+                stream: trace.stream(t)?,
+                batch: Batch::default(),
+                pos: 0,
+                core: Core::new(cfg.core.clone(), build(&cfg.bpred), t, &mem, 0.0),
+                state: if t == 0 {
+                    State::Runnable
+                } else {
+                    State::NotCreated
+                },
+                end: 0.0,
+                last_sidx: NO_SIDX,
+            });
+        }
+        Ok(Engine {
+            trace,
+            mem,
+            threads,
+            roi_active: !roi,
+            roi_done: false,
+            barriers: HashMap::new(),
+            mutexes: HashMap::new(),
+            conds: HashMap::new(),
+            obs,
+            executed: 0,
+        })
+    }
+
+    /// Runs to the end; `progress` is called with the instructions executed so far, about
+    /// every million.
+    pub fn run(mut self, mut progress: impl FnMut(u64)) -> Result<(RunResult, O), SimError> {
+        let mut reported = 0u64;
+        loop {
+            let mut first: Option<(f64, u32)> = None;
+            let mut second = f64::INFINITY;
+            for (i, th) in self.threads.iter().enumerate() {
+                if th.state != State::Runnable {
+                    continue;
+                }
+                let key = (th.core.now, i as u32);
+                match first {
+                    None => first = Some(key),
+                    Some(f) if key.0 < f.0 => {
+                        second = second.min(f.0);
+                        first = Some(key);
+                    }
+                    Some(_) => second = second.min(key.0),
+                }
+            }
+            let Some((_, tid)) = first else {
+                if self
+                    .threads
+                    .iter()
+                    .all(|t| t.state == State::Done || t.state == State::NotCreated)
+                {
+                    break;
+                }
+                return Err(SimError::Deadlock(self.describe()));
+            };
+            let limit = if second.is_finite() {
+                second + QUANTUM
+            } else {
+                f64::INFINITY
+            };
+            match self.slice(tid, limit)? {
+                Step::Quantum => {}
+                Step::End => self.end_thread(tid),
+                Step::Marker(m) => self.marker(tid, m),
+            }
+            if self.executed >= reported + (1 << 20) {
+                reported = self.executed;
+                progress(reported);
+            }
+        }
+        progress(self.executed);
+        Ok(self.finish())
+    }
+
+    fn describe(&self) -> String {
+        let mut s = String::new();
+        for (i, th) in self.threads.iter().enumerate() {
+            let what = match th.state {
+                State::NotCreated => "never created".to_string(),
+                State::Runnable => "runnable".to_string(),
+                State::Barrier(id) => {
+                    let n = self.barriers.get(&id).map_or(0, |v| v.len());
+                    format!("waits at barrier {id:#x} ({n} arrived)")
+                }
+                State::Mutex(a) => format!(
+                    "waits for mutex {a:#x} held by thread {}",
+                    self.mutexes
+                        .get(&a)
+                        .and_then(|m| m.owner)
+                        .map_or("none".into(), |o| o.to_string())
+                ),
+                State::Cond(c) => format!("waits on condition {c:#x}"),
+                State::Join(c) => format!("waits to join thread {c}"),
+                State::Done => "ended".to_string(),
+            };
+            s.push_str(&format!(
+                "  thread {i} at cycle {:.0}: {what}\n",
+                th.core.now
+            ));
+        }
+        s
+    }
+
+    fn slice(&mut self, tid: u32, limit: f64) -> Result<Step, SimError> {
+        let program = &self.trace.program;
+        let th = &mut self.threads[tid as usize];
+        while th.core.now <= limit {
+            if th.pos >= th.batch.records.len() {
+                th.pos = 0;
+                if !th.stream.next_batch(&mut th.batch)? {
+                    return Ok(Step::End);
+                }
+                continue;
+            }
+            let rec = th.batch.records[th.pos];
+            th.pos += 1;
+            match rec {
+                Record::Inst(i) => {
+                    th.last_sidx = i.sidx;
+                    if self.roi_done {
+                        continue;
+                    }
+                    let s = &program.insts[i.sidx as usize];
+                    let ops =
+                        &th.batch.mem[i.mem_start as usize..(i.mem_start + i.mem_len) as usize];
+                    let next_pc = if i.next == NO_SIDX {
+                        0
+                    } else {
+                        program.insts[i.next as usize].pc
+                    };
+                    if self.roi_active {
+                        let r = th.core.execute(&mut self.mem, s, ops, i.taken, next_pc);
+                        self.obs.inst(tid, i.sidx, &r);
+                        self.executed += 1;
+                    } else {
+                        th.core.warm(&mut self.mem, s, ops, i.taken, next_pc);
+                    }
+                }
+                Record::Marker(m) => return Ok(Step::Marker(m)),
+            }
+        }
+        Ok(Step::Quantum)
+    }
+
+    fn timed(&self) -> bool {
+        self.roi_active
+    }
+
+    fn resume(&mut self, t: u32, at: f64, c: Component) {
+        let timed = self.timed();
+        let th = &mut self.threads[t as usize];
+        if timed {
+            th.core.wait_until(at, c);
+        }
+        th.state = State::Runnable;
+    }
+
+    fn drain(&mut self, tid: u32) -> f64 {
+        if self.timed() {
+            self.threads[tid as usize].core.drain()
+        } else {
+            self.threads[tid as usize].core.now
+        }
+    }
+
+    fn end_thread(&mut self, tid: u32) {
+        let end = self.drain(tid);
+        let th = &mut self.threads[tid as usize];
+        if th.state == State::Done {
+            return;
+        }
+        th.state = State::Done;
+        th.end = end;
+        let joiners: Vec<u32> = (0..self.threads.len() as u32)
+            .filter(|&j| self.threads[j as usize].state == State::Join(tid))
+            .collect();
+        for j in joiners {
+            let at = self.threads[j as usize].core.now.max(end);
+            self.resume(j, at, Component::SyncJoin);
+        }
+    }
+
+    fn lock(&mut self, tid: u32, addr: u64, now: f64) {
+        let m = self.mutexes.entry(addr).or_default();
+        if m.owner.is_none() {
+            m.owner = Some(tid);
+            self.threads[tid as usize].state = State::Runnable;
+        } else {
+            m.waiters.push((now, tid));
+            self.threads[tid as usize].state = State::Mutex(addr);
+        }
+    }
+
+    fn unlock(&mut self, addr: u64, now: f64) {
+        let m = self.mutexes.entry(addr).or_default();
+        m.owner = None;
+        if m.waiters.is_empty() {
+            return;
+        }
+        let (k, _) = m
+            .waiters
+            .iter()
+            .enumerate()
+            .min_by(|a, b| a.1.0.total_cmp(&b.1.0).then(a.1.1.cmp(&b.1.1)))
+            .expect("non-empty");
+        let (req, w) = m.waiters.remove(k);
+        m.owner = Some(w);
+        self.resume(w, req.max(now), Component::SyncCritSect);
+    }
+
+    fn marker(&mut self, tid: u32, m: Marker) {
+        match m {
+            Marker::ThreadStart | Marker::SectionBegin { .. } | Marker::SectionEnd { .. } => {}
+            Marker::ThreadEnd => self.end_thread(tid),
+            Marker::RoiBegin => {
+                if !self.roi_active && !self.roi_done {
+                    self.roi_active = true;
+                    self.mem.reset_stats();
+                }
+            }
+            Marker::RoiEnd => {
+                if self.roi_active {
+                    for t in 0..self.threads.len() as u32 {
+                        if matches!(self.threads[t as usize].state, State::Runnable) {
+                            self.drain(t);
+                        }
+                    }
+                    self.roi_active = false;
+                    self.roi_done = true;
+                }
+            }
+            Marker::Barrier { id, participants } => {
+                let now = self.drain(tid);
+                let arrivals = self.barriers.entry(id).or_default();
+                arrivals.push((tid, now));
+                if arrivals.len() as u32 >= participants {
+                    let arrivals = self.barriers.remove(&id).unwrap_or_default();
+                    let release = arrivals.iter().map(|a| a.1).fold(0.0, f64::max);
+                    for (t, arrival) in arrivals {
+                        let site = self.threads[t as usize].last_sidx;
+                        self.obs.barrier(t, site, arrival, release);
+                        self.resume(t, release, Component::SyncBarrier);
+                    }
+                } else {
+                    self.threads[tid as usize].state = State::Barrier(id);
+                }
+            }
+            Marker::MutexLock { addr } => {
+                let now = self.drain(tid);
+                self.lock(tid, addr, now);
+            }
+            Marker::MutexUnlock { addr } => {
+                let now = self.drain(tid);
+                self.unlock(addr, now);
+            }
+            Marker::CondWait { cond, mutex } => {
+                let now = self.drain(tid);
+                self.unlock(mutex, now);
+                self.conds.entry(cond).or_default().push((now, tid, mutex));
+                self.threads[tid as usize].state = State::Cond(cond);
+            }
+            Marker::CondSignal { cond } | Marker::CondBroadcast { cond } => {
+                let now = self.drain(tid);
+                let waiters = self.conds.entry(cond).or_default();
+                waiters.sort_by(|a, b| a.0.total_cmp(&b.0).then(a.1.cmp(&b.1)));
+                let woken: Vec<(f64, u32, u64)> = if matches!(m, Marker::CondSignal { .. }) {
+                    if waiters.is_empty() {
+                        Vec::new()
+                    } else {
+                        vec![waiters.remove(0)]
+                    }
+                } else {
+                    std::mem::take(waiters)
+                };
+                for (_, w, mutex) in woken {
+                    let at = self.threads[w as usize].core.now.max(now);
+                    let timed = self.timed();
+                    if timed {
+                        self.threads[w as usize]
+                            .core
+                            .wait_until(at, Component::SyncCond);
+                    }
+                    self.lock(w, mutex, at);
+                }
+            }
+            Marker::ThreadCreate { child } => {
+                let now = self.threads[tid as usize].core.now;
+                if self
+                    .threads
+                    .get(child as usize)
+                    .is_some_and(|c| c.state == State::NotCreated)
+                {
+                    self.resume(child, now, Component::ImbalanceStart);
+                }
+            }
+            Marker::ThreadJoin { child } => {
+                let now = self.drain(tid);
+                match self.threads.get(child as usize).map(|c| (c.state, c.end)) {
+                    Some((State::Done, end)) => self.resume(tid, now.max(end), Component::SyncJoin),
+                    Some(_) => self.threads[tid as usize].state = State::Join(child),
+                    None => {}
+                }
+            }
+        }
+    }
+
+    fn finish(mut self) -> (RunResult, O) {
+        let end = self
+            .threads
+            .iter()
+            .map(|t| t.end.max(t.core.now))
+            .fold(0.0, f64::max);
+        let mut threads = Vec::with_capacity(self.threads.len());
+        for (i, th) in self.threads.iter_mut().enumerate() {
+            let c = if th.state == State::NotCreated {
+                Component::ImbalanceStart
+            } else {
+                Component::ImbalanceEnd
+            };
+            th.core.wait_until(end, c);
+            threads.push(ThreadResult {
+                thread: i as u32,
+                instructions: th.core.instructions,
+                cycles: end,
+                stack: th.core.stack,
+                branches: th.core.branches,
+                mispredictions: th.core.mispredictions,
+                end: th.end,
+            });
+        }
+        let result = RunResult {
+            cycles: end,
+            threads,
+            memory_cores: self.mem.core_stats.clone(),
+            caches: self.mem.cache_stats(),
+        };
+        (result, self.obs)
+    }
+}

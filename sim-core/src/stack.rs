@@ -1,0 +1,161 @@
+//! Cycle-stack components and the per-thread cycle stack: an array indexed by [`Component`],
+//! whose entries sum to the thread's total cycles (the invariant every golden run checks).
+
+use serde::Serialize;
+
+/// One component of a cycle stack. Names are part of the output contract.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+#[repr(u8)]
+pub enum Component {
+    /// Dispatch-width-bound cycles (no critical path limits the window).
+    Base = 0,
+    /// Critical path made of integer operations.
+    DependInt,
+    /// Critical path made of floating-point operations.
+    DependFp,
+    /// Branch mispredictions: resolution time plus front-end refill.
+    Branch,
+    /// Instruction-cache misses.
+    Ifetch,
+    /// Loads served by the L1D on the critical path.
+    MemL1d,
+    /// Loads served by another core's L1.
+    MemL1Neighbor,
+    /// Loads served by the L2.
+    MemL2,
+    /// Loads served by another L2.
+    MemL2Neighbor,
+    /// Loads served by the L3.
+    MemL3,
+    /// Loads served by another socket.
+    MemOffSocket,
+    /// Loads served by DRAM.
+    MemDram,
+    /// Waiting at barriers.
+    SyncBarrier,
+    /// Waiting for mutexes.
+    SyncCritSect,
+    /// Waiting in join.
+    SyncJoin,
+    /// Waiting on condition variables.
+    SyncCond,
+    /// Before the thread started (while the ROI ran).
+    ImbalanceStart,
+    /// After the thread ended (while others still ran).
+    ImbalanceEnd,
+}
+
+/// Number of components.
+pub const COMPONENTS: usize = 18;
+
+impl Component {
+    /// Every component, in index order.
+    pub const ALL: [Component; COMPONENTS] = [
+        Component::Base,
+        Component::DependInt,
+        Component::DependFp,
+        Component::Branch,
+        Component::Ifetch,
+        Component::MemL1d,
+        Component::MemL1Neighbor,
+        Component::MemL2,
+        Component::MemL2Neighbor,
+        Component::MemL3,
+        Component::MemOffSocket,
+        Component::MemDram,
+        Component::SyncBarrier,
+        Component::SyncCritSect,
+        Component::SyncJoin,
+        Component::SyncCond,
+        Component::ImbalanceStart,
+        Component::ImbalanceEnd,
+    ];
+
+    /// Stable names, indexed by component.
+    pub const NAMES: [&'static str; COMPONENTS] = [
+        "base",
+        "depend-int",
+        "depend-fp",
+        "branch",
+        "ifetch",
+        "mem-l1d",
+        "mem-l1-neighbor",
+        "mem-l2",
+        "mem-l2-neighbor",
+        "mem-l3",
+        "mem-off-socket",
+        "mem-dram",
+        "sync-barrier",
+        "sync-crit-sect",
+        "sync-join",
+        "sync-cond",
+        "imbalance-start",
+        "imbalance-end",
+    ];
+
+    /// The stable name.
+    pub fn name(self) -> &'static str {
+        Component::NAMES[self as usize]
+    }
+
+    /// The memory component for an access served at `s`.
+    pub fn of_served(s: sim_memory::Served) -> Component {
+        use sim_memory::Served as S;
+        match s {
+            S::L1 => Component::MemL1d,
+            S::L2 => Component::MemL2,
+            S::L3 => Component::MemL3,
+            S::L1Neighbor => Component::MemL1Neighbor,
+            S::L2Neighbor => Component::MemL2Neighbor,
+            S::OffSocket => Component::MemOffSocket,
+            S::Dram => Component::MemDram,
+        }
+    }
+
+    /// True for the synchronization and imbalance components.
+    pub fn is_sync(self) -> bool {
+        self >= Component::SyncBarrier
+    }
+}
+
+/// Cycles per component.
+#[derive(Debug, Clone, Copy, PartialEq, Default)]
+pub struct CycleStack(pub [f64; COMPONENTS]);
+
+impl CycleStack {
+    /// Adds `cycles` to `c`.
+    #[inline]
+    pub fn add(&mut self, c: Component, cycles: f64) {
+        self.0[c as usize] += cycles;
+    }
+
+    /// Sum of every component.
+    pub fn total(&self) -> f64 {
+        self.0.iter().sum()
+    }
+
+    /// Cycles spent in synchronization and imbalance.
+    pub fn sync(&self) -> f64 {
+        Component::ALL
+            .iter()
+            .filter(|c| c.is_sync())
+            .map(|&c| self.0[c as usize])
+            .sum()
+    }
+
+    /// Cycles of one component.
+    pub fn get(&self, c: Component) -> f64 {
+        self.0[c as usize]
+    }
+}
+
+impl Serialize for CycleStack {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap;
+        let mut m = s.serialize_map(Some(COMPONENTS))?;
+        for c in Component::ALL {
+            m.serialize_entry(c.name(), &self.0[c as usize])?;
+        }
+        m.end()
+    }
+}

@@ -1,0 +1,111 @@
+//! From the validated machine description to the core model's parameters: per-op-class
+//! latencies in `OpClass` order and the branch predictor's configuration.
+
+use sim_core::bpred::BpredConfig;
+use sim_core::core::CoreParams;
+use sim_frontend::model::OpClass;
+
+use super::machine::{BranchPredictorConfig as B, MachineConfig};
+
+impl MachineConfig {
+    /// The core model's parameters.
+    pub fn core_params(&self) -> CoreParams {
+        let c = &self.core;
+        let l = &c.latency;
+        let mut latency = [0u32; 14];
+        for class in OpClass::ALL {
+            latency[class as usize] = match class {
+                OpClass::IntAlu => l.int_alu,
+                OpClass::IntMul => l.int_mul,
+                OpClass::IntDiv => l.int_div,
+                OpClass::FpAdd => l.fp_add,
+                OpClass::FpMul => l.fp_mul,
+                OpClass::FpDiv => l.fp_div,
+                OpClass::Load => l.load,
+                OpClass::Store => l.store,
+                OpClass::CondBranch | OpClass::Jump | OpClass::Call | OpClass::Return => l.branch,
+                OpClass::Other | OpClass::Serializing => l.other,
+            };
+        }
+        CoreParams {
+            dispatch_width: c.dispatch_width,
+            rob_size: c.rob_size,
+            frontend_depth: c.frontend_depth,
+            outstanding_loads: c.outstanding_loads,
+            outstanding_stores: c.outstanding_stores,
+            long_latency_cutoff: c.long_latency_cutoff,
+            latency,
+        }
+    }
+
+    /// The branch predictor's configuration.
+    pub fn bpred(&self) -> BpredConfig {
+        match self.branch_predictor {
+            B::Static => BpredConfig::Static,
+            B::Bimodal { entries } => BpredConfig::Bimodal { entries },
+            B::Gshare {
+                entries,
+                history_bits,
+            } => BpredConfig::Gshare {
+                entries,
+                history_bits,
+            },
+            B::Tournament {
+                local_history_entries,
+                local_history_bits,
+                local_entries,
+                global_entries,
+                history_bits,
+                chooser_entries,
+            } => BpredConfig::Tournament {
+                local_history_entries,
+                local_history_bits,
+                local_entries,
+                global_entries,
+                history_bits,
+                chooser_entries,
+            },
+            B::PentiumM {
+                global_entries,
+                bimodal_entries,
+                loop_entries,
+                btb_entries,
+                history_bits,
+            } => BpredConfig::PentiumM {
+                global_entries,
+                bimodal_entries,
+                loop_entries,
+                btb_entries,
+                history_bits,
+            },
+        }
+    }
+
+    /// This machine resized to `cores` cores by the documented rule: the per-socket structure
+    /// is kept and sockets are added or removed (`ceil(cores / cores_per_socket)` sockets);
+    /// fewer cores than one socket has shrink the socket to `cores` if its L2 groups still
+    /// divide it. Idle cores are allowed.
+    pub fn with_cores(&self, cores: u32) -> Result<MachineConfig, String> {
+        if cores == 0 {
+            return Err("--cores 0: a machine needs at least one core".into());
+        }
+        let mut m = self.clone();
+        let cps = m.system.cores_per_socket;
+        if cores < cps {
+            let l2 = match m.cache.l2.shared_by {
+                super::machine::SharedBy::Socket => cores,
+                super::machine::SharedBy::Cores(n) => n,
+            };
+            if cores % l2 != 0 {
+                return Err(format!(
+                    "--cores {cores}: the L2 is shared by {l2} cores, so a socket of {cores} cores cannot be built; use a multiple of {l2}"
+                ));
+            }
+            m.system.sockets = 1;
+            m.system.cores_per_socket = cores;
+        } else {
+            m.system.sockets = cores.div_ceil(cps);
+        }
+        Ok(m)
+    }
+}

@@ -1,0 +1,357 @@
+//! `isim run`: one simulation, from a config and a trace (or a built-in workload) to a run
+//! directory. The directory is assembled under `<out>.partial` and renamed into place only
+//! when every file is written, so a run that fails or is killed leaves nothing that looks
+//! complete. `docs/output.md` documents the files.
+
+use std::path::{Path, PathBuf};
+
+use accounting::attribution::Attribution;
+use accounting::render::{Bar, stacked_bars_svg, text_bars};
+use anyhow::{Context, Result, bail};
+use serde::Serialize;
+use sim_core::{Component, Engine, EngineConfig, RunResult};
+use sim_frontend::Trace;
+use sim_frontend::workloads::{self, Params};
+
+use crate::config::{self, MachineConfig};
+
+/// Schema identifier written into `summary.json`.
+pub const SCHEMA: &str = "isim-run/1";
+/// The workload `isim run` simulates when given neither a workload nor a trace.
+pub const DEFAULT_WORKLOAD: &str = "lu-owner";
+
+/// What to simulate and where to put the results.
+#[derive(Debug, Clone, Default)]
+pub struct RunRequest {
+    /// Machine config file (default: the built-in `configs/default.toml`).
+    pub config: Option<PathBuf>,
+    /// `key=value` overrides.
+    pub sets: Vec<String>,
+    /// Built-in workload to generate (default: [`DEFAULT_WORKLOAD`] unless `trace` is given).
+    pub workload: Option<String>,
+    /// Threads of the generated workload (default: the machine's core count).
+    pub threads: Option<u32>,
+    /// Size of the generated workload (default: the workload's own).
+    pub size: Option<u64>,
+    /// Seed of the generated workload.
+    pub seed: u64,
+    /// An existing trace to simulate instead of a workload.
+    pub trace: Option<PathBuf>,
+    /// Resize the machine to this many cores.
+    pub cores: Option<u32>,
+    /// PCs whose data misses are erased.
+    pub erase: Vec<u64>,
+    /// Run directory.
+    pub out: PathBuf,
+}
+
+/// A finished run.
+pub struct RunOutcome {
+    /// Engine results.
+    pub result: RunResult,
+    /// Per-PC attribution and sections.
+    pub attribution: Attribution,
+    /// One-line notes for the user (e.g. the machine was resized).
+    pub notes: Vec<String>,
+    /// The machine simulated (after resizing).
+    pub machine: MachineConfig,
+    /// Workload name.
+    pub workload: String,
+    /// The run directory.
+    pub dir: PathBuf,
+}
+
+fn load_machine(req: &RunRequest) -> Result<MachineConfig> {
+    let r = match &req.config {
+        Some(p) => config::load(p, &req.sets),
+        None => config::load_str(
+            config::DEFAULT_TOML,
+            "configs/default.toml (built in)",
+            &req.sets,
+        ),
+    };
+    r.map_err(|e| anyhow::anyhow!("{e}"))
+}
+
+fn write_atomic(path: &Path, bytes: &[u8]) -> Result<()> {
+    std::fs::write(path, bytes).with_context(|| format!("cannot write {}", path.display()))
+}
+
+#[derive(Serialize)]
+struct ThreadSummary<'a> {
+    thread: u32,
+    instructions: u64,
+    cycles: f64,
+    ipc: f64,
+    branches: u64,
+    mispredictions: u64,
+    end: f64,
+    stack: &'a sim_core::CycleStack,
+}
+
+#[derive(Serialize)]
+struct Summary<'a> {
+    schema: &'static str,
+    workload: &'a str,
+    params: &'a [(String, String)],
+    cores: u32,
+    sockets: u32,
+    frequency_hz: u64,
+    cycles: f64,
+    instructions: u64,
+    threads: Vec<ThreadSummary<'a>>,
+    memory_cores: &'a [sim_memory::CoreStats],
+    caches: Vec<CacheRow<'a>>,
+}
+
+#[derive(Serialize)]
+struct CacheRow<'a> {
+    name: &'a str,
+    #[serde(flatten)]
+    stats: &'a sim_memory::CacheStats,
+}
+
+#[derive(Serialize)]
+struct PcRow<'a> {
+    thread: u32,
+    pc: String,
+    function: Option<&'a str>,
+    location: Option<String>,
+    #[serde(flatten)]
+    counters: &'a accounting::attribution::PcCounters,
+}
+
+/// Runs one simulation and writes its run directory.
+pub fn run(req: &RunRequest, progress: impl FnMut(u64)) -> Result<RunOutcome> {
+    let mut machine = load_machine(req)?;
+    let out = &req.out;
+    if out.exists() && !out.join("summary.json").exists() {
+        bail!(
+            "{} exists and is not an isim run directory; choose another --out",
+            out.display()
+        );
+    }
+    let mut partial = out.as_os_str().to_owned();
+    partial.push(".partial");
+    let partial = PathBuf::from(partial);
+    if partial.exists() {
+        std::fs::remove_dir_all(&partial)
+            .with_context(|| format!("cannot remove {}", partial.display()))?;
+    }
+    std::fs::create_dir_all(&partial)
+        .with_context(|| format!("cannot create {}", partial.display()))?;
+    let mut notes = Vec::new();
+    let trace_path = match &req.trace {
+        Some(t) => {
+            if req.workload.is_some() {
+                bail!("give either --workload or --trace, not both");
+            }
+            t.clone()
+        }
+        None => {
+            let name = req.workload.as_deref().unwrap_or(DEFAULT_WORKLOAD);
+            let Some(w) = workloads::find(name) else {
+                let names: Vec<&str> = workloads::WORKLOADS.iter().map(|w| w.name).collect();
+                bail!(
+                    "unknown workload `{name}`: expected one of {}",
+                    names.join(", ")
+                );
+            };
+            let threads = req.threads.or(req.cores).unwrap_or(machine.total_cores());
+            let p = Params {
+                threads,
+                size: req.size.unwrap_or(w.default_size),
+                seed: req.seed,
+            };
+            let path = partial.join("trace.itrace");
+            w.generate(&p, &path)?;
+            path
+        }
+    };
+    let trace = Trace::open(&trace_path)?;
+    let n = trace.thread_count();
+    match req.cores {
+        Some(c) => {
+            if c < n {
+                bail!("--cores {c} is smaller than the trace's {n} threads (one thread per core)");
+            }
+            machine = machine.with_cores(c).map_err(|e| anyhow::anyhow!(e))?;
+        }
+        None if n > machine.total_cores() => {
+            let before = machine.total_cores();
+            machine = machine.with_cores(n).map_err(|e| anyhow::anyhow!(e))?;
+            notes.push(format!(
+                "note: the trace has {n} threads and the machine {before} cores: resized to {} sockets x {} cores",
+                machine.system.sockets, machine.system.cores_per_socket
+            ));
+        }
+        None => {}
+    }
+    let cfg = EngineConfig {
+        core: machine.core_params(),
+        bpred: machine.bpred(),
+        memory: machine.memory().map_err(|e| anyhow::anyhow!(e))?,
+        erase: req.erase.clone(),
+    };
+    let obs = Attribution::new(n as usize, trace.program.insts.len());
+    let engine = Engine::new(&trace, &cfg, obs)?;
+    let (result, attribution) = engine.run(progress)?;
+
+    // Outputs.
+    let threads = result
+        .threads
+        .iter()
+        .map(|t| ThreadSummary {
+            thread: t.thread,
+            instructions: t.instructions,
+            cycles: t.cycles,
+            ipc: if t.cycles > 0.0 {
+                t.instructions as f64 / t.cycles
+            } else {
+                0.0
+            },
+            branches: t.branches,
+            mispredictions: t.mispredictions,
+            end: t.end,
+            stack: &t.stack,
+        })
+        .collect();
+    let summary = Summary {
+        schema: SCHEMA,
+        workload: &trace.meta.workload,
+        params: &trace.meta.params,
+        cores: machine.total_cores(),
+        sockets: machine.system.sockets,
+        frequency_hz: machine.system.frequency.hz(),
+        cycles: result.cycles,
+        instructions: result.threads.iter().map(|t| t.instructions).sum(),
+        threads,
+        memory_cores: &result.memory_cores,
+        caches: result
+            .caches
+            .iter()
+            .map(|(name, stats)| CacheRow { name, stats })
+            .collect(),
+    };
+    write_atomic(
+        &partial.join("summary.json"),
+        serde_json::to_string_pretty(&summary)?.as_bytes(),
+    )?;
+    write_atomic(&partial.join("config.toml"), machine.to_toml().as_bytes())?;
+    let program = &trace.program;
+    let mut rows = Vec::new();
+    for (t, per) in attribution.per_thread.iter().enumerate() {
+        for (sidx, c) in per.iter().enumerate() {
+            if c.execs > 0 {
+                rows.push(PcRow {
+                    thread: t as u32,
+                    pc: format!("{:#x}", program.insts[sidx].pc),
+                    function: program.function_name(sidx as u32),
+                    location: program.file_line(sidx as u32),
+                    counters: c,
+                });
+            }
+        }
+    }
+    write_atomic(
+        &partial.join("attribution.json"),
+        serde_json::to_string(&rows)?.as_bytes(),
+    )?;
+    write_atomic(
+        &partial.join("sections.json"),
+        serde_json::to_string(&attribution.sections)?.as_bytes(),
+    )?;
+    let bars = stack_bars(&result);
+    let svg = stacked_bars_svg(
+        &format!("Cycle stacks: {}", trace.meta.workload),
+        &Component::NAMES,
+        &as_bars(&bars),
+        false,
+    );
+    write_atomic(&partial.join("cycle-stacks.svg"), svg.as_bytes())?;
+    if out.exists() {
+        std::fs::remove_dir_all(out)
+            .with_context(|| format!("cannot replace {}", out.display()))?;
+    }
+    std::fs::rename(&partial, out)
+        .with_context(|| format!("cannot move the run into {}", out.display()))?;
+    Ok(RunOutcome {
+        result,
+        attribution,
+        notes,
+        machine,
+        workload: trace.meta.workload.clone(),
+        dir: out.clone(),
+    })
+}
+
+fn stack_bars(r: &RunResult) -> Vec<(String, Vec<f64>)> {
+    r.threads
+        .iter()
+        .map(|t| (format!("thread {}", t.thread), t.stack.0.to_vec()))
+        .collect()
+}
+
+fn as_bars(v: &[(String, Vec<f64>)]) -> Vec<Bar<'_>> {
+    v.iter()
+        .map(|(l, vals)| Bar {
+            label: l.clone(),
+            values: vals,
+        })
+        .collect()
+}
+
+/// The terminal summary: per thread instructions, cycles, IPC and the cycle stack as a text
+/// bar; then totals.
+pub fn render_summary(o: &RunOutcome) -> String {
+    use std::fmt::Write;
+    let r = &o.result;
+    let mut s = String::new();
+    let _ = writeln!(
+        s,
+        "{} on {} cores ({} sockets x {}), {} cycles",
+        o.workload,
+        o.machine.total_cores(),
+        o.machine.system.sockets,
+        o.machine.system.cores_per_socket,
+        r.cycles.round()
+    );
+    let _ = writeln!(
+        s,
+        "{:>6} {:>12} {:>12} {:>6} {:>8}",
+        "thread", "instructions", "cycles", "IPC", "sync %"
+    );
+    for t in &r.threads {
+        let ipc = if t.cycles > 0.0 {
+            t.instructions as f64 / t.cycles
+        } else {
+            0.0
+        };
+        let sync = if t.cycles > 0.0 {
+            100.0 * t.stack.sync() / t.cycles
+        } else {
+            0.0
+        };
+        let _ = writeln!(
+            s,
+            "{:>6} {:>12} {:>12.0} {:>6.2} {:>7.1}%",
+            t.thread, t.instructions, t.cycles, ipc, sync
+        );
+    }
+    let bars = stack_bars(r);
+    s.push('\n');
+    s.push_str(&text_bars(&Component::NAMES, &as_bars(&bars), 60));
+    let insts: u64 = r.threads.iter().map(|t| t.instructions).sum();
+    let _ = writeln!(
+        s,
+        "\ntotal: {insts} instructions, {:.0} cycles, aggregate IPC {:.2}",
+        r.cycles,
+        if r.cycles > 0.0 {
+            insts as f64 / r.cycles
+        } else {
+            0.0
+        }
+    );
+    let _ = writeln!(s, "run directory: {}", o.dir.display());
+    s
+}

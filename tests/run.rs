@@ -1,0 +1,394 @@
+//! Whole-system oracles for the core model and the engine, each an analytic expectation that
+//! could fail (the formula is stated in every test), plus the cycle-stack sum invariant on
+//! every golden run, determinism, and the watchdog.
+
+use std::path::{Path, PathBuf};
+
+use isim::run::{RunOutcome, RunRequest, run};
+use sim_core::{Component, Engine, EngineConfig};
+use sim_frontend::model::{BranchKind, Marker, OpClass, StaticInst, TraceMeta};
+use sim_frontend::{Trace, TraceWriter};
+
+fn root() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+}
+
+fn simulate(dir: &Path, workload: &str, threads: u32, size: u64, sets: &[&str]) -> RunOutcome {
+    let req = RunRequest {
+        workload: Some(workload.into()),
+        threads: Some(threads),
+        size: Some(size),
+        seed: 1,
+        sets: sets.iter().map(|s| s.to_string()).collect(),
+        out: dir.join(format!(
+            "{workload}-{threads}-{size}-{}",
+            sets.join(",").replace(['=', '/', '.'], "_")
+        )),
+        ..RunRequest::default()
+    };
+    run(&req, |_| {}).unwrap_or_else(|e| panic!("{workload}: {e:#}"))
+}
+
+fn comp(o: &RunOutcome, t: usize, c: Component) -> f64 {
+    o.result.threads[t].stack.get(c)
+}
+
+/// Cycles thread `t` spent before its own end, excluding waiting.
+fn busy(o: &RunOutcome, t: usize) -> f64 {
+    let s = &o.result.threads[t].stack;
+    s.total() - s.sync()
+}
+
+#[test]
+fn dep_chain_cpi_equals_the_chain_op_latency() {
+    // dep-chain: per iteration 8 dependent adds (one chain) + 3 loop ops off the chain.
+    // Formula: cycles per iteration = 8 x int_alu latency, for latency 1 and 3.
+    let dir = tempfile::tempdir().unwrap();
+    for lat in [1u32, 3] {
+        let iters = 20_000u64;
+        let o = simulate(
+            dir.path(),
+            "dep-chain",
+            1,
+            iters,
+            &[&format!("core.latency.int_alu={lat}")],
+        );
+        let per = busy(&o, 0) / iters as f64;
+        let want = 8.0 * lat as f64;
+        assert!(
+            (per - want).abs() / want < 0.02,
+            "latency {lat}: {per:.3} cycles/iteration, expected {want}"
+        );
+        assert!(
+            comp(&o, 0, Component::DependInt) / busy(&o, 0) > 0.95,
+            "{:?}",
+            o.result.threads[0].stack
+        );
+    }
+}
+
+#[test]
+fn independent_alu_ops_run_at_the_dispatch_width() {
+    // indep-alu: 8 independent adds + 3 loop ops per iteration, no chain longer than one
+    // op per iteration. Formula: IPC = dispatch width (4 and 2), cycles charged to base.
+    let dir = tempfile::tempdir().unwrap();
+    for width in [4u32, 2] {
+        let iters = 20_000u64;
+        let o = simulate(
+            dir.path(),
+            "indep-alu",
+            1,
+            iters,
+            &[&format!("core.dispatch_width={width}")],
+        );
+        let t = &o.result.threads[0];
+        let ipc = t.instructions as f64 / busy(&o, 0);
+        assert!(
+            (ipc - width as f64).abs() / (width as f64) < 0.02,
+            "width {width}: IPC {ipc:.3}"
+        );
+        assert!(
+            comp(&o, 0, Component::Base) / busy(&o, 0) > 0.95,
+            "{:?}",
+            t.stack
+        );
+    }
+}
+
+#[test]
+fn pointer_chase_to_dram_costs_the_dram_latency_per_load() {
+    // pointer-chase over 64 MiB of 64-byte nodes, each visited once: every load misses to
+    // DRAM and depends on the previous one. Formula: cycles per load = latency of one idle
+    // DRAM access (L1 tag + L2 tag + bus slot + L3 tag + DRAM slot + DRAM latency), charged
+    // to mem-dram.
+    let dir = tempfile::tempdir().unwrap();
+    let nodes = 20_000u64;
+    let o = simulate(dir.path(), "pointer-chase", 1, nodes, &[]);
+    let mut mem = sim_memory::Memory::new(o.machine.memory().unwrap()).unwrap();
+    let idle = mem
+        .access(0, 0, 0x5000_0000, 8, sim_memory::Kind::Load, 0)
+        .latency as f64;
+    let per = busy(&o, 0) / nodes as f64;
+    assert!(
+        (per - idle).abs() / idle < 0.05,
+        "{per:.1} cycles per load, idle DRAM latency {idle}"
+    );
+    assert!(
+        comp(&o, 0, Component::MemDram) / busy(&o, 0) > 0.9,
+        "{:?}",
+        o.result.threads[0].stack
+    );
+}
+
+#[test]
+fn independent_stream_misses_overlap_up_to_the_window_or_the_miss_slots() {
+    // stream: 8 instructions and 2 loads per iteration; each load touches a new line every 8
+    // iterations, so the window (ROB) holds rob/8 iterations = rob/32 load misses.
+    // Formula: overlap = misses x idle latency / cycles ≈ min(rob/32, outstanding_loads).
+    // DRAM and bus bandwidth are made ample so that only the core limits the overlap.
+    let dir = tempfile::tempdir().unwrap();
+    for (rob, slots) in [(256u32, 32u32), (256, 2)] {
+        let n = 40_000u64;
+        let o = simulate(
+            dir.path(),
+            "stream",
+            1,
+            n,
+            &[
+                &format!("core.rob_size={rob}"),
+                &format!("core.outstanding_loads={slots}"),
+                "dram.bandwidth=10000GB/s",
+                "bus.bandwidth=10000GB/s",
+            ],
+        );
+        let mut mem = sim_memory::Memory::new(o.machine.memory().unwrap()).unwrap();
+        let idle = mem
+            .access(0, 0, 0x5000_0000, 8, sim_memory::Kind::Load, 0)
+            .latency as f64;
+        let misses = 2.0 * n as f64 / 8.0;
+        let overlap = misses * idle / busy(&o, 0);
+        let want = (rob as f64 / 32.0).min(slots as f64);
+        assert!(
+            (overlap - want).abs() / want < 0.25,
+            "rob {rob}, slots {slots}: overlap {overlap:.2}, expected {want}"
+        );
+    }
+}
+
+#[test]
+fn random_branches_mispredict_half_the_time_at_a_known_cost() {
+    // random-branch: one branch taken with probability 1/2 per iteration. Formula: its
+    // mispredictions ≈ 50 % (45–55 %), and branch cycles per misprediction = front-end depth
+    // plus the branch's resolution time (its load + test, a few cycles).
+    let dir = tempfile::tempdir().unwrap();
+    let iters = 20_000u64;
+    let o = simulate(dir.path(), "random-branch", 1, iters, &[]);
+    let t = &o.result.threads[0];
+    let rate = t.mispredictions as f64 / iters as f64;
+    assert!((0.45..0.55).contains(&rate), "misprediction rate {rate:.3}");
+    let per = t.stack.get(Component::Branch) / t.mispredictions as f64;
+    let fe = o.machine.core.frontend_depth as f64;
+    assert!(
+        per >= fe && per <= fe + 12.0,
+        "{per:.2} branch cycles per misprediction, front-end depth {fe}"
+    );
+}
+
+/// A two-thread trace: thread 0 warms the code before the ROI, runs `before` independent
+/// ops, creates thread 1, runs `w0` ops, waits at a barrier (unless `skip_barrier_in_0`) and
+/// joins; thread 1 runs `w1` ops and waits at the barrier.
+fn two_thread_trace(path: &Path, before: u64, w0: u64, w1: u64, skip_barrier_in_0: bool) {
+    let participants = 2;
+    let mut w = TraceWriter::create(
+        path,
+        TraceMeta {
+            isa: "test".into(),
+            workload: "two".into(),
+            params: vec![],
+            producer: "test".into(),
+        },
+    )
+    .unwrap();
+    let mut ops = Vec::new();
+    for i in 0..8u8 {
+        let mut s = StaticInst::new(0x1000 + 4 * i as u64, 4, OpClass::IntAlu);
+        s.srcs = vec![8 + i];
+        s.dsts = vec![8 + i];
+        ops.push(w.add_static(s).unwrap());
+    }
+    let mut br = StaticInst::new(0x1020, 4, OpClass::CondBranch);
+    br.branch = BranchKind::Conditional;
+    br.target = 0x1000;
+    let br = w.add_static(br).unwrap();
+    let run = |w: &mut TraceWriter, t: u32, n: u64| {
+        for k in 0..n / 8 {
+            for &s in &ops {
+                w.inst(t, s, false, &[]).unwrap();
+            }
+            w.inst(t, br, k + 1 < n / 8, &[]).unwrap();
+        }
+    };
+    w.marker(0, Marker::ThreadStart).unwrap();
+    // Warm the code and the predictor with the same loop length as the timed part (a loop
+    // predictor that learned a different trip count would mispredict in the ROI).
+    run(&mut w, 0, before.max(64));
+    w.marker(0, Marker::RoiBegin).unwrap();
+    run(&mut w, 0, before);
+    w.marker(0, Marker::ThreadCreate { child: 1 }).unwrap();
+    w.marker(1, Marker::ThreadStart).unwrap();
+    run(&mut w, 0, w0);
+    run(&mut w, 1, w1);
+    if !skip_barrier_in_0 {
+        w.marker(
+            0,
+            Marker::Barrier {
+                id: 7,
+                participants,
+            },
+        )
+        .unwrap();
+    }
+    w.marker(
+        1,
+        Marker::Barrier {
+            id: 7,
+            participants,
+        },
+    )
+    .unwrap();
+    w.marker(1, Marker::ThreadEnd).unwrap();
+    w.marker(0, Marker::ThreadJoin { child: 1 }).unwrap();
+    w.marker(0, Marker::RoiEnd).unwrap();
+    w.marker(0, Marker::ThreadEnd).unwrap();
+    w.finish().unwrap();
+}
+
+fn engine_config() -> EngineConfig {
+    engine_config_with(&[])
+}
+
+fn engine_config_with(sets: &[&str]) -> EngineConfig {
+    let sets: Vec<String> = sets.iter().map(|s| s.to_string()).collect();
+    let m = isim::config::load(&root().join("configs/default.toml"), &sets).unwrap();
+    EngineConfig {
+        core: m.core_params(),
+        bpred: m.bpred(),
+        memory: m.memory().unwrap(),
+        erase: vec![],
+    }
+}
+
+#[test]
+fn the_faster_thread_waits_at_the_barrier_for_exactly_the_difference() {
+    // Thread 0 does 8,000 independent ops, thread 1 does 40,000, both at the dispatch width
+    // (9 instructions per 8 ops incl. the loop branch). Formula: thread 0's sync-barrier =
+    // busy(thread 1 before the barrier) − busy(thread 0 before the barrier), within 2 %.
+    let dir = tempfile::tempdir().unwrap();
+    let p = dir.path().join("two.itrace");
+    two_thread_trace(&p, 0, 8_000, 40_000, false);
+    let trace = Trace::open(&p).unwrap();
+    let (r, _) = Engine::new(&trace, &engine_config(), ())
+        .unwrap()
+        .run(|_| {})
+        .unwrap();
+    let b = |t: usize| r.threads[t].stack.total() - r.threads[t].stack.sync();
+    let wait = r.threads[0].stack.get(Component::SyncBarrier);
+    let diff = b(1) - b(0);
+    assert!(diff > 1000.0, "{r:?}");
+    assert!(
+        (wait - diff).abs() / diff < 0.02,
+        "sync-barrier {wait:.1}, difference {diff:.1}"
+    );
+    assert!(r.threads[1].stack.get(Component::SyncBarrier) < 0.01 * diff);
+    for t in &r.threads {
+        assert!((t.stack.total() - t.cycles).abs() < 1e-6 * t.cycles);
+    }
+}
+
+#[test]
+fn a_late_created_thread_shows_imbalance_start() {
+    // Thread 0 runs 16,000 ops before creating thread 1. Formula: thread 1's imbalance-start
+    // = thread 0's busy time before the create = 16,000 x 9/8 / width cycles (within 2 %).
+    // The static (backward-taken) predictor keeps mispredictions to the loop exit, whose one
+    // penalty is well inside the tolerance.
+    let dir = tempfile::tempdir().unwrap();
+    let p = dir.path().join("late.itrace");
+    two_thread_trace(&p, 16_000, 800, 800, false);
+    let trace = Trace::open(&p).unwrap();
+    let cfg = engine_config_with(&["branch_predictor.type=static"]);
+    let (r, _) = Engine::new(&trace, &cfg, ()).unwrap().run(|_| {}).unwrap();
+    let want = 16_000.0 * 9.0 / 8.0 / cfg.core.dispatch_width as f64;
+    let got = r.threads[1].stack.get(Component::ImbalanceStart);
+    assert!(
+        (got - want).abs() / want < 0.02,
+        "imbalance-start {got:.1}, expected {want:.1}"
+    );
+}
+
+#[test]
+fn the_watchdog_names_what_each_thread_waits_on() {
+    // Thread 1 waits at a 2-party barrier that thread 0 never reaches; thread 0 waits to
+    // join thread 1: no thread can progress.
+    let dir = tempfile::tempdir().unwrap();
+    let p = dir.path().join("stuck.itrace");
+    two_thread_trace(&p, 0, 80, 80, true);
+    let trace = Trace::open(&p).unwrap();
+    let e = Engine::new(&trace, &engine_config(), ())
+        .unwrap()
+        .run(|_| {})
+        .unwrap_err()
+        .to_string();
+    assert!(
+        e.contains("deadlock") && e.contains("thread 0") && e.contains("waits to join thread 1"),
+        "{e}"
+    );
+    assert!(
+        e.contains("thread 1") && e.contains("waits at barrier 0x7 (1 arrived)"),
+        "{e}"
+    );
+}
+
+#[test]
+fn every_golden_run_stacks_sum_to_total_cycles() {
+    // The invariant: per thread, the components sum to the thread's cycles, on every built-in
+    // workload and every shipped config.
+    let dir = tempfile::tempdir().unwrap();
+    for cfg in ["default.toml", "gainestown.toml", "lime-1ghz.toml"] {
+        for w in sim_frontend::workloads::WORKLOADS {
+            let req = RunRequest {
+                config: Some(root().join("configs").join(cfg)),
+                workload: Some(w.name.into()),
+                threads: Some(4),
+                size: Some((w.default_size / 32).max(2)),
+                seed: 3,
+                out: dir.path().join(format!("{cfg}-{}", w.name)),
+                ..RunRequest::default()
+            };
+            let o = run(&req, |_| {}).unwrap_or_else(|e| panic!("{cfg} {}: {e:#}", w.name));
+            for t in &o.result.threads {
+                let sum = t.stack.total();
+                assert!(
+                    (sum - t.cycles).abs() <= 1e-6 * t.cycles.max(1.0),
+                    "{cfg} {} thread {}: stack {sum} vs cycles {}",
+                    w.name,
+                    t.thread,
+                    t.cycles
+                );
+                assert!(
+                    t.stack.0.iter().all(|&c| c >= -1e-9),
+                    "{cfg} {}: negative component {:?}",
+                    w.name,
+                    t.stack
+                );
+            }
+            assert!(o.result.cycles > 0.0);
+        }
+    }
+}
+
+#[test]
+fn the_same_run_twice_gives_byte_identical_summaries() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut outs = Vec::new();
+    for k in 0..2 {
+        let req = RunRequest {
+            workload: Some("lock-contention".into()),
+            threads: Some(4),
+            size: Some(200),
+            seed: 1,
+            out: dir.path().join(format!("r{k}")),
+            ..RunRequest::default()
+        };
+        let o = run(&req, |_| {}).unwrap();
+        outs.push(std::fs::read(o.dir.join("summary.json")).unwrap());
+        for f in [
+            "config.toml",
+            "attribution.json",
+            "sections.json",
+            "cycle-stacks.svg",
+        ] {
+            assert!(o.dir.join(f).exists(), "{f} missing");
+        }
+    }
+    assert_eq!(outs[0], outs[1]);
+}
