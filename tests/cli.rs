@@ -280,3 +280,78 @@ fn every_command_has_help() {
         assert!(out.contains("Usage:"), "{args:?}: {out}");
     }
 }
+
+#[test]
+fn run_with_defaults_prints_cycle_stacks_and_writes_the_run_directory() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("r");
+    let o = Command::new(env!("CARGO_BIN_EXE_isim"))
+        .current_dir(dir.path())
+        .args(["run", "--size", "6", "-o", out.to_str().unwrap()])
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let text = String::from_utf8(o.stdout).unwrap();
+    assert!(text.contains("lu-owner on 8 cores"), "{text}");
+    assert!(
+        text.contains("cyc |") && text.contains("legend:") && text.contains("simulated MIPS"),
+        "{text}"
+    );
+    for f in [
+        "summary.json",
+        "config.toml",
+        "attribution.json",
+        "sections.json",
+        "cycle-stacks.svg",
+        "trace.itrace",
+    ] {
+        assert!(out.join(f).exists(), "{f} missing");
+    }
+    let s: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(out.join("summary.json")).unwrap()).unwrap();
+    assert_eq!(s["schema"], "isim-run/1");
+    assert_eq!(s["threads"].as_array().unwrap().len(), 8);
+    assert!(!dir.path().join("r.partial").exists());
+}
+
+#[test]
+fn run_refuses_bad_requests_clearly() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("r");
+    let o = out.to_str().unwrap();
+    let err = fails(&[
+        "run",
+        "--workload",
+        "stream",
+        "--threads",
+        "4",
+        "--cores",
+        "2",
+        "--size",
+        "10",
+        "-o",
+        o,
+    ]);
+    assert!(
+        err.contains("--cores 2 is smaller than the trace's 4 threads"),
+        "{err}"
+    );
+    let err = fails(&["run", "--workload", "nope", "-o", o]);
+    assert!(err.contains("unknown workload `nope`"), "{err}");
+    let err = fails(&["run", "--set", "core.rob_sise=4", "-o", o]);
+    assert!(
+        err.contains("core.rob_sise") && err.contains("unknown key"),
+        "{err}"
+    );
+    assert!(!out.exists(), "a failed run left a run directory");
+    std::fs::create_dir_all(dir.path().join("mine")).unwrap();
+    std::fs::write(dir.path().join("mine/notes.txt"), "keep").unwrap();
+    let err = fails(&[
+        "run",
+        "--size",
+        "4",
+        "-o",
+        dir.path().join("mine").to_str().unwrap(),
+    ]);
+    assert!(err.contains("is not an isim run directory"), "{err}");
+}

@@ -59,6 +59,9 @@ pub trait Observer {
     /// Thread `tid` arrived at a barrier at `arrival` and left it at `release`; `site` is the
     /// static index of the instruction before the barrier marker (the barrier call).
     fn barrier(&mut self, _tid: u32, _site: u32, _arrival: f64, _release: f64) {}
+    /// Thread `tid` waited from `from` to `until` for a mutex, a condition, a join or its
+    /// creation (`kind` is the component the wait was charged to).
+    fn wait(&mut self, _tid: u32, _kind: Component, _from: f64, _until: f64) {}
 }
 
 impl Observer for () {}
@@ -359,7 +362,11 @@ impl<'t, O: Observer> Engine<'t, O> {
         let timed = self.timed();
         let th = &mut self.threads[t as usize];
         if timed {
+            let from = th.core.now;
             th.core.wait_until(at, c);
+            if c != Component::SyncBarrier && at > from {
+                self.obs.wait(t, c, from, at);
+            }
         }
         th.state = State::Runnable;
     }
@@ -483,11 +490,14 @@ impl<'t, O: Observer> Engine<'t, O> {
                 };
                 for (_, w, mutex) in woken {
                     let at = self.threads[w as usize].core.now.max(now);
-                    let timed = self.timed();
-                    if timed {
+                    if self.timed() {
+                        let from = self.threads[w as usize].core.now;
                         self.threads[w as usize]
                             .core
                             .wait_until(at, Component::SyncCond);
+                        if at > from {
+                            self.obs.wait(w, Component::SyncCond, from, at);
+                        }
                     }
                     self.lock(w, mutex, at);
                 }
