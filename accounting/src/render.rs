@@ -651,27 +651,18 @@ fn hsl_to_rgb(h: f64, s: f64, l: f64) -> (u8, u8, u8) {
 mod tests {
     use super::*;
 
-    /// All stable component names of DESIGN §4.
-    const NAMES: &[&str] = &[
-        "base",
-        "depend-int",
-        "depend-fp",
-        "branch",
-        "ifetch",
-        "mem-l1d",
-        "mem-l1-neighbor",
-        "mem-l2",
-        "mem-l2-neighbor",
-        "mem-l3",
-        "mem-off-socket",
-        "mem-dram",
-        "sync-barrier",
-        "sync-crit-sect",
-        "sync-join",
-        "sync-cond",
-        "imbalance-start",
-        "imbalance-end",
-    ];
+    /// All stable component names (DESIGN §4), from the core model that defines them.
+    const NAMES: &[&str] = &sim_core::Component::NAMES;
+
+    /// Bars from (label, values) pairs.
+    fn bars<'a>(v: &[(&str, &'a [f64])]) -> Vec<Bar<'a>> {
+        v.iter()
+            .map(|(l, vals)| Bar {
+                label: l.to_string(),
+                values: vals,
+            })
+            .collect()
+    }
 
     // ---- A tiny XML well-formedness checker and tree, enough for these tests. ----
 
@@ -972,20 +963,7 @@ mod tests {
         let v0 = [100.0, 0.0, 50.0, 25.0];
         let v1 = [200.0, 10.0, 0.0, 0.0];
         let v2 = [0.0, 0.0, 0.0, 0.0];
-        let bars = [
-            Bar {
-                label: "thread 0".into(),
-                values: &v0,
-            },
-            Bar {
-                label: "thread 1".into(),
-                values: &v1,
-            },
-            Bar {
-                label: "thread 2".into(),
-                values: &v2,
-            },
-        ];
+        let bars = bars(&[("thread 0", &v0), ("thread 1", &v1), ("thread 2", &v2)]);
         for normalised in [false, true] {
             let svg = stacked_bars_svg("fft", &names, &bars, normalised);
             let root = parse_xml(&svg).unwrap_or_else(|e| panic!("{e}\n{svg}"));
@@ -1024,16 +1002,7 @@ mod tests {
         let names = ["base", "mem-l3"];
         let v0 = [100.0, 300.0];
         let v1 = [50.0, 0.0];
-        let bars = [
-            Bar {
-                label: "a".into(),
-                values: &v0,
-            },
-            Bar {
-                label: "b".into(),
-                values: &v1,
-            },
-        ];
+        let bars = bars(&[("a", &v0), ("b", &v1)]);
         let svg = stacked_bars_svg("t", &names, &bars, false);
         let root = parse_xml(&svg).unwrap();
         let base0 = num(seg(&root, 0, "base"), "height");
@@ -1052,16 +1021,7 @@ mod tests {
         let names = ["base", "depend-fp", "branch", "mem-l2", "sync-join"];
         let v0 = [5.0, 0.0, 0.0, 1.0, 0.0];
         let v1 = [1.0, 0.0, f64::NAN, 0.0, 2.0];
-        let bars = [
-            Bar {
-                label: "t0".into(),
-                values: &v0,
-            },
-            Bar {
-                label: "t1".into(),
-                values: &v1,
-            },
-        ];
+        let bars = bars(&[("t0", &v0), ("t1", &v1)]);
         let root = parse_xml(&stacked_bars_svg("t", &names, &bars, true)).unwrap();
         // Top-down in reverse stacking order.
         assert_eq!(legend(&root), ["sync-join", "mem-l2", "base"]);
@@ -1083,20 +1043,7 @@ mod tests {
         let v0 = [10.0, 20.0, 30.0, 0.0];
         let v1 = [1000.0, 0.0, 7.0, 3.5];
         let v2 = [0.001, 0.0, 0.0, 0.0];
-        let bars = [
-            Bar {
-                label: "2 cores".into(),
-                values: &v0,
-            },
-            Bar {
-                label: "4 cores".into(),
-                values: &v1,
-            },
-            Bar {
-                label: "8 cores".into(),
-                values: &v2,
-            },
-        ];
+        let bars = bars(&[("2 cores", &v0), ("4 cores", &v1), ("8 cores", &v2)]);
         let root = parse_xml(&stacked_bars_svg("scaling", &names, &bars, true)).unwrap();
         let h = heights_per_bar(&root, 3);
         assert!(h[0] > 100.0);
@@ -1121,16 +1068,7 @@ mod tests {
     fn svg_and_text_are_deterministic() {
         let v0 = [1.5, 2.25, 3.0, 0.0, 7.0];
         let v1 = [0.1, 0.0, 9.0, 1.0, 2.0];
-        let bars = [
-            Bar {
-                label: "thread 0".into(),
-                values: &v0,
-            },
-            Bar {
-                label: "thread 1".into(),
-                values: &v1,
-            },
-        ];
+        let bars = bars(&[("thread 0", &v0), ("thread 1", &v1)]);
         let names = &NAMES[..5];
         for normalised in [false, true] {
             let a = stacked_bars_svg("x", names, &bars, normalised);
@@ -1320,24 +1258,12 @@ mod tests {
         let v1 = [1.0, 1.0, 1.0, 1.0];
         let v2 = [0.0; 4];
         let v3 = [1e-9, 1e9, f64::NAN, -1.0];
-        let bars = [
-            Bar {
-                label: "thread 0".into(),
-                values: &v0,
-            },
-            Bar {
-                label: "thread 10".into(),
-                values: &v1,
-            },
-            Bar {
-                label: "idle".into(),
-                values: &v2,
-            },
-            Bar {
-                label: "odd".into(),
-                values: &v3,
-            },
-        ];
+        let bars = bars(&[
+            ("thread 0", &v0),
+            ("thread 10", &v1),
+            ("idle", &v2),
+            ("odd", &v3),
+        ]);
         let names = ["base", "mem-l2", "sync-barrier", "imbalance-end"];
         for width in [0, 1, 3, 7, 40, 73] {
             let out = text_bars(&names, &bars, width);
@@ -1416,16 +1342,7 @@ mod tests {
     fn text_bars_legend_maps_chars_to_present_names() {
         let v0 = [4.0, 0.0, 2.0, 0.0, 1.0];
         let v1 = [1.0, 0.0, 0.0, 0.0, 1.0];
-        let bars = [
-            Bar {
-                label: "thread 0".into(),
-                values: &v0,
-            },
-            Bar {
-                label: "thread 1".into(),
-                values: &v1,
-            },
-        ];
+        let bars = bars(&[("thread 0", &v0), ("thread 1", &v1)]);
         let names = [
             "base",
             "depend-int",
@@ -1458,16 +1375,7 @@ mod tests {
     fn text_bars_totals_labels_and_edge_cases() {
         let v0 = [1_000_000.0, 234_567.0];
         let v1 = [12.0, 0.0];
-        let bars = [
-            Bar {
-                label: "thread 0".into(),
-                values: &v0,
-            },
-            Bar {
-                label: "thread 12".into(),
-                values: &v1,
-            },
-        ];
+        let bars = bars(&[("thread 0", &v0), ("thread 12", &v1)]);
         let out = text_bars(&["base", "mem-l3"], &bars, 10);
         let lines: Vec<&str> = out.lines().collect();
         assert_eq!(lines[0], "thread 0   1,234,567 cyc |bbbbbbbb33|");

@@ -319,8 +319,7 @@ impl Memory {
         kind: Kind,
         time: u64,
     ) -> Outcome {
-        let first = addr >> self.line_shift;
-        let last = addr.wrapping_add(size.max(1) as u64 - 1) >> self.line_shift;
+        let (first, last) = self.lines(addr, size);
         let erased =
             kind != Kind::IFetch && !self.erase.is_empty() && self.erase.binary_search(&pc).is_ok();
         let mut o = self.access_line(core, first, kind, time, erased);
@@ -351,12 +350,18 @@ impl Memory {
         o
     }
 
+    /// The first and last line an access of `size` bytes at `addr` touches.
+    #[inline]
+    fn lines(&self, addr: u64, size: u32) -> (u64, u64) {
+        let last = addr.wrapping_add(size.max(1) as u64 - 1);
+        (addr >> self.line_shift, last >> self.line_shift)
+    }
+
     /// Functional warming (before the region of interest): the access updates cache and
     /// coherence state exactly as a real one, but takes no bus or DRAM bandwidth and returns
     /// nothing. Statistics it touches are meant to be cleared by [`Memory::reset_stats`].
     pub fn warm(&mut self, core: u32, addr: u64, size: u32, kind: Kind) {
-        let first = addr >> self.line_shift;
-        let last = addr.wrapping_add(size.max(1) as u64 - 1) >> self.line_shift;
+        let (first, last) = self.lines(addr, size);
         self.access_line(core, first, kind, 0, true);
         if last != first {
             self.access_line(core, last, kind, 0, true);
@@ -422,58 +427,45 @@ impl Memory {
 
     /// Removes `line` from `n` and its subtree.
     fn purge(&mut self, n: u32, line: u64) -> Found {
-        let Some(slot) = self.node(n).cache.find(line) else {
-            return Found::default();
-        };
-        let c = &self.node(n).cache;
-        let mut f = Found {
-            dirty: c.dirty(slot),
-            m_level: if c.state(slot) == MODIFIED {
-                self.node(n).level
-            } else {
-                0
-            },
-        };
-        let mut sh = c.sharers(slot);
-        while sh != 0 {
-            let b = sh.trailing_zeros() as usize;
-            sh &= sh - 1;
-            let child = self.node(n).children[b];
-            f.merge(self.purge(child, line));
-        }
-        let c = self.cache(n);
-        c.invalidate(slot);
-        c.stats.invalidations += 1;
-        f
+        self.walk(n, line, true)
     }
 
     /// Turns every `M` copy of `line` in `n`'s subtree into `S`, collecting dirty data.
     fn downgrade(&mut self, n: u32, line: u64) -> Found {
+        self.walk(n, line, false)
+    }
+
+    /// The coherence walk behind [`Memory::purge`] (`invalidate`) and [`Memory::downgrade`]:
+    /// visits `n` and the children its sharer mask lists, reporting dirtiness and the lowest
+    /// level in `M`. A downgrade stops at a copy not in `M` (nothing below it can be `M`).
+    fn walk(&mut self, n: u32, line: u64, invalidate: bool) -> Found {
         let Some(slot) = self.node(n).cache.find(line) else {
             return Found::default();
         };
         let c = &self.node(n).cache;
-        let mut f = Found {
-            dirty: c.dirty(slot),
-            m_level: if c.state(slot) == MODIFIED {
-                self.node(n).level
-            } else {
-                0
-            },
-        };
-        if f.m_level == 0 {
+        let modified = c.state(slot) == MODIFIED;
+        if !invalidate && !modified {
             return Found::default();
         }
+        let mut f = Found {
+            dirty: c.dirty(slot),
+            m_level: if modified { self.node(n).level } else { 0 },
+        };
         let mut sh = c.sharers(slot);
         while sh != 0 {
             let b = sh.trailing_zeros() as usize;
             sh &= sh - 1;
             let child = self.node(n).children[b];
-            f.merge(self.downgrade(child, line));
+            f.merge(self.walk(child, line, invalidate));
         }
         let c = self.cache(n);
-        c.set_state(slot, SHARED);
-        c.set_dirty(slot, false);
+        if invalidate {
+            c.invalidate(slot);
+            c.stats.invalidations += 1;
+        } else {
+            c.set_state(slot, SHARED);
+            c.set_dirty(slot, false);
+        }
         f
     }
 
@@ -590,11 +582,7 @@ impl Memory {
                 if p_level >= 3 && timing {
                     lat = self.buses[socket as usize].request(cis, t + lat) - t;
                 }
-                let f = if write {
-                    self.siblings(&path, k, line, true)
-                } else {
-                    self.siblings(&path, k, line, false)
-                };
+                let f = self.siblings(&path, k, line, write);
                 let neighbor_supplies = f.m_level != 0 && (!write || st[0] == INVALID);
                 if neighbor_supplies {
                     served = Self::neighbor(f.m_level);

@@ -44,17 +44,19 @@ fn varint(p: &[u8], pos: &mut usize, what: &str) -> Result<u64, Fail> {
     get_varint(p, pos).ok_or_else(|| (at, format!("bad or cut varint ({what})")))
 }
 
-/// Decodes the whole `payload` into `out` (appending). `limits` bound the sizes a marker may
-/// name (thread ids, section names) so that wrong data is an error here, not later.
+/// Decodes the whole `payload` into `out` (appending) and returns how many of the records
+/// were instructions. `limits` bound the sizes a marker may name (thread ids, section names)
+/// so that wrong data is an error here, not later.
 pub fn decode_payload(
     flow: &FlowTables,
     st: &mut StreamState,
     payload: &[u8],
     limits: &Limits,
     out: &mut Batch,
-) -> Result<(), Fail> {
+) -> Result<u64, Fail> {
     let entries: &[DecodeEntry] = &flow.entries;
     let mut pos = 0usize;
+    let mut insts = 0u64;
     while pos < payload.len() {
         let at = pos;
         let h = payload[pos];
@@ -165,6 +167,7 @@ pub fn decode_payload(
                 }
             };
             st.next = next;
+            insts += 1;
             out.records.push(Record::Inst(Inst {
                 sidx,
                 taken,
@@ -268,7 +271,7 @@ pub fn decode_payload(
             out.records.push(Record::Marker(m));
         }
     }
-    Ok(())
+    Ok(insts)
 }
 
 /// Bounds that markers are checked against.

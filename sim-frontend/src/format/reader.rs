@@ -443,9 +443,10 @@ impl ThreadStream<'_> {
             }
         };
         let payload_off = off + CHUNK_HEADER_LEN;
-        decode_payload(&tr.flow, &mut self.state, &self.buf, &tr.limits, batch).map_err(
-            |(pos, msg)| TraceError::at(&tr.path, Some(self.tid), payload_off + pos as u64, msg),
-        )?;
+        let insts = decode_payload(&tr.flow, &mut self.state, &self.buf, &tr.limits, batch)
+            .map_err(|(pos, msg)| {
+                TraceError::at(&tr.path, Some(self.tid), payload_off + pos as u64, msg)
+            })?;
         if batch.records.len() as u64 != count as u64 {
             return Err(TraceError::at(
                 &tr.path,
@@ -458,11 +459,7 @@ impl ThreadStream<'_> {
             ));
         }
         self.records += count as u64;
-        self.instructions += batch
-            .records
-            .iter()
-            .filter(|r| matches!(r, crate::model::Record::Inst(_)))
-            .count() as u64;
+        self.instructions += insts;
         Ok(true)
     }
 }
