@@ -94,6 +94,11 @@ struct Summary<'a> {
     schema: &'static str,
     workload: &'a str,
     params: &'a [(String, String)],
+    /// The trace simulated: `trace.itrace` inside the run directory, or the absolute path of
+    /// the user's trace.
+    trace: String,
+    /// PCs whose misses were erased (hex).
+    erase: Vec<String>,
     cores: u32,
     sockets: u32,
     frequency_hz: u64,
@@ -220,6 +225,14 @@ pub fn run(req: &RunRequest, progress: impl FnMut(u64)) -> Result<RunOutcome> {
         schema: SCHEMA,
         workload: &trace.meta.workload,
         params: &trace.meta.params,
+        trace: match &req.trace {
+            Some(t) => std::path::absolute(t)
+                .unwrap_or_else(|_| t.clone())
+                .display()
+                .to_string(),
+            None => "trace.itrace".to_string(),
+        },
+        erase: req.erase.iter().map(|pc| format!("{pc:#x}")).collect(),
         cores: machine.total_cores(),
         sockets: machine.system.sockets,
         frequency_hz: machine.system.frequency.hz(),
@@ -354,4 +367,118 @@ pub fn render_summary(o: &RunOutcome) -> String {
     );
     let _ = writeln!(s, "run directory: {}", o.dir.display());
     s
+}
+
+/// A run directory opened for re-simulation: its trace and the exact machine it ran on.
+pub struct RunDir {
+    /// The directory.
+    pub dir: PathBuf,
+    /// Its trace.
+    pub trace: Trace,
+    /// The machine (from its `config.toml`, already resized).
+    pub machine: MachineConfig,
+    /// PCs whose misses were erased in the run.
+    pub erase: Vec<u64>,
+    /// Workload name.
+    pub workload: String,
+}
+
+#[derive(serde::Deserialize)]
+struct SummaryHead {
+    schema: String,
+    #[serde(default)]
+    trace: Option<String>,
+    #[serde(default)]
+    erase: Vec<String>,
+    workload: String,
+}
+
+impl RunDir {
+    /// Opens a run directory written by [`run`].
+    pub fn open(dir: &Path) -> Result<RunDir> {
+        let summary = dir.join("summary.json");
+        let text = match std::fs::read_to_string(&summary) {
+            Ok(t) => t,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                if dir.is_dir() {
+                    bail!(
+                        "{} is not an isim run directory: it has no summary.json (make one with `isim run --out {}`)",
+                        dir.display(),
+                        dir.display()
+                    );
+                }
+                bail!("{}: no such run directory", dir.display());
+            }
+            Err(e) => return Err(e).with_context(|| format!("cannot read {}", summary.display())),
+        };
+        let head: SummaryHead = serde_json::from_str(&text)
+            .with_context(|| format!("{}: not a run summary", summary.display()))?;
+        if head.schema != SCHEMA {
+            bail!(
+                "{}: schema `{}`, expected `{SCHEMA}`: re-run `isim run` with this version",
+                summary.display(),
+                head.schema
+            );
+        }
+        let trace_path = match head.trace {
+            Some(t) if Path::new(&t).is_absolute() => PathBuf::from(t),
+            Some(t) => dir.join(t),
+            None => dir.join("trace.itrace"),
+        };
+        let trace = Trace::open(&trace_path)?;
+        let machine =
+            config::load(&dir.join("config.toml"), &[]).map_err(|e| anyhow::anyhow!("{e}"))?;
+        let mut erase = Vec::new();
+        for pc in &head.erase {
+            let v = u64::from_str_radix(pc.trim_start_matches("0x"), 16).with_context(|| {
+                format!("{}: erase entry `{pc}` is not a hex PC", summary.display())
+            })?;
+            erase.push(v);
+        }
+        Ok(RunDir {
+            dir: dir.to_path_buf(),
+            trace,
+            machine,
+            erase,
+            workload: head.workload,
+        })
+    }
+
+    /// The engine configuration of the run, with `erase` added to its own erased PCs.
+    pub fn engine_config(&self, machine: &MachineConfig, erase: &[u64]) -> Result<EngineConfig> {
+        let mut all = self.erase.clone();
+        all.extend_from_slice(erase);
+        all.sort_unstable();
+        all.dedup();
+        Ok(EngineConfig {
+            core: machine.core_params(),
+            bpred: machine.bpred(),
+            memory: machine.memory().map_err(|e| anyhow::anyhow!(e))?,
+            erase: all,
+        })
+    }
+
+    /// Re-simulates the run with the observer `obs` (deterministic: the same cycles as the
+    /// original run), optionally with `sets` applied to its machine and extra PCs erased.
+    pub fn replay<O: sim_core::Observer>(
+        &self,
+        sets: &[String],
+        erase: &[u64],
+        obs: O,
+        progress: impl FnMut(u64),
+    ) -> Result<(RunResult, O)> {
+        let machine = if sets.is_empty() {
+            self.machine.clone()
+        } else {
+            config::load_str(
+                &self.machine.to_toml(),
+                &format!("{}/config.toml", self.dir.display()),
+                sets,
+            )
+            .map_err(|e| anyhow::anyhow!("{e}"))?
+        };
+        let cfg = self.engine_config(&machine, erase)?;
+        let engine = Engine::new(&self.trace, &cfg, obs)?;
+        Ok(engine.run(progress)?)
+    }
 }

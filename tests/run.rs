@@ -392,3 +392,162 @@ fn the_same_run_twice_gives_byte_identical_summaries() {
     }
     assert_eq!(outs[0], outs[1]);
 }
+
+/// Records the engine's probe events to check their contract.
+#[derive(Default)]
+struct Recorder {
+    horizon: f64,
+    violations: Vec<String>,
+    /// Per thread: (time, running) changes.
+    activity: Vec<Vec<(f64, bool)>>,
+    starts: Vec<u32>,
+    ends: Vec<u32>,
+    joins: Vec<(u32, u32, f64, f64)>,
+    barriers: u64,
+}
+
+impl sim_core::Observer for Recorder {
+    fn inst(&mut self, tid: u32, _sidx: u32, r: &sim_core::core::InstResult) {
+        if r.dispatch < self.horizon {
+            self.violations.push(format!(
+                "thread {tid} dispatched at {} before the horizon {}",
+                r.dispatch, self.horizon
+            ));
+        }
+    }
+    fn barrier(&mut self, _tid: u32, _site: u32, _arrival: f64, _release: f64) {
+        self.barriers += 1;
+    }
+    fn thread_start(&mut self, tid: u32, _at: f64) {
+        self.starts.push(tid);
+    }
+    fn thread_end(&mut self, tid: u32, _at: f64) {
+        self.ends.push(tid);
+    }
+    fn join(&mut self, tid: u32, _site: u32, child: u32, arrival: f64, release: f64) {
+        self.joins.push((tid, child, arrival, release));
+    }
+    fn horizon(&mut self, at: f64) {
+        if at < self.horizon {
+            self.violations
+                .push(format!("horizon went back from {} to {at}", self.horizon));
+        }
+        self.horizon = at;
+    }
+    fn activity(&mut self, tid: u32, at: f64, running: bool) {
+        if at < self.horizon {
+            self.violations.push(format!(
+                "thread {tid} activity {running} at {at} before the horizon {}",
+                self.horizon
+            ));
+        }
+        let t = tid as usize;
+        if self.activity.len() <= t {
+            self.activity.resize(t + 1, Vec::new());
+        }
+        self.activity[t].push((at, running));
+    }
+}
+
+/// The probe contract that time-resolved collectors (ParaShares) rely on: running/blocked
+/// changes alternate per thread, never precede the horizon, and the blocked time between a
+/// thread's start and end equals the synchronization cycles of its stack (an independent
+/// account: the stack is charged by the cores, the activity by the engine's state changes).
+#[test]
+fn activity_events_follow_the_horizon_and_match_the_sync_cycles() {
+    let dir = tempfile::tempdir().unwrap();
+    for (name, threads, size) in [
+        ("lu-owner", 8, 6),
+        ("lock-contention", 6, 200),
+        ("serial-phases", 4, 256),
+    ] {
+        let w = sim_frontend::workloads::find(name).unwrap();
+        let path = dir.path().join(format!("{name}.itrace"));
+        let params = sim_frontend::workloads::Params {
+            threads,
+            size,
+            seed: 1,
+        };
+        w.generate(&params, &path).unwrap();
+        let trace = Trace::open(&path).unwrap();
+        let engine = Engine::new(&trace, &engine_config(), Recorder::default()).unwrap();
+        let (result, rec) = engine.run(|_| {}).unwrap();
+        assert!(
+            rec.violations.is_empty(),
+            "{name}: {:?}",
+            &rec.violations[..3.min(rec.violations.len())]
+        );
+        let mut starts = rec.starts.clone();
+        starts.sort();
+        assert_eq!(starts, (0..threads).collect::<Vec<_>>(), "{name}: starts");
+        // Thread 0 ends after the ROI end, so only the workers' ends are timed.
+        assert_eq!(rec.ends.len(), threads as usize - 1, "{name}: ends");
+        assert_eq!(rec.activity.len(), threads as usize, "{name}");
+        for (t, changes) in rec.activity.iter().enumerate() {
+            assert!(
+                changes.first().is_some_and(|c| c.1),
+                "{name} thread {t} starts running"
+            );
+            assert!(
+                changes.last().is_some_and(|c| !c.1),
+                "{name} thread {t} ends stopped"
+            );
+            let mut blocked = 0.0;
+            for pair in changes.windows(2) {
+                assert_ne!(pair[0].1, pair[1].1, "{name} thread {t} alternates");
+                assert!(pair[1].0 >= pair[0].0, "{name} thread {t} in time order");
+                if !pair[0].1 {
+                    blocked += pair[1].0 - pair[0].0;
+                }
+            }
+            let s = &result.threads[t].stack;
+            let sync = s.get(Component::SyncBarrier)
+                + s.get(Component::SyncCritSect)
+                + s.get(Component::SyncCond)
+                + s.get(Component::SyncJoin);
+            assert!(
+                (blocked - sync).abs() < 1e-6 * sync.max(1.0),
+                "{name} thread {t}: blocked {blocked} vs sync cycles {sync}"
+            );
+        }
+        // Thread 0 joins every other thread once.
+        let mut joined: Vec<u32> = rec.joins.iter().map(|j| j.1).collect();
+        joined.sort();
+        assert_eq!(joined, (1..threads).collect::<Vec<_>>(), "{name}: joins");
+        assert!(
+            rec.joins.iter().all(|j| j.0 == 0 && j.3 >= j.2),
+            "{name}: joins"
+        );
+        if name == "lu-owner" {
+            assert!(rec.barriers > 0);
+        }
+    }
+}
+
+/// `RunDir::replay` re-simulates a run directory exactly (the analyses rely on it), applies
+/// `--set` overrides, and a directory that is not a run is named in the error.
+#[test]
+fn a_run_directory_replays_to_the_same_cycles() {
+    let dir = tempfile::tempdir().unwrap();
+    let o = simulate(dir.path(), "lu-owner", 4, 6, &[]);
+    let rd = isim::run::RunDir::open(&o.dir).unwrap();
+    let (again, ()) = rd.replay(&[], &[], (), |_| {}).unwrap();
+    assert_eq!(again.cycles, o.result.cycles);
+    for (a, b) in again.threads.iter().zip(&o.result.threads) {
+        assert_eq!(a.stack, b.stack);
+    }
+    let (slow, ()) = rd
+        .replay(&["dram.latency=\"200ns\"".to_string()], &[], (), |_| {})
+        .unwrap();
+    assert!(
+        slow.cycles > o.result.cycles,
+        "{} vs {}",
+        slow.cycles,
+        o.result.cycles
+    );
+    let e = isim::run::RunDir::open(dir.path())
+        .err()
+        .unwrap()
+        .to_string();
+    assert!(e.contains("not an isim run directory"), "{e}");
+}

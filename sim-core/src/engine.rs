@@ -62,9 +62,63 @@ pub trait Observer {
     /// Thread `tid` waited from `from` to `until` for a mutex, a condition, a join or its
     /// creation (`kind` is the component the wait was charged to).
     fn wait(&mut self, _tid: u32, _kind: Component, _from: f64, _until: f64) {}
+    /// Thread `tid` started running (was created, or was running when the ROI began) at `at`.
+    fn thread_start(&mut self, _tid: u32, _at: f64) {}
+    /// Thread `tid` ended at `at` (its window drained).
+    fn thread_end(&mut self, _tid: u32, _at: f64) {}
+    /// Thread `tid` joined `child`: it called join at `arrival` (instruction `site` is the join
+    /// call) and resumed at `release` (at or after the child's end).
+    fn join(&mut self, _tid: u32, _site: u32, _child: u32, _arrival: f64, _release: f64) {}
+    /// Every event the engine reports from now on happens at or after `at` in simulated time
+    /// (the smallest clock of a runnable thread): a collector that buffers timestamped
+    /// instructions may resolve those before `at`. Called before each scheduling slice.
+    fn horizon(&mut self, _at: f64) {}
+    /// Thread `tid` became running (`true`: started, or resumed from a synchronization wait)
+    /// or stopped running (`false`: blocked in synchronization, or ended) at `at`. Reported
+    /// for every change, in each thread's time order, and never for a time before the last
+    /// [`Observer::horizon`]. The end of the ROI stops every thread still running.
+    fn activity(&mut self, _tid: u32, _at: f64, _running: bool) {}
 }
 
 impl Observer for () {}
+
+/// Two observers fed the same events, so independent collectors compose without dynamic
+/// dispatch: `Engine::new(&trace, &cfg, (lime, profile))`.
+impl<A: Observer, B: Observer> Observer for (A, B) {
+    #[inline]
+    fn inst(&mut self, tid: u32, sidx: u32, r: &InstResult) {
+        self.0.inst(tid, sidx, r);
+        self.1.inst(tid, sidx, r);
+    }
+    fn barrier(&mut self, tid: u32, site: u32, arrival: f64, release: f64) {
+        self.0.barrier(tid, site, arrival, release);
+        self.1.barrier(tid, site, arrival, release);
+    }
+    fn wait(&mut self, tid: u32, kind: Component, from: f64, until: f64) {
+        self.0.wait(tid, kind, from, until);
+        self.1.wait(tid, kind, from, until);
+    }
+    fn thread_start(&mut self, tid: u32, at: f64) {
+        self.0.thread_start(tid, at);
+        self.1.thread_start(tid, at);
+    }
+    fn thread_end(&mut self, tid: u32, at: f64) {
+        self.0.thread_end(tid, at);
+        self.1.thread_end(tid, at);
+    }
+    fn join(&mut self, tid: u32, site: u32, child: u32, arrival: f64, release: f64) {
+        self.0.join(tid, site, child, arrival, release);
+        self.1.join(tid, site, child, arrival, release);
+    }
+    fn horizon(&mut self, at: f64) {
+        self.0.horizon(at);
+        self.1.horizon(at);
+    }
+    fn activity(&mut self, tid: u32, at: f64, running: bool) {
+        self.0.activity(tid, at, running);
+        self.1.activity(tid, at, running);
+    }
+}
 
 /// An error that stops a run.
 #[derive(Debug)]
@@ -134,7 +188,8 @@ enum State {
     Barrier(u64),
     Mutex(u64),
     Cond(u64),
-    Join(u32),
+    /// Waiting to join the child since the given time.
+    Join(u32, f64),
     Done,
 }
 
@@ -146,6 +201,8 @@ struct Thread<'t> {
     state: State,
     end: f64,
     last_sidx: u32,
+    /// Running (not blocked, started, not ended), as last reported to the observer.
+    active: bool,
 }
 
 #[derive(Default)]
@@ -218,6 +275,7 @@ impl<'t, O: Observer> Engine<'t, O> {
                 },
                 end: 0.0,
                 last_sidx: NO_SIDX,
+                active: t == 0,
             });
         }
         Ok(Engine {
@@ -238,6 +296,10 @@ impl<'t, O: Observer> Engine<'t, O> {
     /// every million.
     pub fn run(mut self, mut progress: impl FnMut(u64)) -> Result<(RunResult, O), SimError> {
         let mut reported = 0u64;
+        if self.roi_active && !self.threads.is_empty() {
+            self.obs.thread_start(0, 0.0);
+            self.obs.activity(0, 0.0, true);
+        }
         loop {
             let mut first: Option<(f64, u32)> = None;
             let mut second = f64::INFINITY;
@@ -254,6 +316,9 @@ impl<'t, O: Observer> Engine<'t, O> {
                     }
                     Some(_) => second = second.min(key.0),
                 }
+            }
+            if let Some((at, _)) = first {
+                self.obs.horizon(at);
             }
             let Some((_, tid)) = first else {
                 if self
@@ -302,7 +367,7 @@ impl<'t, O: Observer> Engine<'t, O> {
                         .map_or("none".into(), |o| o.to_string())
                 ),
                 State::Cond(c) => format!("waits on condition {c:#x}"),
-                State::Join(c) => format!("waits to join thread {c}"),
+                State::Join(c, _) => format!("waits to join thread {c}"),
                 State::Done => "ended".to_string(),
             };
             s.push_str(&format!(
@@ -358,6 +423,17 @@ impl<'t, O: Observer> Engine<'t, O> {
         self.roi_active
     }
 
+    /// Records a running/blocked change of thread `t` at `at` and reports it when timed.
+    fn set_active(&mut self, t: u32, at: f64, running: bool) {
+        let th = &mut self.threads[t as usize];
+        if th.active != running {
+            th.active = running;
+            if self.roi_active {
+                self.obs.activity(t, at, running);
+            }
+        }
+    }
+
     fn resume(&mut self, t: u32, at: f64, c: Component) {
         let timed = self.timed();
         let th = &mut self.threads[t as usize];
@@ -369,6 +445,8 @@ impl<'t, O: Observer> Engine<'t, O> {
             }
         }
         th.state = State::Runnable;
+        let at = th.core.now.max(at);
+        self.set_active(t, at, true);
     }
 
     fn drain(&mut self, tid: u32) -> f64 {
@@ -387,11 +465,22 @@ impl<'t, O: Observer> Engine<'t, O> {
         }
         th.state = State::Done;
         th.end = end;
-        let joiners: Vec<u32> = (0..self.threads.len() as u32)
-            .filter(|&j| self.threads[j as usize].state == State::Join(tid))
+        if self.timed() {
+            self.obs.thread_end(tid, end);
+        }
+        self.set_active(tid, end, false);
+        let joiners: Vec<(u32, f64)> = (0..self.threads.len() as u32)
+            .filter_map(|j| match self.threads[j as usize].state {
+                State::Join(c, since) if c == tid => Some((j, since)),
+                _ => None,
+            })
             .collect();
-        for j in joiners {
+        for (j, since) in joiners {
             let at = self.threads[j as usize].core.now.max(end);
+            if self.timed() {
+                let site = self.threads[j as usize].last_sidx;
+                self.obs.join(j, site, tid, since, at);
+            }
             self.resume(j, at, Component::SyncJoin);
         }
     }
@@ -401,9 +490,11 @@ impl<'t, O: Observer> Engine<'t, O> {
         if m.owner.is_none() {
             m.owner = Some(tid);
             self.threads[tid as usize].state = State::Runnable;
+            self.set_active(tid, now, true);
         } else {
             m.waiters.push((now, tid));
             self.threads[tid as usize].state = State::Mutex(addr);
+            self.set_active(tid, now, false);
         }
     }
 
@@ -432,13 +523,24 @@ impl<'t, O: Observer> Engine<'t, O> {
                 if !self.roi_active && !self.roi_done {
                     self.roi_active = true;
                     self.mem.reset_stats();
+                    for t in 0..self.threads.len() as u32 {
+                        let th = &self.threads[t as usize];
+                        if !matches!(th.state, State::NotCreated | State::Done) {
+                            self.obs.thread_start(t, th.core.now);
+                            if th.active {
+                                self.obs.activity(t, th.core.now, true);
+                            }
+                        }
+                    }
                 }
             }
             Marker::RoiEnd => {
                 if self.roi_active {
                     for t in 0..self.threads.len() as u32 {
                         if matches!(self.threads[t as usize].state, State::Runnable) {
-                            self.drain(t);
+                            let at = self.drain(t);
+                            // The timed region ends: to collectors, the thread stops here.
+                            self.set_active(t, at, false);
                         }
                     }
                     self.roi_active = false;
@@ -452,6 +554,11 @@ impl<'t, O: Observer> Engine<'t, O> {
                 if arrivals.len() as u32 >= participants {
                     let arrivals = self.barriers.remove(&id).unwrap_or_default();
                     let release = arrivals.iter().map(|a| a.1).fold(0.0, f64::max);
+                    if release > now {
+                        // The last thread to reach the barrier in engine order can have an
+                        // earlier clock than one that arrived before it: it waits too.
+                        self.set_active(tid, now, false);
+                    }
                     for (t, arrival) in arrivals {
                         let site = self.threads[t as usize].last_sidx;
                         self.obs.barrier(t, site, arrival, release);
@@ -459,6 +566,7 @@ impl<'t, O: Observer> Engine<'t, O> {
                     }
                 } else {
                     self.threads[tid as usize].state = State::Barrier(id);
+                    self.set_active(tid, now, false);
                 }
             }
             Marker::MutexLock { addr } => {
@@ -474,6 +582,7 @@ impl<'t, O: Observer> Engine<'t, O> {
                 self.unlock(mutex, now);
                 self.conds.entry(cond).or_default().push((now, tid, mutex));
                 self.threads[tid as usize].state = State::Cond(cond);
+                self.set_active(tid, now, false);
             }
             Marker::CondSignal { cond } | Marker::CondBroadcast { cond } => {
                 let now = self.drain(tid);
@@ -509,14 +618,26 @@ impl<'t, O: Observer> Engine<'t, O> {
                     .get(child as usize)
                     .is_some_and(|c| c.state == State::NotCreated)
                 {
+                    if self.timed() {
+                        self.obs.thread_start(child, now);
+                    }
                     self.resume(child, now, Component::ImbalanceStart);
                 }
             }
             Marker::ThreadJoin { child } => {
                 let now = self.drain(tid);
                 match self.threads.get(child as usize).map(|c| (c.state, c.end)) {
-                    Some((State::Done, end)) => self.resume(tid, now.max(end), Component::SyncJoin),
-                    Some(_) => self.threads[tid as usize].state = State::Join(child),
+                    Some((State::Done, end)) => {
+                        if self.timed() {
+                            let site = self.threads[tid as usize].last_sidx;
+                            self.obs.join(tid, site, child, now, now.max(end));
+                        }
+                        self.resume(tid, now.max(end), Component::SyncJoin)
+                    }
+                    Some(_) => {
+                        self.threads[tid as usize].state = State::Join(child, now);
+                        self.set_active(tid, now, false);
+                    }
                     None => {}
                 }
             }
