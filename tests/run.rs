@@ -407,7 +407,13 @@ struct Recorder {
 }
 
 impl sim_core::Observer for Recorder {
-    fn inst(&mut self, tid: u32, _sidx: u32, r: &sim_core::core::InstResult) {
+    fn inst(
+        &mut self,
+        tid: u32,
+        _sidx: u32,
+        r: &sim_core::core::InstResult,
+        _stack: &sim_core::CycleStack,
+    ) {
         if r.dispatch < self.horizon {
             self.violations.push(format!(
                 "thread {tid} dispatched at {} before the horizon {}",

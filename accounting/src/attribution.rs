@@ -61,7 +61,7 @@ impl Attribution {
 
 impl Observer for Attribution {
     #[inline]
-    fn inst(&mut self, tid: u32, sidx: u32, r: &InstResult) {
+    fn inst(&mut self, tid: u32, sidx: u32, r: &InstResult, _stack: &sim_core::CycleStack) {
         let c = &mut self.per_thread[tid as usize][sidx as usize];
         c.execs += 1;
         for i in 0..3 {

@@ -54,8 +54,10 @@ pub struct EngineConfig {
 /// Receives events during simulation; the default methods do nothing, so an observer that
 /// collects nothing costs nothing (the engine is generic over it).
 pub trait Observer {
-    /// One instruction executed with timing by thread `tid`.
-    fn inst(&mut self, _tid: u32, _sidx: u32, _r: &InstResult) {}
+    /// One instruction executed with timing by thread `tid`; `stack` is the thread's cycle
+    /// stack so far (cumulative: a collector charging cycles to code regions takes
+    /// differences between calls; the final stacks are in the [`RunResult`]).
+    fn inst(&mut self, _tid: u32, _sidx: u32, _r: &InstResult, _stack: &CycleStack) {}
     /// Thread `tid` arrived at a barrier at `arrival` and left it at `release`; `site` is the
     /// static index of the instruction before the barrier marker (the barrier call).
     fn barrier(&mut self, _tid: u32, _site: u32, _arrival: f64, _release: f64) {}
@@ -86,9 +88,9 @@ impl Observer for () {}
 /// dispatch: `Engine::new(&trace, &cfg, (lime, profile))`.
 impl<A: Observer, B: Observer> Observer for (A, B) {
     #[inline]
-    fn inst(&mut self, tid: u32, sidx: u32, r: &InstResult) {
-        self.0.inst(tid, sidx, r);
-        self.1.inst(tid, sidx, r);
+    fn inst(&mut self, tid: u32, sidx: u32, r: &InstResult, stack: &CycleStack) {
+        self.0.inst(tid, sidx, r, stack);
+        self.1.inst(tid, sidx, r, stack);
     }
     fn barrier(&mut self, tid: u32, site: u32, arrival: f64, release: f64) {
         self.0.barrier(tid, site, arrival, release);
@@ -407,7 +409,7 @@ impl<'t, O: Observer> Engine<'t, O> {
                     };
                     if self.roi_active {
                         let r = th.core.execute(&mut self.mem, s, ops, i.taken, next_pc);
-                        self.obs.inst(tid, i.sidx, &r);
+                        self.obs.inst(tid, i.sidx, &r, &th.core.stack);
                         self.executed += 1;
                     } else {
                         th.core.warm(&mut self.mem, s, ops, i.taken, next_pc);
