@@ -4,4 +4,12 @@
 
 pub mod config;
 pub mod info;
+pub mod lime;
+pub mod parashare;
+pub mod pca;
+pub mod profile;
+pub mod progress;
+pub mod report;
 pub mod run;
+pub mod stacks;
+pub mod sweep;

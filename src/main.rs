@@ -50,6 +50,28 @@ enum Cmd {
     /// Check or show a machine config.
     #[command(subcommand)]
     Config(ConfigCmd),
+    /// Sweep a built-in workload over core counts (and sizes and configs), runs in parallel
+    /// and resumable; writes a scaling table (sweep.json) and scaling.svg.
+    Sweep(isim::sweep::SweepArgs),
+    /// PCA and average-linkage clustering over the normalised cycle stacks of sweeps and runs;
+    /// writes pca.json, pca.svg and dendrogram.svg.
+    Pca(isim::pca::PcaArgs),
+    /// Write a self-contained HTML report of a run, sweep or PCA directory.
+    Report(isim::report::ReportArgs),
+    /// LIME: which code causes the load imbalance of each barrier/join-delimited section,
+    /// ranked (control-flow leaders, cache misses, mispredictions); writes lime.json.
+    Lime(isim::lime::LimeArgs),
+    /// What-if re-runs of a run directory, compared section by section: erase the misses LIME
+    /// reports (`erase`), or change machine settings (`set`).
+    #[command(subcommand)]
+    Whatif(isim::lime::WhatifCmd),
+    /// Rank a run's basic blocks by their share of parallel execution (ParaShares): executions
+    /// divided by the threads running when each started, times a weight.
+    Parashare(isim::parashare::ParashareArgs),
+    /// Per-thread call-path profiles (cycles per component, instructions, visits, misses, sync
+    /// time), aggregated over threads (none, sum, set, key, calltree) as in Score-P; writes
+    /// profile-<strategy>.json and optionally a CUBE4 archive (--cube).
+    Profile(isim::profile::ProfileArgs),
 }
 
 #[derive(Args)]
@@ -255,6 +277,13 @@ fn run(cli: Cli) -> Result<ExitCode> {
                 print!("{}", info.render());
             }
         }
+        Cmd::Parashare(a) => isim::parashare::main(a)?,
+        Cmd::Profile(a) => isim::profile::main(a)?,
+        Cmd::Lime(a) => isim::lime::main(&a)?,
+        Cmd::Whatif(c) => isim::lime::whatif(&c)?,
+        Cmd::Sweep(a) => isim::sweep::cli(&a)?,
+        Cmd::Pca(a) => isim::pca::cli(&a)?,
+        Cmd::Report(a) => isim::report::cli(&a)?,
         Cmd::Config(ConfigCmd::Check { file, set }) => match isim::config::load(&file, &set) {
             Ok(c) => println!("{}: ok ({} cores)", file.display(), c.total_cores()),
             Err(errs) => {

@@ -6,6 +6,26 @@
 //! * [`render`] — charts of cycle stacks: self-contained stacked-bar SVG and terminal text bars,
 //!   from plain data (labels and one value per component), with a stable colour and character per
 //!   component name.
+//! * [`parashare`] — ParaShares: the parallel block vector collector and parallelism-weighted
+//!   block rankings.
+//! * [`scaling`] — aggregated cycle stacks over threads doing real work and per thread group,
+//!   and scaling tables (speedup, efficiency, component shares) of core-count sweeps.
+//! * [`pca`] — principal component analysis of normalised cycle stacks, and its scatter plot.
+//! * [`cluster`] — average-linkage clustering and dendrograms.
+//! * [`table`] — the `report_tables` shape every analysis's JSON carries for `isim report`.
+//! * [`profile`] — per-thread call-path profiles (a collector following calls, returns and tail
+//!   calls); [`aggregate`] — thread aggregation (none, SUM, SET, KEY, CALLTREE) after Score-P;
+//!   [`cube`] — CUBE4 (`.cubex`) export of aggregated profiles.
 
+pub mod aggregate;
 pub mod attribution;
+pub mod cluster;
+pub mod cube;
+pub mod lime;
+pub mod parashare;
+pub mod pca;
+mod plot;
+pub mod profile;
 pub mod render;
+pub mod scaling;
+pub mod table;

@@ -602,7 +602,8 @@ fn truncate_chars(s: &str, max: usize) -> String {
 }
 
 /// `s` escaped for XML text and attribute values; characters XML 1.0 forbids are replaced.
-fn xml_escape(s: &str) -> String {
+/// The result is also safe as HTML text and as a quoted HTML attribute value.
+pub fn xml_escape(s: &str) -> String {
     let mut out = String::with_capacity(s.len());
     for c in s.chars() {
         match c {

@@ -6,6 +6,7 @@
 //! The registry [`WORKLOADS`] lists every generator explicitly; one file per generator.
 
 pub mod asm;
+pub mod balanced;
 pub mod false_sharing;
 pub mod lock_contention;
 pub mod lu_owner;
@@ -58,6 +59,7 @@ pub const WORKLOADS: &[Workload] = &[
     radix_miss::WORKLOAD,
     serial_phases::WORKLOAD,
     false_sharing::WORKLOAD,
+    balanced::WORKLOAD,
     lock_contention::WORKLOAD,
     micro::STREAM,
     micro::POINTER_CHASE,

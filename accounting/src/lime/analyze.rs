@@ -1,0 +1,387 @@
+//! LIME's analysis (§3): per dynamic instance, then combined per static section (§3.6).
+//!
+//! Per instance: the per-thread execution times `T` (arrival − start) and event counts;
+//! hardware events replaced by their Gram–Schmidt residuals against their superiors
+//! (executions → L1 → L2 → L3 misses; executions → mispredictions); events constant across
+//! threads dropped; UPGMA clustering on correlation; clusters with an edge are control-flow
+//! clusters, the rest hardware clusters; forward-selection regression of `T` on the
+//! clusters' averaged z-scores; final score `β·s_v` for each leader of a selected
+//! control-flow cluster and `β` for each event of a selected hardware cluster.
+//!
+//! Per static section (named by its closing barrier/join call): a cause's score is the
+//! average of its instance scores weighted by the instances' imbalance (an instance where it
+//! was not reported counts 0). Instances whose imbalance is below `min_imbalance` are not
+//! analysed: there is nothing to explain, and regression on cycle-level noise would only
+//! explain noise.
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+
+use super::cfg::{Cfg, leaders};
+use super::cluster::upgma;
+use super::collect::{Event, Instance, SectionKind};
+use super::stats::{averaged_z, forward_selection, gram_schmidt, pearson, unit};
+
+/// Analysis options.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct Options {
+    /// Clustering stops when the largest correlation is below this (LIME: 0.9).
+    pub threshold: f64,
+    /// Significance level of the regression's F-tests.
+    pub alpha: f64,
+    /// Instances with a smaller imbalance (fraction) are not analysed.
+    pub min_imbalance: f64,
+}
+
+impl Default for Options {
+    fn default() -> Self {
+        Options {
+            threshold: 0.9,
+            alpha: 0.05,
+            min_imbalance: 0.01,
+        }
+    }
+}
+
+/// What a cause is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+pub enum CauseKind {
+    /// A control-flow leader: the branch whose decision introduces the imbalance.
+    ControlFlow,
+    /// L1 misses of an instruction.
+    L1Miss,
+    /// L2 misses.
+    L2Miss,
+    /// L3 misses.
+    L3Miss,
+    /// Branch mispredictions.
+    Mispredict,
+}
+
+impl CauseKind {
+    /// Short name used in reports.
+    pub fn name(self) -> &'static str {
+        match self {
+            CauseKind::ControlFlow => "control-flow leader",
+            CauseKind::L1Miss => "L1 miss",
+            CauseKind::L2Miss => "L2 miss",
+            CauseKind::L3Miss => "L3 miss",
+            CauseKind::Mispredict => "mispredict",
+        }
+    }
+
+    /// True for cache-miss causes (the ones miss erasure can remove).
+    pub fn is_miss(self) -> bool {
+        matches!(
+            self,
+            CauseKind::L1Miss | CauseKind::L2Miss | CauseKind::L3Miss
+        )
+    }
+}
+
+/// One reported cause in one instance.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Cause {
+    /// Kind.
+    pub kind: CauseKind,
+    /// Static index of the instruction (the leader branch, or the missing instruction).
+    pub sidx: u32,
+    /// For a leader: the cluster out-edge's target branch with the highest correlation.
+    pub edge_to: Option<u32>,
+    /// Final score.
+    pub score: f64,
+    /// β of its cluster.
+    pub beta: f64,
+    /// Leader score `s_v` (control flow only).
+    pub leader_score: Option<f64>,
+}
+
+/// The analysis of one instance.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct InstanceResult {
+    /// Imbalance (fraction).
+    pub imbalance: f64,
+    /// Events after dropping constant ones.
+    pub events: usize,
+    /// Clusters formed.
+    pub clusters: usize,
+    /// Clusters the regression selected.
+    pub selected: usize,
+    /// R² of the regression.
+    pub r2: f64,
+    /// Causes, best first.
+    pub causes: Vec<Cause>,
+}
+
+/// Analyses one instance; `cfg` is the control-flow graph of its static section.
+pub fn analyze_instance(inst: &Instance, cfg: &Cfg, opts: &Options) -> InstanceResult {
+    let imbalance = inst.imbalance();
+    let empty = |events| InstanceResult {
+        imbalance,
+        events,
+        clusters: 0,
+        selected: 0,
+        r2: 0.0,
+        causes: Vec::new(),
+    };
+    let n = inst.threads.len();
+    if n < 3 || imbalance < opts.min_imbalance {
+        return empty(0);
+    }
+    let times: Vec<f64> = inst.threads.iter().map(|t| t.time()).collect();
+    // Dense per-thread vectors of every event.
+    let mut dense: BTreeMap<Event, Vec<f64>> = BTreeMap::new();
+    for (t, ts) in inst.threads.iter().enumerate() {
+        for &(e, c) in &ts.events {
+            dense.entry(e).or_insert_with(|| vec![0.0; n])[t] = c as f64;
+        }
+    }
+    // Candidate events (edges and Gram–Schmidt residuals of hardware events) as unit vectors.
+    let mut keys: Vec<Event> = Vec::new();
+    let mut units: Vec<Vec<f64>> = Vec::new();
+    const REL: f64 = 1e-9;
+    let zero = vec![0.0; n];
+    for (e, v) in &dense {
+        match *e {
+            Event::Edge { .. } => {
+                if let Some(u) = unit(v, super::stats::norm(&super::stats::centred(v)), REL) {
+                    keys.push(*e);
+                    units.push(u);
+                }
+            }
+            Event::Exec(s) => {
+                let exec = v.as_slice();
+                let lv = |level| {
+                    dense
+                        .get(&Event::Miss { sidx: s, level })
+                        .map_or(zero.as_slice(), |v| v.as_slice())
+                };
+                let has = |level| dense.contains_key(&Event::Miss { sidx: s, level });
+                if has(1) || has(2) || has(3) {
+                    let chain = [exec, lv(1), lv(2), lv(3)];
+                    let res = gram_schmidt(&chain);
+                    for level in 1..=3u8 {
+                        if !has(level) {
+                            continue;
+                        }
+                        let orig =
+                            super::stats::norm(&super::stats::centred(chain[level as usize]));
+                        if let Some(u) = unit(&res[level as usize], orig, REL) {
+                            keys.push(Event::Miss { sidx: s, level });
+                            units.push(u);
+                        }
+                    }
+                }
+                if let Some(mp) = dense.get(&Event::Mispredict(s)) {
+                    let res = gram_schmidt(&[exec, mp]);
+                    let orig = super::stats::norm(&super::stats::centred(mp));
+                    if let Some(u) = unit(&res[1], orig, REL) {
+                        keys.push(Event::Mispredict(s));
+                        units.push(u);
+                    }
+                }
+            }
+            Event::Miss { .. } | Event::Mispredict(_) => {}
+        }
+    }
+    let m = keys.len();
+    if m == 0 {
+        return empty(0);
+    }
+    let labels = upgma(&units, opts.threshold);
+    let k = labels.iter().max().map_or(0, |&l| l + 1);
+    let mut members: Vec<Vec<usize>> = vec![Vec::new(); k];
+    for (i, &l) in labels.iter().enumerate() {
+        members[l].push(i);
+    }
+    let cluster_vectors: Vec<Vec<f64>> = members
+        .iter()
+        .map(|ms| {
+            let vs: Vec<&[f64]> = ms.iter().map(|&i| units[i].as_slice()).collect();
+            averaged_z(&vs)
+        })
+        .collect();
+    let reg = forward_selection(&times, &cluster_vectors, opts.alpha);
+    // Correlation of every CFG edge with T (0 when absent or constant in this instance).
+    let corr_edge = |a: u32, b: u32| -> f64 {
+        dense
+            .get(&Event::Edge { from: a, to: b })
+            .map_or(0.0, |v| pearson(v, &times))
+    };
+    let mut causes: Vec<Cause> = Vec::new();
+    for (step, &beta) in reg.steps.iter().zip(&reg.beta) {
+        let ms = &members[step.index];
+        let edges: Vec<(u32, u32)> = ms
+            .iter()
+            .filter_map(|&i| match keys[i] {
+                Event::Edge { from, to } => Some((from, to)),
+                _ => None,
+            })
+            .collect();
+        if !edges.is_empty() {
+            for l in leaders(cfg, &edges, corr_edge) {
+                if l.vertex == super::cfg::ENTRY {
+                    continue;
+                }
+                causes.push(Cause {
+                    kind: CauseKind::ControlFlow,
+                    sidx: l.vertex,
+                    edge_to: Some(l.best_out),
+                    score: beta * l.score,
+                    beta,
+                    leader_score: Some(l.score),
+                });
+            }
+        } else {
+            for &i in ms {
+                let (kind, sidx) = match keys[i] {
+                    Event::Miss { sidx, level: 1 } => (CauseKind::L1Miss, sidx),
+                    Event::Miss { sidx, level: 2 } => (CauseKind::L2Miss, sidx),
+                    Event::Miss { sidx, .. } => (CauseKind::L3Miss, sidx),
+                    Event::Mispredict(sidx) => (CauseKind::Mispredict, sidx),
+                    _ => continue,
+                };
+                causes.push(Cause {
+                    kind,
+                    sidx,
+                    edge_to: None,
+                    score: beta,
+                    beta,
+                    leader_score: None,
+                });
+            }
+        }
+    }
+    // A leader in two clusters keeps its best score (Fig. 4's A).
+    causes.sort_by(|a, b| {
+        (a.kind, a.sidx)
+            .cmp(&(b.kind, b.sidx))
+            .then(b.score.total_cmp(&a.score))
+    });
+    causes.dedup_by(|a, b| (a.kind, a.sidx) == (b.kind, b.sidx));
+    causes.sort_by(|a, b| {
+        b.score
+            .total_cmp(&a.score)
+            .then((a.kind, a.sidx).cmp(&(b.kind, b.sidx)))
+    });
+    InstanceResult {
+        imbalance,
+        events: m,
+        clusters: k,
+        selected: reg.steps.len(),
+        r2: reg.r2,
+        causes,
+    }
+}
+
+/// One static section's combined result.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SectionResult {
+    /// Static index of the closing barrier/join call.
+    pub site: u32,
+    /// Barrier or join.
+    pub kind: SectionKind,
+    /// Dynamic instances.
+    pub instances: usize,
+    /// Instances analysed (imbalance at least `min_imbalance`).
+    pub analysed: usize,
+    /// Imbalance: idle cycles over thread-cycles of all instances (fraction).
+    pub imbalance: f64,
+    /// Idle cycles summed over instances and threads.
+    pub idle_cycles: f64,
+    /// Thread-cycles of all instances (length × threads).
+    pub thread_cycles: f64,
+    /// Combined causes, best first.
+    pub causes: Vec<Cause>,
+    /// Per-thread execution time summed over instances (for what-if comparisons).
+    pub thread_times: Vec<(u32, f64)>,
+}
+
+/// Groups instances by static section, analyses each, and combines them; sections are
+/// ordered by idle cycles, most first.
+pub fn analyze(instances: &[Instance], opts: &Options) -> Vec<SectionResult> {
+    let mut by_site: BTreeMap<(u32, SectionKind), Vec<&Instance>> = BTreeMap::new();
+    for i in instances {
+        by_site.entry((i.site, i.kind)).or_default().push(i);
+    }
+    let mut out = Vec::new();
+    for ((site, kind), insts) in by_site {
+        let cfg = Cfg::new(insts.iter().flat_map(|i| {
+            i.threads.iter().flat_map(|t| {
+                t.events.iter().filter_map(|(e, _)| match *e {
+                    Event::Edge { from, to } => Some((from, to)),
+                    _ => None,
+                })
+            })
+        }));
+        let mut weight_sum = 0.0;
+        let mut acc: BTreeMap<(CauseKind, u32), (f64, f64, Cause)> = BTreeMap::new();
+        let mut analysed = 0;
+        let mut idle = 0.0;
+        let mut thread_cycles = 0.0;
+        let mut times: BTreeMap<u32, f64> = BTreeMap::new();
+        for inst in &insts {
+            idle += inst.idle();
+            thread_cycles += inst.length() * inst.threads.len() as f64;
+            for t in &inst.threads {
+                *times.entry(t.thread).or_insert(0.0) += t.time();
+            }
+            let r = analyze_instance(inst, &cfg, opts);
+            if r.imbalance < opts.min_imbalance || inst.threads.len() < 3 {
+                continue;
+            }
+            analysed += 1;
+            let w = r.imbalance;
+            weight_sum += w;
+            for c in r.causes {
+                // Keep the details (edge, β, s_v) of the instance contributing the most.
+                let e = acc
+                    .entry((c.kind, c.sidx))
+                    .or_insert((0.0, f64::NEG_INFINITY, c.clone()));
+                e.0 += w * c.score;
+                if w * c.score > e.1 {
+                    e.1 = w * c.score;
+                    e.2 = c;
+                }
+            }
+        }
+        let mut causes: Vec<Cause> = acc
+            .into_values()
+            .map(|(sum, _, mut c)| {
+                c.score = if weight_sum > 0.0 {
+                    sum / weight_sum
+                } else {
+                    0.0
+                };
+                c
+            })
+            .collect();
+        causes.sort_by(|a, b| {
+            b.score
+                .total_cmp(&a.score)
+                .then((a.kind, a.sidx).cmp(&(b.kind, b.sidx)))
+        });
+        out.push(SectionResult {
+            site,
+            kind,
+            instances: insts.len(),
+            analysed,
+            imbalance: if thread_cycles > 0.0 {
+                idle / thread_cycles
+            } else {
+                0.0
+            },
+            idle_cycles: idle,
+            thread_cycles,
+            causes,
+            thread_times: times.into_iter().collect(),
+        });
+    }
+    out.sort_by(|a, b| {
+        b.idle_cycles
+            .total_cmp(&a.idle_cycles)
+            .then(a.site.cmp(&b.site))
+    });
+    out
+}

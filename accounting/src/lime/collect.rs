@@ -1,0 +1,386 @@
+//! LIME's profile collection during simulation (§4, with hardware events as in the paper's
+//! simulator profiler): per thread and per dynamic section instance, the execution time and
+//! the counts of every control-flow edge (previous branch → branch), every static memory or
+//! branch instruction's executions, its L1/L2/L3 misses and mispredictions.
+//!
+//! **Sections.** A barrier completion closes one instance for every participant: the thread's
+//! section ran from its previous release (or its start) to its arrival. A join closes a
+//! thread's last section at its end; the consecutive joins of one parent at one call site
+//! form one instance whose participants are the joined children (arrival = their end) and
+//! the parent (arrival = its first join call); the group closes when the parent reaches any
+//! other synchronization (a barrier, a join elsewhere, a thread creation) or the run ends.
+//!
+//! **Hot path.** Counters are flat per-thread arrays indexed by static index; touched entries
+//! are listed so that closing a section costs what was touched. Edge counts sit in two inline
+//! slots per source branch; a third distinct successor (indirect branches, returns) spills to
+//! a map, which is the only hashing and is off the common path.
+
+use std::collections::HashMap;
+
+use serde::{Deserialize, Serialize};
+use sim_core::core::InstResult;
+use sim_core::{CycleStack, Observer};
+use sim_frontend::model::Program;
+
+use super::cfg::ENTRY;
+
+/// One event LIME counts, per thread.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+pub enum Event {
+    /// Control flow: after branch `from` the next branch was `to`.
+    Edge {
+        /// Source branch (static index, or [`ENTRY`]).
+        from: u32,
+        /// Next branch.
+        to: u32,
+    },
+    /// Executions of a memory or branch instruction (the superior of its hardware events).
+    Exec(u32),
+    /// Misses of an instruction's accesses at a cache level (1, 2, 3).
+    Miss {
+        /// Static index.
+        sidx: u32,
+        /// Level: 1 = L1, 2 = L2, 3 = L3.
+        level: u8,
+    },
+    /// Mispredictions of a branch.
+    Mispredict(u32),
+}
+
+/// One thread's stay in one dynamic section instance.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ThreadSection {
+    /// Thread id.
+    pub thread: u32,
+    /// Section start (cycles).
+    pub start: f64,
+    /// Arrival at the closing barrier or join (its end, for a joined child).
+    pub arrival: f64,
+    /// Event counts, sorted by event.
+    pub events: Vec<(Event, u64)>,
+}
+
+impl ThreadSection {
+    /// Execution time in the section.
+    pub fn time(&self) -> f64 {
+        self.arrival - self.start
+    }
+}
+
+/// How a section instance is closed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+pub enum SectionKind {
+    /// By a barrier.
+    Barrier,
+    /// By thread joins.
+    Join,
+}
+
+/// One dynamic instance of a parallel section.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Instance {
+    /// Static index of the closing barrier or join call (names the static section).
+    pub site: u32,
+    /// Barrier or join.
+    pub kind: SectionKind,
+    /// When every participant could go on.
+    pub release: f64,
+    /// Participants, by thread id.
+    pub threads: Vec<ThreadSection>,
+}
+
+impl Instance {
+    /// Section length: release minus the earliest start.
+    pub fn length(&self) -> f64 {
+        let start = self
+            .threads
+            .iter()
+            .map(|t| t.start)
+            .fold(f64::INFINITY, f64::min);
+        (self.release - start).max(0.0)
+    }
+
+    /// Idle cycles summed over threads (release − arrival).
+    pub fn idle(&self) -> f64 {
+        self.threads
+            .iter()
+            .map(|t| (self.release - t.arrival).max(0.0))
+            .sum()
+    }
+
+    /// Imbalance: the mean over threads of idle time ÷ section length (DESIGN §5).
+    pub fn imbalance(&self) -> f64 {
+        let len = self.length();
+        if len <= 0.0 || self.threads.is_empty() {
+            return 0.0;
+        }
+        self.idle() / len / self.threads.len() as f64
+    }
+}
+
+#[derive(Debug, Clone, Copy, Default)]
+struct Counter {
+    execs: u32,
+    misses: [u32; 3],
+    mispredicted: u32,
+}
+
+#[derive(Debug, Clone, Copy)]
+struct EdgeSlots {
+    to: [u32; 2],
+    n: [u32; 2],
+}
+
+const EMPTY_SLOTS: EdgeSlots = EdgeSlots {
+    to: [u32::MAX; 2],
+    n: [0; 2],
+};
+
+struct ThreadState {
+    counters: Vec<Counter>,
+    touched: Vec<u32>,
+    edges: Vec<EdgeSlots>,
+    edge_touched: Vec<u32>,
+    spill: HashMap<(u32, u32), u64>,
+    prev_branch: u32,
+    start: f64,
+    /// A joined-to-be child's closed tail section.
+    tail: Option<ThreadSection>,
+}
+
+struct OpenJoin {
+    site: u32,
+    instance: Instance,
+}
+
+/// The LIME collector: an engine observer.
+pub struct Collector {
+    branch: Vec<bool>,
+    counted: Vec<bool>,
+    threads: Vec<ThreadState>,
+    open_barrier: Option<(u32, u64, Instance)>,
+    open_joins: Vec<Option<OpenJoin>>,
+    instances: Vec<Instance>,
+}
+
+impl Collector {
+    /// A collector for `threads` threads of `program`.
+    pub fn new(program: &Program, threads: usize) -> Collector {
+        let n = program.insts.len();
+        let branch: Vec<bool> = program.insts.iter().map(|s| s.branch.is_branch()).collect();
+        let counted: Vec<bool> = program
+            .insts
+            .iter()
+            .map(|s| s.branch.is_branch() || !s.mem.is_empty())
+            .collect();
+        Collector {
+            branch,
+            counted,
+            threads: (0..threads)
+                .map(|_| ThreadState {
+                    counters: vec![Counter::default(); n],
+                    touched: Vec::new(),
+                    edges: vec![EMPTY_SLOTS; n],
+                    edge_touched: Vec::new(),
+                    spill: HashMap::new(),
+                    prev_branch: ENTRY,
+                    start: 0.0,
+                    tail: None,
+                })
+                .collect(),
+            open_barrier: None,
+            open_joins: (0..threads).map(|_| None).collect(),
+            instances: Vec::new(),
+        }
+    }
+
+    /// Closes what is open and returns every instance in the order they completed.
+    pub fn finish(mut self) -> Vec<Instance> {
+        self.close_barrier();
+        for t in 0..self.open_joins.len() {
+            self.close_join(t);
+        }
+        self.instances
+    }
+
+    fn snapshot(&mut self, t: usize, arrival: f64) -> ThreadSection {
+        let counted = &self.counted;
+        let th = &mut self.threads[t];
+        let mut events = Vec::with_capacity(th.touched.len() * 2 + th.edge_touched.len() * 2);
+        for &s in &th.touched {
+            let c = std::mem::take(&mut th.counters[s as usize]);
+            if counted[s as usize] {
+                events.push((Event::Exec(s), c.execs as u64));
+            }
+            for (l, &m) in c.misses.iter().enumerate() {
+                if m > 0 {
+                    events.push((
+                        Event::Miss {
+                            sidx: s,
+                            level: l as u8 + 1,
+                        },
+                        m as u64,
+                    ));
+                }
+            }
+            if c.mispredicted > 0 {
+                events.push((Event::Mispredict(s), c.mispredicted as u64));
+            }
+        }
+        th.touched.clear();
+        for &from in &th.edge_touched {
+            let slots = std::mem::replace(&mut th.edges[from as usize], EMPTY_SLOTS);
+            for k in 0..2 {
+                if slots.n[k] > 0 {
+                    events.push((
+                        Event::Edge {
+                            from,
+                            to: slots.to[k],
+                        },
+                        slots.n[k] as u64,
+                    ));
+                }
+            }
+        }
+        th.edge_touched.clear();
+        for ((from, to), n) in th.spill.drain() {
+            events.push((Event::Edge { from, to }, n));
+        }
+        events.sort_unstable_by_key(|a| a.0);
+        let start = th.start;
+        ThreadSection {
+            thread: t as u32,
+            start,
+            arrival,
+            events,
+        }
+    }
+
+    fn close_barrier(&mut self) {
+        if let Some((_, _, mut inst)) = self.open_barrier.take() {
+            inst.threads.sort_by_key(|t| t.thread);
+            self.instances.push(inst);
+        }
+    }
+
+    fn close_join(&mut self, t: usize) {
+        if let Some(mut j) = self.open_joins[t].take() {
+            j.instance.threads.sort_by_key(|t| t.thread);
+            self.instances.push(j.instance);
+        }
+    }
+
+    #[inline]
+    fn edge(th: &mut ThreadState, from: u32, to: u32) {
+        if from == ENTRY {
+            *th.spill.entry((from, to)).or_insert(0) += 1;
+            return;
+        }
+        let s = &mut th.edges[from as usize];
+        if s.n[0] == 0 && s.n[1] == 0 {
+            th.edge_touched.push(from);
+        }
+        for k in 0..2 {
+            if s.to[k] == to && s.n[k] > 0 {
+                s.n[k] += 1;
+                return;
+            }
+            if s.n[k] == 0 {
+                s.to[k] = to;
+                s.n[k] = 1;
+                return;
+            }
+        }
+        *th.spill.entry((from, to)).or_insert(0) += 1;
+    }
+}
+
+impl Observer for Collector {
+    #[inline]
+    fn inst(&mut self, tid: u32, sidx: u32, r: &InstResult, _stack: &CycleStack) {
+        let th = &mut self.threads[tid as usize];
+        let c = &mut th.counters[sidx as usize];
+        if c.execs == 0 {
+            th.touched.push(sidx);
+        }
+        c.execs += 1;
+        c.misses[0] += r.misses[0];
+        c.misses[1] += r.misses[1];
+        c.misses[2] += r.misses[2];
+        c.mispredicted += r.mispredicted as u32;
+        if self.branch[sidx as usize] {
+            let from = th.prev_branch;
+            Self::edge(th, from, sidx);
+            th.prev_branch = sidx;
+        }
+    }
+
+    fn thread_start(&mut self, tid: u32, at: f64) {
+        // A new thread means the creator has moved on from any join group.
+        for t in 0..self.open_joins.len() {
+            if self.open_joins[t].is_some() && t != tid as usize {
+                self.close_join(t);
+            }
+        }
+        self.threads[tid as usize].start = at;
+    }
+
+    fn barrier(&mut self, tid: u32, site: u32, arrival: f64, release: f64) {
+        self.close_join(tid as usize);
+        let key = (site, release.to_bits());
+        if self
+            .open_barrier
+            .as_ref()
+            .is_some_and(|(s, r, _)| (*s, *r) != key)
+        {
+            self.close_barrier();
+        }
+        let ts = self.snapshot(tid as usize, arrival);
+        self.threads[tid as usize].start = release;
+        let open = self.open_barrier.get_or_insert_with(|| {
+            (
+                site,
+                release.to_bits(),
+                Instance {
+                    site,
+                    kind: SectionKind::Barrier,
+                    release,
+                    threads: Vec::new(),
+                },
+            )
+        });
+        open.2.threads.push(ts);
+    }
+
+    fn thread_end(&mut self, tid: u32, at: f64) {
+        let ts = self.snapshot(tid as usize, at);
+        self.threads[tid as usize].tail = Some(ts);
+    }
+
+    fn join(&mut self, tid: u32, site: u32, child: u32, arrival: f64, release: f64) {
+        let t = tid as usize;
+        if self.open_joins[t].as_ref().is_some_and(|j| j.site != site) {
+            self.close_join(t);
+        }
+        if self.open_joins[t].is_none() {
+            let me = self.snapshot(t, arrival);
+            self.open_joins[t] = Some(OpenJoin {
+                site,
+                instance: Instance {
+                    site,
+                    kind: SectionKind::Join,
+                    release,
+                    threads: vec![me],
+                },
+            });
+        }
+        self.threads[t].start = release;
+        let tail = self.threads[child as usize].tail.take();
+        if let Some(j) = self.open_joins[t].as_mut() {
+            j.instance.release = j.instance.release.max(release);
+            if let Some(ts) = tail {
+                j.instance.threads.push(ts);
+            }
+        }
+    }
+}

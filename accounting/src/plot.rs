@@ -1,0 +1,96 @@
+//! Small helpers shared by the scatter plot ([`crate::pca`]) and the dendrogram
+//! ([`crate::cluster`]) SVG renderers: axis ticks over an arbitrary range, tick-label
+//! formatting and a fixed palette for series. Like [`crate::render`], everything is
+//! deterministic and prints numbers with fixed precision.
+
+/// Colours of series, in order (a qualitative palette readable on white); series beyond its
+/// length reuse it from the start.
+const PALETTE: [&str; 10] = [
+    "#1f77b4", "#d62728", "#2ca02c", "#ff7f0e", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f",
+    "#bcbd22", "#17becf",
+];
+
+/// The colour of series `i`.
+pub(crate) fn series_colour(i: usize) -> &'static str {
+    PALETTE[i % PALETTE.len()]
+}
+
+/// About five "nice" ticks (steps of 1, 2, 2.5 or 5 times a power of ten) covering
+/// `[lo, hi]`: returns the axis range (a multiple of the step on both ends) and the step.
+/// An empty or degenerate range is widened around its value.
+pub(crate) fn nice_range(lo: f64, hi: f64) -> (f64, f64, f64) {
+    let (mut lo, mut hi) = if lo.is_finite() && hi.is_finite() && lo <= hi {
+        (lo, hi)
+    } else {
+        (0.0, 1.0)
+    };
+    if hi - lo < 1e-12 {
+        let pad = (lo.abs() * 0.1).max(0.5);
+        lo -= pad;
+        hi += pad;
+    }
+    let raw = (hi - lo) / 5.0;
+    let mag = 10f64.powf(raw.log10().floor());
+    let norm = raw / mag;
+    let mult = if norm <= 1.0 {
+        1.0
+    } else if norm <= 2.0 {
+        2.0
+    } else if norm <= 2.5 {
+        2.5
+    } else if norm <= 5.0 {
+        5.0
+    } else {
+        10.0
+    };
+    let step = mult * mag;
+    let a = (lo / step + 1e-9).floor() * step;
+    let b = (hi / step - 1e-9).ceil() * step;
+    (a, b, step)
+}
+
+/// The ticks `a, a + step, …, b` of a [`nice_range`], without accumulated rounding error.
+pub(crate) fn ticks(a: f64, b: f64, step: f64) -> Vec<f64> {
+    let n = ((b - a) / step).round() as i64;
+    (0..=n.clamp(0, 1000))
+        .map(|i| {
+            let v = a + i as f64 * step;
+            if v.abs() < step * 1e-9 { 0.0 } else { v }
+        })
+        .collect()
+}
+
+/// A tick label: `v` with as many decimals as multiples of `step` need (at most 6).
+pub(crate) fn tick_label(v: f64, step: f64) -> String {
+    let mut d = 0;
+    while d < 6 {
+        let scaled = step * 10f64.powi(d);
+        if (scaled - scaled.round()).abs() < 1e-6 * scaled.abs().max(1.0) {
+            break;
+        }
+        d += 1;
+    }
+    format!("{:.*}", d as usize, v)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ranges_cover_the_data_with_nice_steps() {
+        assert_eq!(nice_range(-0.23, 0.61), (-0.4, 0.8, 0.2));
+        assert_eq!(nice_range(0.0, 10.0), (0.0, 10.0, 2.0));
+        let (a, b, s) = nice_range(3.0, 3.0);
+        assert!(a < 3.0 && b > 3.0 && s > 0.0);
+        let (a, b, _) = nice_range(f64::NAN, 1.0);
+        assert_eq!((a, b), (0.0, 1.0));
+        assert_eq!(ticks(-0.4, 0.8, 0.2).len(), 7);
+        assert_eq!(ticks(-0.4, 0.8, 0.2)[2], 0.0);
+        assert_eq!(tick_label(0.6000000001, 0.2), "0.6");
+        assert_eq!(tick_label(25.0, 2.5), "25.0");
+        assert_eq!(tick_label(40.0, 20.0), "40");
+        assert_ne!(series_colour(0), series_colour(1));
+        assert_eq!(series_colour(0), series_colour(10));
+    }
+}

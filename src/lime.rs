@@ -1,0 +1,792 @@
+//! `isim lime` and `isim whatif`: LIME's load-imbalance report for a run directory, and
+//! what-if re-runs of the same trace — with the reported instructions' misses erased
+//! (LIME §5.4, Fig. 5) or with machine settings changed — compared section by section.
+//!
+//! Both re-simulate the run directory (deterministic, so the baseline equals the original run)
+//! with the LIME collector attached; `isim lime` writes `lime.json` into the run directory.
+
+use std::fmt::Write as _;
+use std::path::{Path, PathBuf};
+
+use accounting::lime::{self, CauseKind, Collector, Options, SectionKind, SectionResult};
+use anyhow::{Context, Result, bail};
+use clap::{Args, Subcommand};
+use serde::Serialize;
+use sim_core::RunResult;
+use sim_frontend::model::Program;
+
+use crate::progress::spinner;
+use crate::run::RunDir;
+
+/// Schema of `lime.json`.
+pub const SCHEMA: &str = "isim-lime/1";
+
+/// Options shared by `isim lime` and `isim whatif erase`.
+#[derive(Args, Debug, Clone)]
+pub struct AnalysisArgs {
+    /// Clustering threshold: merging stops when the largest correlation is below it.
+    #[arg(long, default_value_t = 0.9, value_parser = parse_unit_interval)]
+    pub threshold: f64,
+    /// Significance level of the regression's F-tests.
+    #[arg(long, default_value_t = 0.05, value_parser = parse_alpha)]
+    pub alpha: f64,
+    /// Instances with less imbalance than this (percent) are not analysed.
+    #[arg(long, default_value_t = 1.0, value_name = "PERCENT")]
+    pub min_imbalance: f64,
+}
+
+impl AnalysisArgs {
+    fn options(&self) -> Options {
+        Options {
+            threshold: self.threshold,
+            alpha: self.alpha,
+            min_imbalance: self.min_imbalance / 100.0,
+        }
+    }
+}
+
+fn parse_unit_interval(s: &str) -> Result<f64, String> {
+    let v: f64 = s
+        .parse()
+        .map_err(|_| format!("`{s}` is not a number: expected a correlation in [-1, 1]"))?;
+    if !(-1.0..=1.0).contains(&v) {
+        return Err(format!(
+            "{v} is out of range: expected a correlation in [-1, 1]"
+        ));
+    }
+    Ok(v)
+}
+
+fn parse_alpha(s: &str) -> Result<f64, String> {
+    let v: f64 = s
+        .parse()
+        .map_err(|_| format!("`{s}` is not a number: expected a significance level in (0, 1)"))?;
+    if !(v > 0.0 && v < 1.0) {
+        return Err(format!(
+            "{v} is out of range: expected a significance level in (0, 1)"
+        ));
+    }
+    Ok(v)
+}
+
+/// `isim lime RUN_DIR`.
+#[derive(Args, Debug)]
+pub struct LimeArgs {
+    /// A run directory written by `isim run`.
+    pub run_dir: PathBuf,
+    /// Analysis options.
+    #[command(flatten)]
+    pub analysis: AnalysisArgs,
+    /// Sections whose causes are listed (most idle first).
+    #[arg(long, default_value_t = 3)]
+    pub sections: usize,
+    /// Causes listed per section.
+    #[arg(long, default_value_t = 10)]
+    pub top: usize,
+    /// Print the JSON report instead of tables.
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// `isim whatif ...`.
+#[derive(Subcommand, Debug)]
+pub enum WhatifCmd {
+    /// Re-run with the misses of LIME's reported instructions erased (every access of theirs
+    /// hits) and compare imbalance (LIME §5.4). With no selection, all three of --top 1,
+    /// --min-score 0.1 and --all-significant (the Fig. 5 table).
+    Erase(EraseArgs),
+    /// Re-run with machine settings changed (`--set bus.width_bytes=64`) and compare.
+    Set(SetArgs),
+}
+
+/// `isim whatif erase`.
+#[derive(Args, Debug)]
+pub struct EraseArgs {
+    /// A run directory written by `isim run`.
+    pub run_dir: PathBuf,
+    /// Erase the N highest-scoring cache-miss causes.
+    #[arg(long, value_name = "N")]
+    pub top: Option<usize>,
+    /// Erase every cache-miss cause scoring above this.
+    #[arg(long, value_name = "SCORE")]
+    pub min_score: Option<f64>,
+    /// Erase every cache-miss cause the regression found significant.
+    #[arg(long)]
+    pub all_significant: bool,
+    /// The section to examine, by its location (e.g. `radix.c:35`); default: the section
+    /// with the most idle cycles.
+    #[arg(long, value_name = "FILE:LINE")]
+    pub section: Option<String>,
+    /// Analysis options.
+    #[command(flatten)]
+    pub analysis: AnalysisArgs,
+    /// Print JSON instead of a table.
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// `isim whatif set`.
+#[derive(Args, Debug)]
+pub struct SetArgs {
+    /// A run directory written by `isim run`.
+    pub run_dir: PathBuf,
+    /// Config overrides, e.g. `--set bus.width_bytes=64` (repeatable, at least one).
+    #[arg(long = "set", value_name = "KEY=VALUE", required = true)]
+    pub set: Vec<String>,
+    /// The section to examine (default: every section with at least 1 % imbalance).
+    #[arg(long, value_name = "FILE:LINE")]
+    pub section: Option<String>,
+    /// Print JSON instead of a table.
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// Re-simulates `rd` with the LIME collector (and `sets`/`erase` applied) and analyses it.
+pub fn analyse(
+    rd: &RunDir,
+    sets: &[String],
+    erase: &[u64],
+    opts: &Options,
+    what: &str,
+) -> Result<(RunResult, Vec<SectionResult>)> {
+    let collector = Collector::new(&rd.trace.program, rd.trace.thread_count() as usize);
+    let pb = spinner(format!("{what}: simulating {}", rd.dir.display()));
+    let r = rd.replay(sets, erase, collector, |n| {
+        pb.set_message(format!("{what}: simulating, {n} instructions"))
+    });
+    pb.set_message(format!("{what}: analysing"));
+    let r = r.map(|(result, c)| {
+        let instances = c.finish();
+        (result, lime::analyze(&instances, opts))
+    });
+    pb.finish_and_clear();
+    r
+}
+
+/// A cause as reported.
+#[derive(Debug, Clone, Serialize)]
+pub struct CauseRow {
+    /// Rank (1 = strongest).
+    pub rank: usize,
+    /// Combined score.
+    pub score: f64,
+    /// Kind name.
+    pub kind: &'static str,
+    /// PC (hex).
+    pub pc: String,
+    /// Function.
+    pub function: Option<String>,
+    /// file:line, with `-> file:line` of the leader's strongest out-edge.
+    pub location: String,
+    /// Static index.
+    pub sidx: u32,
+}
+
+/// "Rpt" counts of one cause type (LIME Table 2): above 0.1, all, and the best score.
+#[derive(Debug, Clone, Serialize)]
+pub struct Rpt {
+    /// Causes scoring above 0.1.
+    pub above: usize,
+    /// All causes reported.
+    pub all: usize,
+    /// Highest score (if any).
+    pub best: Option<f64>,
+}
+
+/// One section of the report.
+#[derive(Debug, Clone, Serialize)]
+pub struct SectionRow {
+    /// file:line of the closing barrier or join call.
+    pub location: String,
+    /// Function of the closing call.
+    pub function: Option<String>,
+    /// `barrier` or `join`.
+    pub kind: &'static str,
+    /// Dynamic instances.
+    pub instances: usize,
+    /// Instances analysed.
+    pub analysed: usize,
+    /// Imbalance (percent of thread-cycles spent idle).
+    pub imbalance_pct: f64,
+    /// Idle cycles summed over threads and instances.
+    pub idle_cycles: f64,
+    /// Share of all sections' idle cycles (percent).
+    pub idle_share_pct: f64,
+    /// Ranked causes.
+    pub causes: Vec<CauseRow>,
+    /// Control-flow leaders.
+    pub rpt_control_flow: Rpt,
+    /// Cache misses (L1/L2/L3).
+    pub rpt_cache_miss: Rpt,
+    /// Branch mispredictions.
+    pub rpt_mispredict: Rpt,
+}
+
+/// A table for the HTML report.
+#[derive(Debug, Clone, Serialize)]
+pub struct Table {
+    /// Title.
+    pub title: String,
+    /// Column headings.
+    pub columns: Vec<String>,
+    /// Rows of cells.
+    pub rows: Vec<Vec<String>>,
+}
+
+/// `lime.json`.
+#[derive(Debug, Clone, Serialize)]
+pub struct LimeReport {
+    /// [`SCHEMA`].
+    pub schema: &'static str,
+    /// Workload of the run.
+    pub workload: String,
+    /// Threads.
+    pub threads: u32,
+    /// Options used.
+    pub options: Options,
+    /// Sections, most idle first.
+    pub sections: Vec<SectionRow>,
+    /// The same, as tables for `isim report`.
+    pub report_tables: Vec<Table>,
+}
+
+fn location(p: &Program, sidx: u32) -> String {
+    p.file_line(sidx)
+        .unwrap_or_else(|| format!("{:#x}", p.insts[sidx as usize].pc))
+}
+
+fn kind_name(k: SectionKind) -> &'static str {
+    match k {
+        SectionKind::Barrier => "barrier",
+        SectionKind::Join => "join",
+    }
+}
+
+fn rpt(causes: &[lime::Cause], f: impl Fn(CauseKind) -> bool) -> Rpt {
+    let sel: Vec<f64> = causes
+        .iter()
+        .filter(|c| f(c.kind))
+        .map(|c| c.score)
+        .collect();
+    Rpt {
+        above: sel.iter().filter(|&&s| s > 0.1).count(),
+        all: sel.len(),
+        best: sel.iter().copied().reduce(f64::max),
+    }
+}
+
+/// Builds the report from analysed sections.
+pub fn report(rd: &RunDir, sections: &[SectionResult], opts: &Options) -> LimeReport {
+    let p = &rd.trace.program;
+    let total_idle: f64 = sections.iter().map(|s| s.idle_cycles).sum();
+    let rows: Vec<SectionRow> = sections
+        .iter()
+        .map(|s| SectionRow {
+            location: location(p, s.site),
+            function: p.function_name(s.site).map(str::to_string),
+            kind: kind_name(s.kind),
+            instances: s.instances,
+            analysed: s.analysed,
+            imbalance_pct: 100.0 * s.imbalance,
+            idle_cycles: s.idle_cycles,
+            idle_share_pct: if total_idle > 0.0 {
+                100.0 * s.idle_cycles / total_idle
+            } else {
+                0.0
+            },
+            causes: s
+                .causes
+                .iter()
+                .enumerate()
+                .map(|(i, c)| CauseRow {
+                    rank: i + 1,
+                    score: c.score,
+                    kind: c.kind.name(),
+                    pc: format!("{:#x}", p.insts[c.sidx as usize].pc),
+                    function: p.function_name(c.sidx).map(str::to_string),
+                    location: match c.edge_to {
+                        Some(t) if t != lime::cfg::ENTRY && c.kind == CauseKind::ControlFlow => {
+                            format!("{} -> {}", location(p, c.sidx), location(p, t))
+                        }
+                        _ => location(p, c.sidx),
+                    },
+                    sidx: c.sidx,
+                })
+                .collect(),
+            rpt_control_flow: rpt(&s.causes, |k| k == CauseKind::ControlFlow),
+            rpt_cache_miss: rpt(&s.causes, CauseKind::is_miss),
+            rpt_mispredict: rpt(&s.causes, |k| k == CauseKind::Mispredict),
+        })
+        .collect();
+    let mut tables = vec![Table {
+        title: "LIME: parallel sections".into(),
+        columns: [
+            "section",
+            "type",
+            "instances",
+            "imbalance",
+            "idle cycles",
+            "idle share",
+        ]
+        .map(String::from)
+        .to_vec(),
+        rows: rows
+            .iter()
+            .map(|r| {
+                vec![
+                    r.location.clone(),
+                    r.kind.to_string(),
+                    r.instances.to_string(),
+                    format!("{:.1}%", r.imbalance_pct),
+                    format!("{:.0}", r.idle_cycles),
+                    format!("{:.1}%", r.idle_share_pct),
+                ]
+            })
+            .collect(),
+    }];
+    for r in rows.iter().filter(|r| !r.causes.is_empty()) {
+        tables.push(Table {
+            title: format!("LIME: causes of imbalance at {} ({})", r.location, r.kind),
+            columns: ["rank", "score", "kind", "pc", "function", "location"]
+                .map(String::from)
+                .to_vec(),
+            rows: r
+                .causes
+                .iter()
+                .map(|c| {
+                    vec![
+                        c.rank.to_string(),
+                        format!("{:.3}", c.score),
+                        c.kind.to_string(),
+                        c.pc.clone(),
+                        c.function.clone().unwrap_or_default(),
+                        c.location.clone(),
+                    ]
+                })
+                .collect(),
+        });
+    }
+    LimeReport {
+        schema: SCHEMA,
+        workload: rd.workload.clone(),
+        threads: rd.trace.thread_count(),
+        options: *opts,
+        sections: rows,
+        report_tables: tables,
+    }
+}
+
+fn fmt_rpt(r: &Rpt) -> String {
+    match r.best {
+        Some(b) => format!("{} ({}) best {:.2}", r.above, r.all, b),
+        None => format!("{} ({}) -", r.above, r.all),
+    }
+}
+
+/// The text rendering of a report.
+pub fn render(rep: &LimeReport, sections: usize, top: usize) -> String {
+    let mut s = String::new();
+    let o = &rep.options;
+    let _ = writeln!(
+        s,
+        "LIME: {} ({} threads); clustering threshold {}, alpha {}, sections with < {}% imbalance not analysed",
+        rep.workload,
+        rep.threads,
+        o.threshold,
+        o.alpha,
+        o.min_imbalance * 100.0
+    );
+    if rep.sections.is_empty() {
+        let _ = writeln!(
+            s,
+            "no barrier- or join-delimited parallel sections in the run"
+        );
+        return s;
+    }
+    let _ = writeln!(
+        s,
+        "\n{:<24} {:<8} {:>9} {:>10} {:>14} {:>10}",
+        "section", "type", "instances", "imbalance", "idle cycles", "idle share"
+    );
+    for r in &rep.sections {
+        let _ = writeln!(
+            s,
+            "{:<24} {:<8} {:>9} {:>9.1}% {:>14.0} {:>9.1}%",
+            r.location, r.kind, r.instances, r.imbalance_pct, r.idle_cycles, r.idle_share_pct
+        );
+    }
+    for r in rep.sections.iter().take(sections) {
+        let _ = writeln!(
+            s,
+            "\ncauses of imbalance at {} ({}, {} of {} instances analysed, imbalance {:.1}%)",
+            r.location, r.kind, r.analysed, r.instances, r.imbalance_pct
+        );
+        if r.analysed == 0 {
+            let _ = writeln!(
+                s,
+                "  not analysed: imbalance below {}% in every instance",
+                o.min_imbalance * 100.0
+            );
+            continue;
+        }
+        if r.causes.is_empty() {
+            let _ = writeln!(s, "  no significant cause among the events collected");
+            continue;
+        }
+        let _ = writeln!(
+            s,
+            "{:>4} {:>7}  {:<20} {:<12} {:<18} location",
+            "rank", "score", "kind", "pc", "function"
+        );
+        for c in r.causes.iter().take(top) {
+            let _ = writeln!(
+                s,
+                "{:>4} {:>7.3}  {:<20} {:<12} {:<18} {}",
+                c.rank,
+                c.score,
+                c.kind,
+                c.pc,
+                c.function.as_deref().unwrap_or("?"),
+                c.location
+            );
+        }
+        if r.causes.len() > top {
+            let _ = writeln!(s, "  ... {} more (--top)", r.causes.len() - top);
+        }
+        let _ = writeln!(
+            s,
+            "Rpt, score > 0.1 (all): control flow {}; cache miss {}; mispredict {}",
+            fmt_rpt(&r.rpt_control_flow),
+            fmt_rpt(&r.rpt_cache_miss),
+            fmt_rpt(&r.rpt_mispredict)
+        );
+    }
+    s
+}
+
+fn write_json(dir: &Path, name: &str, text: &str) -> Result<()> {
+    let tmp = dir.join(format!(".{name}.partial"));
+    std::fs::write(&tmp, text).with_context(|| format!("cannot write {}", tmp.display()))?;
+    std::fs::rename(&tmp, dir.join(name))
+        .with_context(|| format!("cannot write {}", dir.join(name).display()))
+}
+
+/// `isim lime`.
+pub fn main(a: &LimeArgs) -> Result<()> {
+    let rd = RunDir::open(&a.run_dir)?;
+    let opts = a.analysis.options();
+    let (_, sections) = analyse(&rd, &[], &[], &opts, "lime")?;
+    let rep = report(&rd, &sections, &opts);
+    let json = serde_json::to_string_pretty(&rep)?;
+    write_json(&rd.dir, "lime.json", &json)?;
+    if a.json {
+        println!("{json}");
+    } else {
+        print!("{}", render(&rep, a.sections, a.top));
+        println!("\nwrote {}", rd.dir.join("lime.json").display());
+    }
+    Ok(())
+}
+
+/// One row of a what-if comparison.
+#[derive(Debug, Clone, Serialize)]
+pub struct WhatifRow {
+    /// What changed.
+    pub change: String,
+    /// Instructions whose misses were erased (locations).
+    pub erased: Vec<String>,
+    /// Section location.
+    pub section: String,
+    /// Imbalance before (percent).
+    pub imbalance_before: f64,
+    /// Imbalance after (percent).
+    pub imbalance_after: f64,
+    /// Relative reduction of the imbalance (percent of before).
+    pub reduction_pct: f64,
+    /// Slowest thread's execution time in the section (summed over instances): before, after.
+    pub slowest: (f64, f64),
+    /// Fastest thread's: before, after.
+    pub fastest: (f64, f64),
+    /// Total run cycles: before, after.
+    pub cycles: (f64, f64),
+}
+
+fn find_section<'a>(
+    rd: &RunDir,
+    sections: &'a [SectionResult],
+    want: Option<&str>,
+) -> Result<Vec<&'a SectionResult>> {
+    let p = &rd.trace.program;
+    match want {
+        Some(loc) => {
+            let found: Vec<&SectionResult> = sections
+                .iter()
+                .filter(|s| location(p, s.site) == loc)
+                .collect();
+            if found.is_empty() {
+                let all: Vec<String> = sections.iter().map(|s| location(p, s.site)).collect();
+                bail!(
+                    "no parallel section at `{loc}` in {}: expected one of {}",
+                    rd.dir.display(),
+                    all.join(", ")
+                );
+            }
+            Ok(found)
+        }
+        None => Ok(sections.iter().take(1).collect()),
+    }
+}
+
+fn extremes(s: &SectionResult) -> (f64, f64) {
+    let slow = s.thread_times.iter().map(|t| t.1).fold(0.0, f64::max);
+    let fast = s
+        .thread_times
+        .iter()
+        .map(|t| t.1)
+        .fold(f64::INFINITY, f64::min);
+    (slow, if fast.is_finite() { fast } else { 0.0 })
+}
+
+fn compare(
+    rd: &RunDir,
+    change: String,
+    erased: Vec<String>,
+    before: &SectionResult,
+    before_cycles: f64,
+    after: &[SectionResult],
+    after_cycles: f64,
+) -> WhatifRow {
+    let a = after
+        .iter()
+        .find(|s| s.site == before.site && s.kind == before.kind);
+    let (ib, ia) = (
+        100.0 * before.imbalance,
+        a.map_or(0.0, |a| 100.0 * a.imbalance),
+    );
+    let (bs, bf) = extremes(before);
+    let (as_, af) = a.map_or((0.0, 0.0), extremes);
+    WhatifRow {
+        change,
+        erased,
+        section: location(&rd.trace.program, before.site),
+        imbalance_before: ib,
+        imbalance_after: ia,
+        reduction_pct: if ib > 0.0 {
+            100.0 * (ib - ia) / ib
+        } else {
+            0.0
+        },
+        slowest: (bs, as_),
+        fastest: (bf, af),
+        cycles: (before_cycles, after_cycles),
+    }
+}
+
+fn render_whatif(rows: &[WhatifRow]) -> String {
+    let mut s = String::new();
+    let _ = writeln!(
+        s,
+        "{:<22} {:<16} {:>20} {:>10} {:>26} {:>26} {:>24}",
+        "change",
+        "section",
+        "imbalance",
+        "reduction",
+        "slowest thread (cycles)",
+        "fastest thread (cycles)",
+        "run cycles"
+    );
+    for r in rows {
+        let _ = writeln!(
+            s,
+            "{:<22} {:<16} {:>8.1}% -> {:>6.1}% {:>9.1}% {:>12.0} -> {:>10.0} {:>12.0} -> {:>10.0} {:>10.0} -> {:>10.0}",
+            r.change,
+            r.section,
+            r.imbalance_before,
+            r.imbalance_after,
+            r.reduction_pct,
+            r.slowest.0,
+            r.slowest.1,
+            r.fastest.0,
+            r.fastest.1,
+            r.cycles.0,
+            r.cycles.1
+        );
+    }
+    for r in rows.iter().filter(|r| !r.erased.is_empty()) {
+        let _ = writeln!(s, "{}: erased misses of {}", r.change, r.erased.join(", "));
+    }
+    s
+}
+
+/// Which of LIME's cache-miss causes to erase.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Selection {
+    /// The N highest-scoring.
+    Top(usize),
+    /// Those scoring above the value.
+    MinScore(f64),
+    /// Every one the regression found significant.
+    AllSignificant,
+}
+
+impl Selection {
+    fn name(&self) -> String {
+        match self {
+            Selection::Top(n) => format!("top {n}"),
+            Selection::MinScore(m) => format!("score > {m}"),
+            Selection::AllSignificant => "all significant".into(),
+        }
+    }
+
+    fn keeps(&self, rank: usize, c: &lime::Cause) -> bool {
+        match *self {
+            Selection::Top(n) => rank < n,
+            Selection::MinScore(m) => c.score > m,
+            Selection::AllSignificant => true,
+        }
+    }
+}
+
+/// The miss-erasure what-if (LIME §5.4): for the section at `section` (default: the most
+/// idle), one re-run per selection with the selected cache-miss causes' misses erased.
+pub fn erase_whatif(
+    rd: &RunDir,
+    opts: &Options,
+    section: Option<&str>,
+    selections: &[Selection],
+) -> Result<Vec<WhatifRow>> {
+    let (base, sections) = analyse(rd, &[], &[], opts, "baseline")?;
+    let targets = find_section(rd, &sections, section)?;
+    let p = &rd.trace.program;
+    let mut rows = Vec::new();
+    for target in targets {
+        let misses: Vec<&lime::Cause> = target.causes.iter().filter(|c| c.kind.is_miss()).collect();
+        if misses.is_empty() {
+            bail!(
+                "LIME reports no cache-miss cause at {} (its causes: {}): nothing to erase",
+                location(p, target.site),
+                if target.causes.is_empty() {
+                    "none".to_string()
+                } else {
+                    target
+                        .causes
+                        .iter()
+                        .take(3)
+                        .map(|c| format!("{} at {}", c.kind.name(), location(p, c.sidx)))
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                }
+            );
+        }
+        for sel in selections {
+            let mut sidxs: Vec<u32> = misses
+                .iter()
+                .enumerate()
+                .filter(|(i, c)| sel.keeps(*i, c))
+                .map(|(_, c)| c.sidx)
+                .collect();
+            sidxs.sort_unstable();
+            sidxs.dedup();
+            let pcs: Vec<u64> = sidxs.iter().map(|&s| p.insts[s as usize].pc).collect();
+            let erased: Vec<String> = sidxs
+                .iter()
+                .map(|&s| format!("{} ({:#x})", location(p, s), p.insts[s as usize].pc))
+                .collect();
+            let (after, after_sections) = if pcs.is_empty() {
+                (base.clone(), sections.clone())
+            } else {
+                let quiet = Options {
+                    min_imbalance: f64::INFINITY,
+                    ..*opts
+                };
+                analyse(rd, &[], &pcs, &quiet, &sel.name())?
+            };
+            rows.push(compare(
+                rd,
+                format!("erase {}", sel.name()),
+                erased,
+                target,
+                base.cycles,
+                &after_sections,
+                after.cycles,
+            ));
+        }
+    }
+    Ok(rows)
+}
+
+/// `isim whatif`.
+pub fn whatif(cmd: &WhatifCmd) -> Result<()> {
+    match cmd {
+        WhatifCmd::Erase(a) => {
+            let rd = RunDir::open(&a.run_dir)?;
+            let mut selections = Vec::new();
+            if let Some(n) = a.top {
+                selections.push(Selection::Top(n));
+            }
+            if let Some(m) = a.min_score {
+                selections.push(Selection::MinScore(m));
+            }
+            if a.all_significant {
+                selections.push(Selection::AllSignificant);
+            }
+            if selections.is_empty() {
+                selections = vec![
+                    Selection::Top(1),
+                    Selection::MinScore(0.1),
+                    Selection::AllSignificant,
+                ];
+            }
+            let rows = erase_whatif(
+                &rd,
+                &a.analysis.options(),
+                a.section.as_deref(),
+                &selections,
+            )?;
+            if a.json {
+                println!("{}", serde_json::to_string_pretty(&rows)?);
+            } else {
+                print!("{}", render_whatif(&rows));
+            }
+        }
+        WhatifCmd::Set(a) => {
+            let rd = RunDir::open(&a.run_dir)?;
+            let opts = Options {
+                min_imbalance: f64::INFINITY,
+                ..Options::default()
+            };
+            let (base, sections) = analyse(&rd, &[], &[], &opts, "baseline")?;
+            let (after, after_sections) = analyse(&rd, &a.set, &[], &opts, "what-if")?;
+            let targets: Vec<&SectionResult> = match &a.section {
+                Some(_) => find_section(&rd, &sections, a.section.as_deref())?,
+                None => sections.iter().filter(|s| s.imbalance >= 0.01).collect(),
+            };
+            let change = a.set.join(" ");
+            let rows: Vec<WhatifRow> = targets
+                .into_iter()
+                .map(|t| {
+                    compare(
+                        &rd,
+                        change.clone(),
+                        Vec::new(),
+                        t,
+                        base.cycles,
+                        &after_sections,
+                        after.cycles,
+                    )
+                })
+                .collect();
+            if a.json {
+                println!("{}", serde_json::to_string_pretty(&rows)?);
+            } else if rows.is_empty() {
+                println!(
+                    "no section with at least 1% imbalance; run cycles {:.0} -> {:.0}",
+                    base.cycles, after.cycles
+                );
+            } else {
+                print!("{}", render_whatif(&rows));
+            }
+        }
+    }
+    Ok(())
+}

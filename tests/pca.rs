@@ -1,0 +1,212 @@
+//! `isim pca` end to end over three small sweeps: the components are ordered, orthonormal and
+//! explain all the variance; each score is the run's centred shares projected on the loadings
+//! (recomputed here from the shares `pca.json` lists); dropped columns are really constant;
+//! `--cores` selects rows; the charts hold one line and cross per workload and one link per
+//! merge; unfinished sweeps and too few runs are refused.
+
+use std::path::Path;
+use std::process::{Command, Output};
+
+fn isim(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_isim"))
+        .args(args)
+        .output()
+        .expect("run isim")
+}
+
+fn ok(args: &[&str]) -> String {
+    let o = isim(args);
+    assert!(
+        o.status.success(),
+        "isim {args:?} failed: {}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    String::from_utf8(o.stdout).expect("utf-8")
+}
+
+fn fails(args: &[&str]) -> String {
+    let o = isim(args);
+    assert!(!o.status.success(), "isim {args:?} succeeded");
+    String::from_utf8(o.stderr).expect("utf-8")
+}
+
+fn sweep(dir: &Path, workload: &str, size: &str) -> String {
+    let out = dir.join(workload);
+    ok(&[
+        "sweep",
+        "--workload",
+        workload,
+        "--cores",
+        "1,2,4",
+        "--size",
+        size,
+        "--out",
+        out.to_str().unwrap(),
+    ]);
+    out.to_str().unwrap().to_string()
+}
+
+#[test]
+fn pca_over_sweeps_is_consistent_and_charts_follow_core_counts() {
+    let dir = tempfile::tempdir().unwrap();
+    let a = sweep(dir.path(), "lu-owner", "4");
+    let b = sweep(dir.path(), "stream", "2048");
+    let c = sweep(dir.path(), "lock-contention", "200");
+    let out = dir.path().join("pca");
+    let text = ok(&["pca", &a, &b, &c, "--out", out.to_str().unwrap()]);
+    assert!(
+        text.contains("cumulative %") && text.contains("PC 1"),
+        "{text}"
+    );
+    let j: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(out.join("pca.json")).unwrap()).unwrap();
+    let rows = j["rows"].as_array().unwrap();
+    assert_eq!(rows.len(), 9);
+    let cols: Vec<&str> = j["columns"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c.as_str().unwrap())
+        .collect();
+    let comps = j["components"].as_array().unwrap();
+    assert!(!comps.is_empty() && comps.len() <= cols.len());
+    let var: Vec<f64> = comps
+        .iter()
+        .map(|c| c["variance"].as_f64().unwrap())
+        .collect();
+    assert!(var.windows(2).all(|w| w[0] >= w[1]), "{var:?}");
+    let last = comps.last().unwrap()["cumulative"].as_f64().unwrap();
+    assert!((last - 1.0).abs() < 1e-9, "{last}");
+    let load: Vec<Vec<f64>> = comps
+        .iter()
+        .map(|c| {
+            cols.iter()
+                .map(|n| c["loadings"][*n].as_f64().unwrap())
+                .collect()
+        })
+        .collect();
+    for (k, w) in load.iter().enumerate() {
+        for (l, v) in load.iter().enumerate() {
+            let d: f64 = w.iter().zip(v).map(|(x, y)| x * y).sum();
+            let expect = if k == l { 1.0 } else { 0.0 };
+            assert!((d - expect).abs() < 1e-9, "PC{k}·PC{l} = {d}");
+        }
+    }
+    // Scores: centred shares (covariance PCA: not scaled) projected on the loadings.
+    let share = |r: &serde_json::Value, n: &str| r["shares"][n].as_f64().unwrap();
+    let means: Vec<f64> = cols
+        .iter()
+        .map(|n| rows.iter().map(|r| share(r, n)).sum::<f64>() / rows.len() as f64)
+        .collect();
+    for r in rows {
+        for (k, w) in load.iter().enumerate() {
+            let s: f64 = cols
+                .iter()
+                .enumerate()
+                .map(|(j, n)| (share(r, n) - means[j]) * w[j])
+                .sum();
+            let got = r["scores"][k].as_f64().unwrap();
+            assert!((s - got).abs() < 1e-9, "{}: PC{k} {s} vs {got}", r["label"]);
+        }
+    }
+    for d in j["dropped_columns"].as_array().unwrap() {
+        let n = d.as_str().unwrap();
+        let v0 = share(&rows[0], n);
+        assert!(
+            rows.iter().all(|r| share(r, n) == v0),
+            "{n} is not constant"
+        );
+    }
+    // Every column is either kept or dropped.
+    assert_eq!(
+        cols.len() + j["dropped_columns"].as_array().unwrap().len(),
+        18
+    );
+
+    // Charts: one dotted line and one cross per workload; lu-owner's line runs 1 → 2 → 4 cores.
+    let svg = std::fs::read_to_string(out.join("pca.svg")).unwrap();
+    assert_eq!(svg.matches("class=\"series\"").count(), 3);
+    assert_eq!(svg.matches("class=\"cross\"").count(), 3);
+    let lu_rows: Vec<&serde_json::Value> = rows
+        .iter()
+        .filter(|r| r["workload"] == "lu-owner")
+        .collect();
+    let mut by_cores: Vec<(u64, f64)> = lu_rows
+        .iter()
+        .map(|r| {
+            (
+                r["cores"].as_u64().unwrap(),
+                r["scores"][0].as_f64().unwrap(),
+            )
+        })
+        .collect();
+    by_cores.sort_by_key(|p| p.0);
+    let group = svg
+        .split("data-series=\"lu-owner\"")
+        .nth(1)
+        .expect("lu-owner series");
+    let line = group.split("points=\"").nth(1).unwrap();
+    let xs: Vec<f64> = line
+        .split('"')
+        .next()
+        .unwrap()
+        .split(' ')
+        .map(|p| p.split(',').next().unwrap().parse().unwrap())
+        .collect();
+    assert_eq!(xs.len(), 3);
+    // Pixel x grows with the PC 1 score: the order along the line is the core-count order.
+    for i in 0..2 {
+        let (ds, dx) = (by_cores[i + 1].1 - by_cores[i].1, xs[i + 1] - xs[i]);
+        assert!(ds * dx >= 0.0, "{by_cores:?} {xs:?}");
+    }
+    let dendro = std::fs::read_to_string(out.join("dendrogram.svg")).unwrap();
+    assert_eq!(dendro.matches("class=\"link\"").count(), 8);
+    assert_eq!(dendro.matches("class=\"leaf-label\"").count(), 9);
+    let heights: Vec<f64> = j["dendrogram"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| m["height"].as_f64().unwrap())
+        .collect();
+    assert!(
+        heights.windows(2).all(|w| w[0] <= w[1] + 1e-12),
+        "{heights:?}"
+    );
+
+    // --cores selects rows.
+    let out2 = dir.path().join("pca2");
+    ok(&[
+        "pca",
+        &a,
+        &b,
+        &c,
+        "--cores",
+        "1,4",
+        "--out",
+        out2.to_str().unwrap(),
+    ]);
+    let j2: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(out2.join("pca.json")).unwrap()).unwrap();
+    let cores: Vec<u64> = j2["rows"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["cores"].as_u64().unwrap())
+        .collect();
+    assert_eq!(cores, [1, 4, 1, 4, 1, 4]);
+}
+
+#[test]
+fn pca_refuses_unfinished_sweeps_and_single_runs() {
+    let dir = tempfile::tempdir().unwrap();
+    let a = sweep(dir.path(), "lu-owner", "4");
+    std::fs::remove_file(Path::new(&a).join("sweep.json")).unwrap();
+    let out = dir.path().join("p");
+    let e = fails(&["pca", &a, "--out", out.to_str().unwrap()]);
+    assert!(e.contains("the sweep has not finished"), "{e}");
+    let run = Path::new(&a).join("runs/default_s4_c2");
+    let e = fails(&["pca", run.to_str().unwrap(), "--out", out.to_str().unwrap()]);
+    assert!(e.contains("at least two rows"), "{e}");
+    let e = fails(&["pca", "/nonexistent/dir", "--out", out.to_str().unwrap()]);
+    assert!(e.contains("no such directory"), "{e}");
+}

@@ -1,0 +1,327 @@
+//! `isim sweep` end to end: every run of a sweep is byte-identical to the same `isim run`
+//! alone (with runs executing in parallel), the scaling table agrees with the runs' summaries,
+//! an interrupted sweep resumes by redoing only the missing and half-written runs, and sweeps
+//! with other arguments, over a non-sweep directory or of a real program (needs the tracer)
+//! are refused with clear errors.
+
+use std::path::Path;
+use std::process::{Command, Output};
+use std::sync::Mutex;
+
+use isim::sweep::{Progress, SweepArgs, SweepSpec, sweep};
+
+fn isim(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_isim"))
+        .args(args)
+        .output()
+        .expect("run isim")
+}
+
+fn ok(args: &[&str]) -> String {
+    let o = isim(args);
+    assert!(
+        o.status.success(),
+        "isim {args:?} failed: {}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    String::from_utf8(o.stdout).expect("utf-8")
+}
+
+fn fails(args: &[&str]) -> String {
+    let o = isim(args);
+    assert!(!o.status.success(), "isim {args:?} succeeded");
+    String::from_utf8(o.stderr).expect("utf-8")
+}
+
+/// Every file of `a` equals the same file of `b`, and both hold the same names.
+fn assert_same_tree(a: &Path, b: &Path) {
+    let names = |d: &Path| {
+        let mut v: Vec<String> = std::fs::read_dir(d)
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .collect();
+        v.sort();
+        v
+    };
+    assert_eq!(names(a), names(b), "{} vs {}", a.display(), b.display());
+    for n in names(a) {
+        let x = std::fs::read(a.join(&n)).unwrap();
+        let y = std::fs::read(b.join(&n)).unwrap();
+        assert!(
+            x == y,
+            "{n} differs between {} and {}",
+            a.display(),
+            b.display()
+        );
+    }
+}
+
+fn args(cores: &[u32], out: &Path) -> SweepArgs {
+    SweepArgs {
+        workload: Some("lu-owner".into()),
+        cores: cores.to_vec(),
+        size: vec![4],
+        seed: 1,
+        config: vec![],
+        set: vec![],
+        jobs: Some(2),
+        out: out.to_path_buf(),
+        program: vec![],
+    }
+}
+
+/// Runs a sweep through the library, returning the ids of the runs it started.
+fn sweep_counting(a: &SweepArgs) -> (isim::sweep::SweepOutcome, Vec<String>) {
+    let spec = SweepSpec::from_args(a).unwrap();
+    let started = Mutex::new(Vec::new());
+    let o = sweep(&spec, &a.out, a.jobs.unwrap(), &|p| {
+        if let Progress::Started(id) = p {
+            started.lock().unwrap().push(id.to_string());
+        }
+    })
+    .unwrap();
+    let mut s = started.into_inner().unwrap();
+    s.sort();
+    (o, s)
+}
+
+#[test]
+fn sweep_runs_are_identical_to_single_runs() {
+    let dir = tempfile::tempdir().unwrap();
+    let sw = dir.path().join("sweep");
+    let out = ok(&[
+        "sweep",
+        "--workload",
+        "lu-owner",
+        "--cores",
+        "1,2,4",
+        "--size",
+        "4",
+        "--jobs",
+        "2",
+        "--out",
+        sw.to_str().unwrap(),
+    ]);
+    assert!(out.contains("3 runs executed, 0 reused"), "{out}");
+    assert!(out.contains("speedup"), "{out}");
+    let results: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(sw.join("sweep.json")).unwrap()).unwrap();
+    let runs = results["runs"].as_array().unwrap();
+    assert_eq!(runs.len(), 3);
+    for (cores, run) in [1u32, 2, 4].iter().zip(runs) {
+        let alone = dir.path().join(format!("alone{cores}"));
+        let c = cores.to_string();
+        ok(&[
+            "run",
+            "--workload",
+            "lu-owner",
+            "--threads",
+            &c,
+            "--cores",
+            &c,
+            "--size",
+            "4",
+            "--seed",
+            "1",
+            "--out",
+            alone.to_str().unwrap(),
+        ]);
+        assert_eq!(run["cores"], *cores);
+        let in_sweep = sw.join(run["dir"].as_str().unwrap());
+        assert_same_tree(&in_sweep, &alone);
+        // The recorded command is the one just run, up to the output directory.
+        let cmd = run["command"].as_str().unwrap();
+        assert!(
+            cmd.starts_with(&format!(
+                "isim run --workload lu-owner --threads {c} --cores {c} --size 4 --seed 1 --out "
+            )),
+            "{cmd}"
+        );
+    }
+    // The scaling table agrees with the run summaries: cycles, speedup over 1 core, efficiency.
+    let summary = |r: &serde_json::Value| -> serde_json::Value {
+        let p = sw.join(r["dir"].as_str().unwrap()).join("summary.json");
+        serde_json::from_str(&std::fs::read_to_string(p).unwrap()).unwrap()
+    };
+    let cycles: Vec<f64> = runs
+        .iter()
+        .map(|r| summary(r)["cycles"].as_f64().unwrap())
+        .collect();
+    let table = &results["report_tables"][0];
+    assert_eq!(table["columns"][0], "cores");
+    assert_eq!(table["columns"][2], "speedup");
+    let rows = table["rows"].as_array().unwrap();
+    assert_eq!(rows.len(), 3);
+    for (i, row) in rows.iter().enumerate() {
+        let cores = [1.0, 2.0, 4.0][i];
+        assert_eq!(row[1], format!("{:.0}", cycles[i]));
+        let speedup = cycles[0] / cycles[i];
+        assert_eq!(row[2], format!("{speedup:.2}"));
+        assert_eq!(row[3], format!("{:.2}", speedup / cores));
+    }
+    // Shares of the aggregated stack sum to 100 %.
+    let shares = results["series"][0]["rows"][2]["shares"]
+        .as_object()
+        .unwrap();
+    let total: f64 = shares.values().map(|v| v.as_f64().unwrap()).sum();
+    assert!((total - 1.0).abs() < 1e-9, "{total}");
+    let svg = std::fs::read_to_string(sw.join("scaling.svg")).unwrap();
+    assert_eq!(svg.matches("class=\"bar-label\"").count(), 3, "{svg}");
+    assert!(svg.contains(">4 cores<"));
+}
+
+#[test]
+fn sweep_resume_redoes_only_unfinished_runs() {
+    let dir = tempfile::tempdir().unwrap();
+    let sw = dir.path().join("sweep");
+    let a = args(&[1, 2, 4], &sw);
+    let (first, started) = sweep_counting(&a);
+    assert_eq!(started.len(), 3);
+    assert_eq!(first.executed.len(), 3);
+    let results = std::fs::read(sw.join("sweep.json")).unwrap();
+    let runs = sw.join("runs");
+    let keep = runs.join("default_s4_c1");
+    // A marker proves the finished run is not redone (isim run would replace the directory).
+    std::fs::write(keep.join("marker"), "kept").unwrap();
+    // Interrupted: one run never started, one was killed while writing (only `.partial`), and
+    // the sweep's own results were never written.
+    std::fs::remove_dir_all(runs.join("default_s4_c2")).unwrap();
+    std::fs::rename(
+        runs.join("default_s4_c4"),
+        runs.join("default_s4_c4.partial"),
+    )
+    .unwrap();
+    std::fs::remove_file(runs.join("default_s4_c4.partial/summary.json")).unwrap();
+    std::fs::remove_file(sw.join("sweep.json")).unwrap();
+
+    let (second, started) = sweep_counting(&a);
+    assert_eq!(started, ["default_s4_c2", "default_s4_c4"]);
+    assert_eq!(second.executed, ["default_s4_c2", "default_s4_c4"]);
+    assert_eq!(second.reused, ["default_s4_c1"]);
+    assert_eq!(
+        std::fs::read_to_string(keep.join("marker")).unwrap(),
+        "kept"
+    );
+    assert!(!runs.join("default_s4_c4.partial").exists());
+    assert!(runs.join("default_s4_c4/summary.json").is_file());
+    // The resumed sweep's results are the uninterrupted sweep's, byte for byte.
+    assert_eq!(std::fs::read(sw.join("sweep.json")).unwrap(), results);
+
+    // Everything finished: a third run executes nothing; the CLI says so.
+    let out = ok(&[
+        "sweep",
+        "--workload",
+        "lu-owner",
+        "--cores",
+        "4,2,1",
+        "--size",
+        "4",
+        "--out",
+        sw.to_str().unwrap(),
+    ]);
+    assert!(out.contains("0 runs executed, 3 reused"), "{out}");
+}
+
+#[test]
+fn sweeps_with_other_arguments_or_programs_are_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let sw = dir.path().join("sweep");
+    let cfg = dir.path().join("m.toml");
+    std::fs::write(&cfg, isim::config::DEFAULT_TOML).unwrap();
+    let base = |cores: &str, extra: &[&str]| {
+        let mut v: Vec<String> = [
+            "sweep",
+            "--workload",
+            "lu-owner",
+            "--size",
+            "4",
+            "--cores",
+            cores,
+            "--config",
+            cfg.to_str().unwrap(),
+            "--out",
+            sw.to_str().unwrap(),
+        ]
+        .iter()
+        .map(|s| s.to_string())
+        .collect();
+        v.extend(extra.iter().map(|s| s.to_string()));
+        v
+    };
+    let run = |v: Vec<String>| isim(&v.iter().map(String::as_str).collect::<Vec<_>>());
+    let o = run(base("1,2", &[]));
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let err = |o: Output| {
+        assert!(!o.status.success());
+        String::from_utf8(o.stderr).unwrap()
+    };
+    let e = err(run(base("1,2,4", &[])));
+    assert!(
+        e.contains("holds a sweep with different arguments")
+            && e.contains("cores: [1, 2] now [1, 2, 4]"),
+        "{e}"
+    );
+    let e = err(run(base("1,2", &["--set", "core.rob_size=64"])));
+    assert!(e.contains("--set"), "{e}");
+    // Editing the config file between runs of the same sweep is a difference too.
+    std::fs::write(&cfg, format!("{}\n# edited\n", isim::config::DEFAULT_TOML)).unwrap();
+    let e = err(run(base("1,2", &[])));
+    assert!(
+        e.contains("the file changed since the sweep started"),
+        "{e}"
+    );
+
+    // A directory that is not a sweep is not taken over.
+    let other = dir.path().join("other");
+    std::fs::create_dir(&other).unwrap();
+    std::fs::write(other.join("notes.txt"), "mine").unwrap();
+    let e = fails(&[
+        "sweep",
+        "--cores",
+        "1",
+        "--size",
+        "4",
+        "--out",
+        other.to_str().unwrap(),
+    ]);
+    assert!(e.contains("is not a sweep directory"), "{e}");
+
+    // Real programs need the tracer (issue 3); nothing is created.
+    let prog = dir.path().join("prog-sweep");
+    let e = fails(&[
+        "sweep",
+        "--cores",
+        "1,2",
+        "--out",
+        prog.to_str().unwrap(),
+        "--",
+        "./prog",
+        "-t",
+        "{threads}",
+    ]);
+    assert!(
+        e.contains("needs `isim trace`") && e.contains("issue 3"),
+        "{e}"
+    );
+    assert!(!prog.exists());
+
+    // Machines that cannot be built are refused before anything runs.
+    let bad = dir.path().join("bad");
+    let e = fails(&[
+        "sweep",
+        "--cores",
+        "1,3",
+        "--size",
+        "4",
+        "--set",
+        "cache.l2.shared_by=2",
+        "--out",
+        bad.to_str().unwrap(),
+    ]);
+    assert!(
+        e.contains("--cores 1: the L2 is shared by 2 cores")
+            && e.contains("--cores 3: the L2 is shared by 2 cores"),
+        "{e}"
+    );
+    assert!(!bad.exists());
+}
