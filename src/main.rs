@@ -46,10 +46,17 @@ enum Cmd {
         /// Print JSON instead of a table.
         #[arg(long)]
         json: bool,
+        /// Instead, count per thread the instructions and accesses executed inside this
+        /// function and its callees (what `callgrind --toggle-collect=FUNCTION` counts).
+        #[arg(long, value_name = "FUNCTION")]
+        inside: Option<String>,
     },
     /// Check or show a machine config.
     #[command(subcommand)]
     Config(ConfigCmd),
+    /// Trace a real multithreaded x86-64 program under QEMU user mode: every instruction of
+    /// every thread with its memory accesses, pthread synchronization and a DWARF source map.
+    Trace(isim::trace::TraceArgs),
     /// Sweep a built-in workload over core counts (and sizes and configs), runs in parallel
     /// and resumable; writes a scaling table (sweep.json) and scaling.svg.
     Sweep(isim::sweep::SweepArgs),
@@ -264,7 +271,51 @@ fn run(cli: Cli) -> Result<ExitCode> {
             r?;
             println!("{}", summary_line(&out)?);
         }
-        Cmd::TraceInfo { file, json } => {
+        Cmd::TraceInfo {
+            file,
+            json,
+            inside: Some(f),
+        } => {
+            let t = Trace::open(&file)?;
+            let counts = sim_frontend::tracer::inside::inside_counts(&t, &f)?;
+            if json {
+                let rows: Vec<_> = counts
+                    .iter()
+                    .enumerate()
+                    .map(|(i, c)| {
+                        serde_json::json!({"thread": i, "instructions": c.instructions,
+                            "loads": c.loads, "stores": c.stores, "activations": c.calls,
+                            "read_modify_writes": c.rmw})
+                    })
+                    .collect();
+                println!(
+                    "{}",
+                    serde_json::to_string_pretty(
+                        &serde_json::json!({"function": f, "threads": rows})
+                    )?
+                );
+            } else {
+                println!("inside {f} (and its callees):");
+                println!(
+                    "{:>6} {:>13} {:>11} {:>11} {:>11} {:>11}",
+                    "thread", "instructions", "loads", "stores", "rmw", "activations"
+                );
+                for (i, c) in counts.iter().enumerate() {
+                    println!(
+                        "{i:>6} {:>13} {:>11} {:>11} {:>11} {:>11}",
+                        c.instructions, c.loads, c.stores, c.rmw, c.calls
+                    );
+                }
+                println!(
+                    "(callgrind counts a read-modify-write as one write: its Dr = loads - rmw)"
+                );
+            }
+        }
+        Cmd::TraceInfo {
+            file,
+            json,
+            inside: None,
+        } => {
             let t = Trace::open(&file)?;
             let total: u64 = t.threads.iter().map(|d| d.records).sum();
             let pb = bar(total, "decoding");
@@ -275,6 +326,14 @@ fn run(cli: Cli) -> Result<ExitCode> {
                 println!("{}", serde_json::to_string_pretty(&info)?);
             } else {
                 print!("{}", info.render());
+            }
+        }
+        Cmd::Trace(a) => {
+            let r = isim::trace::trace(&a)?;
+            if a.json {
+                println!("{}", serde_json::to_string_pretty(&r)?);
+            } else {
+                print!("{}", r.render());
             }
         }
         Cmd::Parashare(a) => isim::parashare::main(a)?,

@@ -9,6 +9,7 @@ pub mod champsim;
 pub mod error;
 pub mod format;
 pub mod model;
+pub mod tracer;
 pub mod workloads;
 
 pub use error::TraceError;

@@ -1,0 +1,590 @@
+//! Turns a capture directory (the raw files of [`super::raw`]) into a trace v1.
+//!
+//! Per thread, in program order, each executed instruction becomes a record once the next one
+//! is known (that is when a conditional branch's outcome is), with the memory accesses QEMU
+//! reported for it: contiguous pieces of one access (a 32-byte vector load arrives as four
+//! 8-byte reads) are merged back into one operand, up to the instruction's widest operand.
+//! The static shape of an instruction is that of its first execution; later executions that
+//! differ (a `rep` iteration that moves nothing) carry their accesses explicitly.
+//!
+//! What is left out: the interposition library's own instructions, and PLT stubs (`.plt`,
+//! `.plt.sec`, `.plt.got`): a call through one is followed by the callee's first instruction,
+//! or, when the callee was not traced (the pthread functions), by the call's own fall-through,
+//! as the simulator and the profile collector expect of a call whose callee was not traced.
+//! `isim trace` runs the program with `LD_BIND_NOW=1`, so that no lazy symbol resolution in
+//! the dynamic loader shows up inside `main`.
+//!
+//! Threads are numbered densely in the order of their creation numbers (the main thread is 0);
+//! create/join markers are renumbered alike. Every thread's stream starts with `ThreadStart`
+//! and ends with `ThreadEnd`, also a thread cut short by the end of the process, which is
+//! reported.
+
+use std::collections::{HashMap, HashSet};
+use std::path::{Path, PathBuf};
+
+use super::decode::{Decoded, X86Decoder};
+use super::raw::{self, Op, Word};
+use super::srcmap::{Resolver, parse_modules};
+use crate::error::TraceError;
+use crate::format::writer::TraceWriter;
+use crate::model::{BranchKind, Marker, MemAccess, MemSpec, SrcLoc, StaticInst, TraceMeta};
+
+/// What part of the program is the region of interest.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RoiMode {
+    /// Between `ISIM_ROI_BEGIN()` and `ISIM_ROI_END()`; recording starts at `main` (warm-up).
+    Markers,
+    /// `main`, from its first instruction to its return.
+    Main,
+    /// Everything, from the first instruction of the process.
+    All,
+}
+
+impl RoiMode {
+    /// The command-line name.
+    pub fn name(self) -> &'static str {
+        match self {
+            RoiMode::Markers => "markers",
+            RoiMode::Main => "main",
+            RoiMode::All => "all",
+        }
+    }
+}
+
+/// Counts per thread of what was written (the tracer's own summary).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ThreadSummary {
+    /// Instructions.
+    pub instructions: u64,
+    /// Read accesses.
+    pub loads: u64,
+    /// Write accesses.
+    pub stores: u64,
+    /// Branch instructions.
+    pub branches: u64,
+    /// Taken branches.
+    pub taken_branches: u64,
+    /// Markers by [`Marker::kind_index`].
+    pub markers: [u64; Marker::KINDS],
+    /// The process ended while the thread ran: its last events may be missing.
+    pub cut: bool,
+}
+
+/// The result of a conversion.
+#[derive(Debug, Clone, Default)]
+pub struct Summary {
+    /// Per trace thread.
+    pub threads: Vec<ThreadSummary>,
+    /// Static instructions in the trace.
+    pub static_instructions: usize,
+    /// Instructions executed by the interposition library and PLT stubs, left out.
+    pub dropped_instructions: u64,
+    /// Things a user should know (cut threads, unknown barriers, missing debug info).
+    pub warnings: Vec<String>,
+}
+
+/// Options of [`convert`].
+#[derive(Debug, Clone)]
+pub struct Options {
+    /// The traced program (for its debug information and the header).
+    pub program: PathBuf,
+    /// Its arguments (recorded in the header).
+    pub args: Vec<String>,
+    /// The region of interest.
+    pub roi: RoiMode,
+    /// File name of the interposition library, whose instructions are left out.
+    pub preload_name: String,
+    /// Source paths under this directory are recorded relative to it (e.g. the directory
+    /// `isim trace` ran in), so reports show `examples/c/x.c:42`.
+    pub base_dir: Option<PathBuf>,
+}
+
+struct Static {
+    pc: u64,
+    code: Vec<u8>,
+}
+
+fn read_statics(path: &Path) -> Result<Vec<Static>, TraceError> {
+    let b = std::fs::read(path).map_err(|e| TraceError::io(path, 0, "cannot read", e))?;
+    let mut out = Vec::new();
+    let mut i = 0;
+    while i + 9 <= b.len() {
+        let pc = u64::from_le_bytes(b[i..i + 8].try_into().unwrap());
+        let len = b[i + 8] as usize;
+        if i + 9 + len > b.len() {
+            break; // cut by a kill: the events cannot refer to it either
+        }
+        out.push(Static {
+            pc,
+            code: b[i + 9..i + 9 + len].to_vec(),
+        });
+        i += 9 + len;
+    }
+    Ok(out)
+}
+
+/// The thread numbers with a raw file in `dir`, sorted.
+fn raw_threads(dir: &Path) -> Result<Vec<u32>, TraceError> {
+    let mut v = Vec::new();
+    let rd = std::fs::read_dir(dir).map_err(|e| TraceError::io(dir, 0, "cannot list", e))?;
+    for e in rd.flatten() {
+        let name = e.file_name();
+        let name = name.to_string_lossy();
+        if let Some(n) = name
+            .strip_prefix('t')
+            .and_then(|s| s.strip_suffix(".raw"))
+            .and_then(|s| s.parse::<u32>().ok())
+        {
+            v.push(n);
+        }
+    }
+    v.sort_unstable();
+    Ok(v)
+}
+
+struct Conv<'a> {
+    w: TraceWriter,
+    statics: &'a [Static],
+    dec: &'a [Decoded],
+    block_starts: &'a HashSet<u64>,
+    resolver: &'a mut Resolver,
+    sidx: Vec<u32>,
+    functions: HashMap<String, u32>,
+    files: HashMap<String, u32>,
+    sections: HashMap<String, u32>,
+    summary: Summary,
+    base_dir: Option<PathBuf>,
+}
+
+impl Conv<'_> {
+    fn sidx_for(&mut self, raw: u32, mem: &[MemAccess]) -> Result<u32, TraceError> {
+        let s = self.sidx[raw as usize];
+        if s != u32::MAX {
+            return Ok(s);
+        }
+        let st = &self.statics[raw as usize];
+        let d = &self.dec[raw as usize];
+        let r = self.resolver.resolve(st.pc);
+        let intern = |map: &mut HashMap<String, u32>, list: &mut Vec<String>, name: String| {
+            *map.entry(name).or_insert_with_key(|k| {
+                list.push(k.clone());
+                list.len() as u32 - 1
+            })
+        };
+        let src = self.w.source_mut();
+        let function = r.function.map_or(SrcLoc::UNKNOWN, |f| {
+            intern(&mut self.functions, &mut src.functions, f)
+        });
+        let file = r.file.map_or(SrcLoc::UNKNOWN, |f| {
+            let short = match &self.base_dir {
+                Some(b) => Path::new(&f)
+                    .strip_prefix(b)
+                    .map_or(f.clone(), |p| p.display().to_string()),
+                None => f,
+            };
+            intern(&mut self.files, &mut src.files, short)
+        });
+        let inst = StaticInst {
+            pc: st.pc,
+            size: d.size.max(1),
+            class: d.class,
+            branch: d.branch,
+            target: d.target,
+            srcs: d.srcs.clone(),
+            dsts: d.dsts.clone(),
+            mem: mem
+                .iter()
+                .map(|a| MemSpec {
+                    size: a.size,
+                    write: a.write,
+                })
+                .collect(),
+            block_start: self.block_starts.contains(&st.pc) || r.symbol_start == Some(st.pc),
+            loc: SrcLoc {
+                function,
+                file,
+                line: r.line,
+            },
+        };
+        let s = self.w.add_static(inst)?;
+        self.sidx[raw as usize] = s;
+        Ok(s)
+    }
+
+    fn write_inst(
+        &mut self,
+        tid: u32,
+        raw: u32,
+        mem: &[MemAccess],
+        next_pc: Option<u64>,
+    ) -> Result<(), TraceError> {
+        let d = &self.dec[raw as usize];
+        let pc = self.statics[raw as usize].pc;
+        let taken = match d.branch {
+            BranchKind::None => false,
+            BranchKind::Conditional => next_pc.is_some_and(|n| n != pc + d.size as u64),
+            _ => true,
+        };
+        let sidx = self.sidx_for(raw, mem)?;
+        self.w.inst(tid, sidx, taken, mem)?;
+        let t = &mut self.summary.threads[tid as usize];
+        t.instructions += 1;
+        for a in mem {
+            if a.write {
+                t.stores += 1;
+            } else {
+                t.loads += 1;
+            }
+        }
+        if d.branch.is_branch() {
+            t.branches += 1;
+            t.taken_branches += taken as u64;
+        }
+        Ok(())
+    }
+
+    fn marker(&mut self, tid: u32, m: Marker) -> Result<(), TraceError> {
+        self.w.marker(tid, m)?;
+        self.summary.threads[tid as usize].markers[m.kind_index()] += 1;
+        Ok(())
+    }
+
+    fn section(&mut self, name: String) -> u32 {
+        let list = &mut self.w.source_mut().sections;
+        *self.sections.entry(name).or_insert_with_key(|k| {
+            list.push(k.clone());
+            list.len() as u32 - 1
+        })
+    }
+}
+
+/// Merges the pieces QEMU reports for one access (contiguous, same direction) up to `widest`
+/// bytes, in place.
+pub fn merge_pieces(mem: &mut Vec<MemAccess>, widest: u32) {
+    if mem.len() < 2 {
+        return;
+    }
+    let mut k = 0;
+    for i in 1..mem.len() {
+        let (l, a) = (mem[k], mem[i]);
+        if l.write == a.write
+            && l.addr.wrapping_add(l.size as u64) == a.addr
+            && (l.size as u32 + a.size as u32) <= widest.min(255)
+        {
+            mem[k].size += a.size;
+        } else {
+            k += 1;
+            mem[k] = a;
+        }
+    }
+    mem.truncate(k + 1);
+}
+
+/// Converts the capture in `dir` into the trace `out`.
+pub fn convert(dir: &Path, out: &Path, opts: &Options) -> Result<Summary, TraceError> {
+    let statics = read_statics(&dir.join("static.bin"))?;
+    let mods_path = dir.join("modules.tsv");
+    let mut warnings = Vec::new();
+    let modules = match std::fs::read_to_string(&mods_path) {
+        Ok(t) => parse_modules(&t, &mods_path, &opts.program)
+            .map_err(|e| TraceError::at(&mods_path, None, 0, e))?,
+        Err(_) => {
+            warnings.push(
+                "the program never reached main, or the interposition library was not loaded: \
+                 no source map and no synchronization markers"
+                    .to_string(),
+            );
+            Vec::new()
+        }
+    };
+    let mut resolver = Resolver::new(modules);
+    let mut xd = X86Decoder::default();
+    let dec: Vec<Decoded> = statics.iter().map(|s| xd.decode(s.pc, &s.code)).collect();
+    let plt = resolver.plt_ranges();
+    let dropped: Vec<bool> = statics
+        .iter()
+        .map(|s| {
+            let preload = resolver.module_of(s.pc).is_some_and(|k| {
+                resolver.modules()[k]
+                    .path
+                    .file_name()
+                    .is_some_and(|n| n.to_string_lossy() == opts.preload_name)
+            });
+            preload || plt.iter().any(|&(a, b)| a <= s.pc && s.pc < b)
+        })
+        .collect();
+    let mut block_starts = HashSet::new();
+    for (s, d) in statics.iter().zip(&dec) {
+        if d.branch.is_branch() {
+            block_starts.insert(s.pc + d.size as u64);
+            if d.target != 0 {
+                block_starts.insert(d.target);
+            }
+        }
+    }
+
+    let tids = raw_threads(dir)?;
+    if tids.first() != Some(&0) {
+        return Err(TraceError::at(
+            dir,
+            None,
+            0,
+            "nothing was recorded: the main thread never reached `main` (or, with --roi all, \
+             never executed)",
+        ));
+    }
+    let dense: HashMap<u64, u32> = tids
+        .iter()
+        .enumerate()
+        .map(|(i, &t)| (t as u64, i as u32))
+        .collect();
+    let threads_tsv = std::fs::read_to_string(dir.join("threads.tsv")).unwrap_or_default();
+    let field = |key: &str| {
+        threads_tsv
+            .lines()
+            .find_map(|l| l.strip_prefix(key)?.strip_prefix('\t'))
+    };
+    let states: HashMap<u32, String> = threads_tsv
+        .lines()
+        .filter_map(|l| {
+            let (a, b) = l.split_once('\t')?;
+            Some((a.parse().ok()?, b.to_string()))
+        })
+        .collect();
+    let forks: u64 = field("forks").and_then(|v| v.parse().ok()).unwrap_or(0);
+    if forks > 0 {
+        warnings.push(format!(
+            "the program made {forks} child process(es) (fork): only the original process is traced"
+        ));
+    }
+    if field("end") == Some("exec") {
+        warnings.push(
+            "the program called exec: the trace ends there (the new program is not traced)".into(),
+        );
+    }
+
+    let mut params = vec![("roi".to_string(), opts.roi.name().to_string())];
+    params.extend(
+        opts.args
+            .iter()
+            .enumerate()
+            .map(|(i, a)| (format!("arg{}", i + 1), a.clone())),
+    );
+    let meta = TraceMeta {
+        isa: "x86-64".into(),
+        workload: opts.program.display().to_string(),
+        params,
+        producer: format!("isim trace {}", env!("CARGO_PKG_VERSION")),
+    };
+    let mut c = Conv {
+        w: TraceWriter::create(out, meta)?,
+        statics: &statics,
+        dec: &dec,
+        block_starts: &block_starts,
+        resolver: &mut resolver,
+        sidx: vec![u32::MAX; statics.len()],
+        functions: HashMap::new(),
+        files: HashMap::new(),
+        sections: HashMap::new(),
+        base_dir: opts.base_dir.clone(),
+        summary: Summary {
+            threads: vec![ThreadSummary::default(); tids.len()],
+            ..Summary::default()
+        },
+    };
+    let mut saw_roi_marker = false;
+    for (t, &raw_tid) in tids.iter().enumerate() {
+        let t = t as u32;
+        let path = dir.join(format!("t{raw_tid}.raw"));
+        let state = states
+            .get(&raw_tid)
+            .map(String::as_str)
+            .unwrap_or("running");
+        if state != "ended" && !(t == 0 && (state == "exited" || state == "exec")) {
+            c.summary.threads[t as usize].cut = true;
+            warnings.push(format!(
+                "thread {t} was still running when the process ended ({state}): its stream ends \
+                 where the capture stopped"
+            ));
+        }
+        c.marker(t, Marker::ThreadStart)?;
+        if t == 0 && opts.roi == RoiMode::All {
+            c.marker(t, Marker::RoiBegin)?;
+        }
+        let file =
+            std::fs::File::open(&path).map_err(|e| TraceError::io(&path, 0, "cannot open", e))?;
+        let mut rd = raw::RawReader::new(file);
+        // The instruction waiting for its successor, and the accesses reported for it.
+        let mut cur: Option<u32> = None;
+        let mut mem: Vec<MemAccess> = Vec::with_capacity(16);
+        let mut queued: Vec<Marker> = Vec::new();
+        let mut in_dropped = false;
+        loop {
+            let w = match rd.next_word() {
+                Ok(Some(w)) => w,
+                Ok(None) => break,
+                Err(e) => return Err(TraceError::at(&path, Some(t), rd.word * 4, e)),
+            };
+            match w {
+                Word::Exec(raw) => {
+                    let Some(st) = statics.get(raw as usize) else {
+                        return Err(TraceError::at(
+                            &path,
+                            Some(t),
+                            rd.word * 4,
+                            format!("instruction #{raw} is missing from static.bin"),
+                        ));
+                    };
+                    if dropped[raw as usize] || dec[raw as usize].size == 0 {
+                        c.summary.dropped_instructions += 1;
+                        in_dropped = true;
+                        continue;
+                    }
+                    in_dropped = false;
+                    let pc = st.pc;
+                    if let Some(p) = cur.take() {
+                        merge_pieces(&mut mem, dec[p as usize].widest_mem);
+                        c.write_inst(t, p, &mem, Some(pc))?;
+                        for m in queued.drain(..) {
+                            c.marker(t, m)?;
+                        }
+                    }
+                    mem.clear();
+                    cur = Some(raw);
+                }
+                Word::Mem { addr, size, store } => {
+                    if !in_dropped && cur.is_some() {
+                        mem.push(MemAccess {
+                            addr,
+                            size,
+                            write: store,
+                        });
+                    }
+                }
+                Word::Mark(op, a) => {
+                    let m = match op {
+                        Op::MainBegin if opts.roi == RoiMode::Main => Some(Marker::RoiBegin),
+                        Op::MainEnd if opts.roi == RoiMode::Main => Some(Marker::RoiEnd),
+                        Op::RoiBegin if opts.roi == RoiMode::Markers => {
+                            saw_roi_marker = true;
+                            Some(Marker::RoiBegin)
+                        }
+                        Op::RoiEnd if opts.roi == RoiMode::Markers => Some(Marker::RoiEnd),
+                        Op::Create | Op::Join => match dense.get(&a[0]) {
+                            Some(&child) if op == Op::Create => {
+                                Some(Marker::ThreadCreate { child })
+                            }
+                            Some(&child) => Some(Marker::ThreadJoin { child }),
+                            None => {
+                                warnings.push(format!(
+                                    "thread {t}: {} of thread #{} that left no records; marker dropped",
+                                    if op == Op::Create { "create" } else { "join" },
+                                    a[0]
+                                ));
+                                None
+                            }
+                        },
+                        Op::Barrier => {
+                            let mut n = a[1] as u32;
+                            if n == 0 {
+                                n = tids.len() as u32;
+                                warnings.push(format!(
+                                    "thread {t}: barrier {:#x} was not initialised through \
+                                     pthread_barrier_init while traced; assuming {n} participants",
+                                    a[0]
+                                ));
+                            }
+                            Some(Marker::Barrier {
+                                id: a[0],
+                                participants: n,
+                            })
+                        }
+                        Op::MutexLock => Some(Marker::MutexLock { addr: a[0] }),
+                        Op::MutexUnlock => Some(Marker::MutexUnlock { addr: a[0] }),
+                        Op::CondWait => Some(Marker::CondWait {
+                            cond: a[0],
+                            mutex: a[1],
+                        }),
+                        Op::CondSignal => Some(Marker::CondSignal { cond: a[0] }),
+                        Op::CondBroadcast => Some(Marker::CondBroadcast { cond: a[0] }),
+                        Op::SectionBegin => Some(Marker::SectionBegin {
+                            name: c.section(raw::unpack_name(&a)),
+                        }),
+                        Op::SectionEnd => Some(Marker::SectionEnd {
+                            name: c.section(raw::unpack_name(&a)),
+                        }),
+                        _ => None,
+                    };
+                    if let Some(m) = m {
+                        if cur.is_some() {
+                            queued.push(m);
+                        } else {
+                            c.marker(t, m)?;
+                        }
+                    }
+                }
+            }
+        }
+        if let Some(p) = cur.take() {
+            merge_pieces(&mut mem, dec[p as usize].widest_mem);
+            c.write_inst(t, p, &mem, None)?;
+        }
+        for m in queued.drain(..) {
+            c.marker(t, m)?;
+        }
+        c.marker(t, Marker::ThreadEnd)?;
+    }
+    if opts.roi == RoiMode::Markers && !saw_roi_marker {
+        return Err(TraceError::at(
+            &opts.program,
+            None,
+            0,
+            "--roi markers, but the program never executed ISIM_ROI_BEGIN() (include/isim.h); \
+             trace with --roi main to time all of main",
+        ));
+    }
+    c.summary.static_instructions = c.w.program().insts.len();
+    let missing: Vec<String> = c.resolver.unreadable.clone();
+    c.w.finish()?;
+    warnings.extend(
+        missing
+            .into_iter()
+            .map(|m| format!("no debug information read from {m}")),
+    );
+    let mut summary = c.summary;
+    summary.warnings = warnings;
+    Ok(summary)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn acc(addr: u64, size: u8, write: bool) -> MemAccess {
+        MemAccess { addr, size, write }
+    }
+
+    #[test]
+    fn split_pieces_merge_up_to_the_widest_operand_only() {
+        let mut m = vec![
+            acc(0x100, 8, false),
+            acc(0x108, 8, false),
+            acc(0x110, 8, false),
+            acc(0x118, 8, false),
+        ];
+        merge_pieces(&mut m, 32);
+        assert_eq!(m, vec![acc(0x100, 32, false)]);
+        // Two separate 8-byte operands of an 8-byte instruction stay apart.
+        let mut m = vec![acc(0x100, 8, false), acc(0x108, 8, false)];
+        merge_pieces(&mut m, 8);
+        assert_eq!(m.len(), 2);
+        // A read-modify-write: same address, other direction: not merged.
+        let mut m = vec![acc(0x100, 8, false), acc(0x100, 8, true)];
+        merge_pieces(&mut m, 8);
+        assert_eq!(m.len(), 2);
+        // A gap is not merged.
+        let mut m = vec![acc(0x100, 8, false), acc(0x110, 8, false)];
+        merge_pieces(&mut m, 32);
+        assert_eq!(m.len(), 2);
+    }
+}

@@ -1,0 +1,10 @@
+//! Tracing real x86-64 programs (`isim trace`): the raw capture protocol shared with the QEMU
+//! plugin and the interposition library ([`raw`]), static decoding of the captured code
+//! ([`decode`]), the DWARF source map ([`srcmap`]) and the conversion of a capture into a trace
+//! v1 ([`convert`]). Running QEMU is the `isim` package's job (`src/trace.rs`).
+
+pub mod convert;
+pub mod decode;
+pub mod inside;
+pub mod raw;
+pub mod srcmap;

@@ -1,0 +1,422 @@
+//! `isim trace -- ./program args…`: runs a real x86-64 Linux program under QEMU user mode with
+//! isim's plugin and interposition library, and turns the capture into a trace v1 with a
+//! source map (`sim_frontend::tracer`).
+//!
+//! The two shared libraries are found next to the `isim` executable (where `cargo build`
+//! puts them) or in `$ISIM_TRACER_DIR`; `qemu-x86_64` on `PATH` or in `$ISIM_QEMU`. The capture
+//! goes to `<out>.capture/`, removed once the trace is written (kept with `--keep-capture`).
+//! A program that exits non-zero, crashes or is killed still leaves a trace of what ran, with
+//! a message saying so.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::Instant;
+
+use anyhow::{Context, Result, bail};
+use clap::{Args, ValueEnum};
+use serde::Serialize;
+use sim_frontend::model::Marker;
+use sim_frontend::tracer::convert::{self, Options, RoiMode, Summary};
+
+/// File name of the QEMU plugin.
+pub const PLUGIN_SO: &str = "libisim_qemu_plugin.so";
+/// File name of the interposition library.
+pub const PRELOAD_SO: &str = "libisim_preload.so";
+/// CPU model given to QEMU unless `--cpu` says otherwise: fixed, so that glibc picks the same
+/// string-function variants on every host.
+pub const DEFAULT_CPU: &str = "Nehalem";
+
+/// Which part of the program is timed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum Roi {
+    /// Between ISIM_ROI_BEGIN() and ISIM_ROI_END() (include/isim.h); main before it warms caches.
+    Markers,
+    /// All of main.
+    Main,
+    /// Everything from the process's first instruction (dynamic loader included).
+    All,
+}
+
+/// `isim trace` arguments.
+#[derive(Args, Debug, Clone)]
+pub struct TraceArgs {
+    /// Output trace file.
+    #[arg(long = "out", short = 'o', default_value = "isim.itrace")]
+    pub out: PathBuf,
+    /// Region of interest: ISIM_ROI_BEGIN/END markers, all of main, or everything.
+    #[arg(long, value_enum, default_value_t = Roi::Main)]
+    pub roi: Roi,
+    /// QEMU CPU model (decides which instruction-set extensions glibc uses).
+    #[arg(long, default_value = DEFAULT_CPU)]
+    pub cpu: String,
+    /// Keep the raw capture directory (`<out>.capture`).
+    #[arg(long)]
+    pub keep_capture: bool,
+    /// Print the summary as JSON.
+    #[arg(long)]
+    pub json: bool,
+    /// The program and its arguments.
+    #[arg(last = true, required = true, value_name = "PROGRAM")]
+    pub program: Vec<String>,
+}
+
+/// One thread of the printed summary.
+#[derive(Debug, Clone, Serialize)]
+pub struct ThreadLine {
+    /// Trace thread number.
+    pub thread: u32,
+    /// Instructions.
+    pub instructions: u64,
+    /// Read accesses.
+    pub loads: u64,
+    /// Write accesses.
+    pub stores: u64,
+    /// Branches.
+    pub branches: u64,
+    /// Taken branches.
+    pub taken_branches: u64,
+    /// Markers by kind name (zero counts left out).
+    pub markers: Vec<(String, u64)>,
+    /// The process ended while this thread ran.
+    pub cut: bool,
+}
+
+/// What `isim trace` reports.
+#[derive(Debug, Clone, Serialize)]
+pub struct TraceReport {
+    /// The trace written.
+    pub trace: String,
+    /// The program.
+    pub program: String,
+    /// How the program ended: `exit 0`, `exit 3`, `signal 11`.
+    pub program_status: String,
+    /// Per thread.
+    pub threads: Vec<ThreadLine>,
+    /// Total instructions.
+    pub instructions: u64,
+    /// Static instructions.
+    pub static_instructions: usize,
+    /// Instructions of the interposition library and PLT stubs, left out.
+    pub dropped_instructions: u64,
+    /// Trace size.
+    pub bytes: u64,
+    /// Bytes per instruction.
+    pub bytes_per_instruction: f64,
+    /// Wall seconds under QEMU.
+    pub capture_seconds: f64,
+    /// Wall seconds of the conversion.
+    pub convert_seconds: f64,
+    /// Instructions per wall second, capture and conversion together.
+    pub instructions_per_second: f64,
+    /// Warnings.
+    pub warnings: Vec<String>,
+}
+
+fn find_on_path(name: &str) -> Option<PathBuf> {
+    let path = std::env::var_os("PATH")?;
+    std::env::split_paths(&path)
+        .map(|d| d.join(name))
+        .find(|p| p.is_file())
+}
+
+/// The directory holding the plugin and the interposition library.
+fn tracer_dir() -> Result<PathBuf> {
+    let candidates: Vec<PathBuf> = match std::env::var_os("ISIM_TRACER_DIR") {
+        Some(d) => vec![PathBuf::from(d)],
+        None => {
+            let exe = std::env::current_exe().context("cannot locate the isim executable")?;
+            let dir = exe.parent().map(Path::to_path_buf).unwrap_or_default();
+            // Test binaries live in target/<profile>/deps, next to the libraries' own dir.
+            vec![dir.clone(), dir.join("..")]
+        }
+    };
+    for d in &candidates {
+        if d.join(PLUGIN_SO).is_file() && d.join(PRELOAD_SO).is_file() {
+            return Ok(d.clone());
+        }
+    }
+    bail!(
+        "the tracer libraries {PLUGIN_SO} and {PRELOAD_SO} are not in {}: build them with \
+         `cargo build --release --workspace` (they are built next to the isim executable), or \
+         point ISIM_TRACER_DIR at the directory that holds them",
+        candidates[0].display()
+    )
+}
+
+fn qemu() -> Result<PathBuf> {
+    if let Some(q) = std::env::var_os("ISIM_QEMU") {
+        let q = PathBuf::from(q);
+        if q.is_file() {
+            return Ok(q);
+        }
+        bail!("ISIM_QEMU={} does not exist", q.display());
+    }
+    find_on_path("qemu-x86_64").ok_or_else(|| {
+        anyhow::anyhow!(
+            "qemu-x86_64 was not found on PATH: isim trace runs the program under QEMU user mode. \
+             Install it with `apt-get install qemu-user` (Debian/Ubuntu), or set ISIM_QEMU to its path"
+        )
+    })
+}
+
+/// Resolves the program like a shell would and checks that it is a dynamically linked
+/// x86-64 ELF executable.
+fn check_program(name: &str) -> Result<PathBuf> {
+    let path = if name.contains('/') {
+        PathBuf::from(name)
+    } else {
+        find_on_path(name).ok_or_else(|| anyhow::anyhow!("{name}: program not found on PATH"))?
+    };
+    let data = std::fs::read(&path)
+        .with_context(|| format!("{}: cannot read the program", path.display()))?;
+    use object::{Object, ObjectSection};
+    let file = object::File::parse(&*data).map_err(|e| {
+        anyhow::anyhow!(
+            "{}: not an executable isim can trace (expected an x86-64 ELF program): {e}",
+            path.display()
+        )
+    })?;
+    if file.format() != object::BinaryFormat::Elf
+        || file.architecture() != object::Architecture::X86_64
+    {
+        bail!(
+            "{}: a {:?} {:?} file; isim trace runs x86-64 Linux (ELF) programs",
+            path.display(),
+            file.architecture(),
+            file.format()
+        );
+    }
+    let dynamic = file
+        .sections()
+        .any(|s| s.name().is_ok_and(|n| n == ".interp"));
+    if !dynamic {
+        bail!(
+            "{}: a statically linked program; isim trace needs a dynamically linked one (it \
+             interposes the pthread functions with LD_PRELOAD): relink without -static",
+            path.display()
+        );
+    }
+    Ok(std::fs::canonicalize(&path).unwrap_or(path))
+}
+
+fn status_text(st: &std::process::ExitStatus) -> String {
+    use std::os::unix::process::ExitStatusExt;
+    match (st.code(), st.signal()) {
+        (Some(c), _) => format!("exit {c}"),
+        (None, Some(s)) => format!("signal {s}"),
+        _ => "unknown".into(),
+    }
+}
+
+/// Runs the tracer; returns the report (also when the program failed).
+pub fn trace(a: &TraceArgs) -> Result<TraceReport> {
+    let program = check_program(&a.program[0])?;
+    let qemu = qemu()?;
+    let libs = tracer_dir()?;
+    let mut cap = a.out.as_os_str().to_owned();
+    cap.push(".capture");
+    let cap = PathBuf::from(cap);
+    if cap.exists() {
+        std::fs::remove_dir_all(&cap)
+            .with_context(|| format!("cannot remove the old capture {}", cap.display()))?;
+    }
+    std::fs::create_dir_all(&cap).with_context(|| format!("cannot create {}", cap.display()))?;
+    let cap = std::fs::canonicalize(&cap)?;
+    let preload = std::fs::canonicalize(libs.join(PRELOAD_SO))?;
+    let plugin = std::fs::canonicalize(libs.join(PLUGIN_SO))?;
+    let mut ld_preload = preload.display().to_string();
+    if let Ok(user) = std::env::var("LD_PRELOAD")
+        && !user.is_empty()
+    {
+        ld_preload = format!("{ld_preload}:{user}");
+    }
+    let plugin_roi = if a.roi == Roi::All { "all" } else { "main" };
+    let t0 = Instant::now();
+    let status = Command::new(&qemu)
+        .arg("-cpu")
+        .arg(&a.cpu)
+        .arg("-plugin")
+        .arg(format!(
+            "{},dir={},roi={plugin_roi}",
+            plugin.display(),
+            cap.display()
+        ))
+        .arg("-E")
+        .arg(format!("LD_PRELOAD={ld_preload}"))
+        .arg("-E")
+        .arg(format!("ISIM_CAPTURE_DIR={}", cap.display()))
+        .arg("-E")
+        .arg("LD_BIND_NOW=1")
+        .arg(&program)
+        .args(&a.program[1..])
+        .status()
+        .with_context(|| format!("cannot run {}", qemu.display()))?;
+    let capture_seconds = t0.elapsed().as_secs_f64();
+    let status_s = status_text(&status);
+    if !cap.join("static.bin").exists() {
+        bail!(
+            "QEMU did not load the tracer plugin ({status_s}); run `{} -cpu {} -plugin {},dir={} {}` \
+             to see why",
+            qemu.display(),
+            a.cpu,
+            plugin.display(),
+            cap.display(),
+            program.display()
+        );
+    }
+    let t1 = Instant::now();
+    let roi = match a.roi {
+        Roi::Markers => RoiMode::Markers,
+        Roi::Main => RoiMode::Main,
+        Roi::All => RoiMode::All,
+    };
+    let opts = Options {
+        program: program.clone(),
+        args: a.program[1..].to_vec(),
+        roi,
+        preload_name: PRELOAD_SO.to_string(),
+        base_dir: std::env::current_dir().ok(),
+    };
+    let summary = convert::convert(&cap, &a.out, &opts)
+        .with_context(|| format!("cannot convert the capture of {}", program.display()))?;
+    let convert_seconds = t1.elapsed().as_secs_f64();
+    if !a.keep_capture {
+        let _ = std::fs::remove_dir_all(&cap);
+    }
+    let mut warnings = summary.warnings.clone();
+    if status_s != "exit 0" {
+        warnings.insert(
+            0,
+            format!("the program ended with {status_s}: the trace holds what ran until then"),
+        );
+    }
+    Ok(report(
+        a,
+        &program,
+        status_s,
+        summary,
+        capture_seconds,
+        convert_seconds,
+        warnings,
+    )?)
+}
+
+fn report(
+    a: &TraceArgs,
+    program: &Path,
+    program_status: String,
+    s: Summary,
+    capture_seconds: f64,
+    convert_seconds: f64,
+    warnings: Vec<String>,
+) -> Result<TraceReport> {
+    let bytes = std::fs::metadata(&a.out)
+        .with_context(|| format!("cannot stat {}", a.out.display()))?
+        .len();
+    let threads: Vec<ThreadLine> = s
+        .threads
+        .iter()
+        .enumerate()
+        .map(|(i, t)| ThreadLine {
+            thread: i as u32,
+            instructions: t.instructions,
+            loads: t.loads,
+            stores: t.stores,
+            branches: t.branches,
+            taken_branches: t.taken_branches,
+            markers: Marker::KIND_NAMES
+                .iter()
+                .zip(t.markers)
+                .filter(|(_, n)| *n > 0)
+                .map(|(k, n)| (k.to_string(), n))
+                .collect(),
+            cut: t.cut,
+        })
+        .collect();
+    let instructions: u64 = threads.iter().map(|t| t.instructions).sum();
+    Ok(TraceReport {
+        trace: a.out.display().to_string(),
+        program: program.display().to_string(),
+        program_status,
+        threads,
+        instructions,
+        static_instructions: s.static_instructions,
+        dropped_instructions: s.dropped_instructions,
+        bytes,
+        bytes_per_instruction: bytes as f64 / instructions.max(1) as f64,
+        capture_seconds,
+        convert_seconds,
+        instructions_per_second: instructions as f64
+            / (capture_seconds + convert_seconds).max(1e-9),
+        warnings,
+    })
+}
+
+impl TraceReport {
+    /// The terminal summary.
+    pub fn render(&self) -> String {
+        use std::fmt::Write;
+        let mut s = String::new();
+        let _ = writeln!(
+            s,
+            "traced {} ({}): {} threads, {} instructions, {} static",
+            self.program,
+            self.program_status,
+            self.threads.len(),
+            self.instructions,
+            self.static_instructions
+        );
+        let kinds = [
+            ("barrier", "barrier"),
+            ("mutex-lock", "lock"),
+            ("mutex-unlock", "unlock"),
+            ("cond-wait", "cwait"),
+            ("cond-signal", "csig"),
+            ("cond-broadcast", "cbcast"),
+            ("create", "create"),
+            ("join", "join"),
+            ("roi-begin", "roi+"),
+            ("roi-end", "roi-"),
+        ];
+        let _ = write!(
+            s,
+            "{:>6} {:>13} {:>11} {:>11} {:>11}",
+            "thread", "instructions", "loads", "stores", "branches"
+        );
+        for (_, h) in kinds {
+            let _ = write!(s, " {h:>7}");
+        }
+        s.push('\n');
+        for t in &self.threads {
+            let _ = write!(
+                s,
+                "{:>6} {:>13} {:>11} {:>11} {:>11}",
+                t.thread, t.instructions, t.loads, t.stores, t.branches
+            );
+            for (k, _) in kinds {
+                let n = t.markers.iter().find(|m| m.0 == k).map_or(0, |m| m.1);
+                let _ = write!(s, " {n:>7}");
+            }
+            if t.cut {
+                s.push_str("  (cut)");
+            }
+            s.push('\n');
+        }
+        let _ = writeln!(
+            s,
+            "wrote {}: {} bytes ({:.2} bytes/instruction)",
+            self.trace, self.bytes, self.bytes_per_instruction
+        );
+        let _ = writeln!(
+            s,
+            "host: {:.2} s under QEMU + {:.2} s converting = {:.1} M instructions/s",
+            self.capture_seconds,
+            self.convert_seconds,
+            self.instructions_per_second / 1e6
+        );
+        for w in &self.warnings {
+            let _ = writeln!(s, "warning: {w}");
+        }
+        s
+    }
+}

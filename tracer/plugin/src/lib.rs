@@ -1,0 +1,508 @@
+//! The QEMU user-mode plugin behind `isim trace`: loaded by `qemu-x86_64 -plugin`, it records
+//! every executed guest instruction of the traced threads with its memory accesses, plus the
+//! magic system calls of the interposition library and `include/isim.h`, into the raw files of
+//! `sim_frontend::tracer::raw`. `isim trace` turns them into a trace v1 afterwards.
+//!
+//! It speaks plugin API v1 (QEMU 7.2, Debian bookworm's `qemu-user`) through the dozen C entry
+//! points it needs, declared here by hand: they are the whole interface, and a binding crate
+//! would add a build step and a licence to the project for them.
+//!
+//! **Threads.** QEMU user mode runs each guest thread on its own host thread and calls the
+//! callbacks on it, so per-thread state is host thread-local: no lock and no lookup on the hot
+//! path. A thread is recorded once it has a trace thread number: the main thread from `main`
+//! (or from its first instruction with `roi=all`), created threads from their `ThreadStart`
+//! call. Its events go to a 1 MiB buffer written to `t<N>.raw` when full and when the thread
+//! ends.
+//!
+//! **Static table.** Translation (rare, serialised by QEMU but guarded here anyway) gives each
+//! new guest address a raw index, appends its code bytes to `static.bin` at once, so a killed
+//! run still has the table for every event written, and passes the index to the execution
+//! callback as its user data.
+#![allow(unsafe_code)]
+#![allow(missing_docs)]
+
+use std::cell::UnsafeCell;
+use std::collections::HashMap;
+use std::ffi::{CStr, c_char, c_int, c_uint, c_void};
+use std::fs::File;
+use std::io::Write;
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
+use std::sync::{Mutex, OnceLock};
+
+use sim_frontend::tracer::raw::{Op, word};
+
+type PluginId = u64;
+#[repr(C)]
+struct Tb {
+    _private: [u8; 0],
+}
+#[repr(C)]
+struct Insn {
+    _private: [u8; 0],
+}
+
+const CB_NO_REGS: c_int = 0;
+const MEM_RW: c_int = 3;
+
+type UdataCb = extern "C" fn(c_uint, *mut c_void);
+type MemCb = extern "C" fn(c_uint, u32, u64, *mut c_void);
+type TransCb = extern "C" fn(PluginId, *mut Tb);
+type SyscallCb = extern "C" fn(PluginId, c_uint, i64, u64, u64, u64, u64, u64, u64, u64, u64);
+type AtexitCb = extern "C" fn(PluginId, *mut c_void);
+type SyscallRetCb = extern "C" fn(PluginId, c_uint, i64, i64);
+
+unsafe extern "C" {
+    fn qemu_plugin_register_vcpu_tb_trans_cb(id: PluginId, cb: TransCb);
+    fn qemu_plugin_register_vcpu_insn_exec_cb(
+        insn: *mut Insn,
+        cb: UdataCb,
+        flags: c_int,
+        udata: *mut c_void,
+    );
+    fn qemu_plugin_register_vcpu_mem_cb(
+        insn: *mut Insn,
+        cb: MemCb,
+        flags: c_int,
+        rw: c_int,
+        udata: *mut c_void,
+    );
+    fn qemu_plugin_register_vcpu_syscall_cb(id: PluginId, cb: SyscallCb);
+    fn qemu_plugin_register_vcpu_syscall_ret_cb(id: PluginId, cb: SyscallRetCb);
+    fn qemu_plugin_register_atexit_cb(id: PluginId, cb: AtexitCb, udata: *mut c_void);
+    fn qemu_plugin_tb_n_insns(tb: *const Tb) -> usize;
+    fn qemu_plugin_tb_get_insn(tb: *const Tb, idx: usize) -> *mut Insn;
+    fn qemu_plugin_insn_data(insn: *const Insn) -> *const c_void;
+    fn qemu_plugin_insn_size(insn: *const Insn) -> usize;
+    fn qemu_plugin_insn_vaddr(insn: *const Insn) -> u64;
+    fn qemu_plugin_mem_size_shift(info: u32) -> c_uint;
+    fn qemu_plugin_mem_is_store(info: u32) -> bool;
+    fn qemu_plugin_outs(s: *const c_char);
+}
+
+/// The plugin API version this plugin was written against (QEMU checks it at load time).
+#[unsafe(no_mangle)]
+pub static qemu_plugin_version: c_int = 1;
+
+/// Which part of the program is recorded.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Roi {
+    /// Everything, from the first instruction.
+    All,
+    /// From `main` (markers may narrow the timed region; the converter decides).
+    Main,
+}
+
+struct Global {
+    dir: PathBuf,
+    roi: Roi,
+    statics: Mutex<Statics>,
+    /// Per thread number, whether it ended cleanly (flushed) — for `threads.tsv`.
+    threads: Mutex<Vec<(u32, &'static str)>>,
+}
+
+struct Statics {
+    by_vaddr: HashMap<u64, u32>,
+    file: File,
+    count: u32,
+    error: Option<String>,
+}
+
+static GLOBAL: OnceLock<Global> = OnceLock::new();
+/// Set when the program has finished `main` or exited: nothing more is recorded.
+static STOPPED: AtomicBool = AtomicBool::new(false);
+/// Set once the main thread has been given thread number 0.
+static MAIN_SEEN: AtomicBool = AtomicBool::new(false);
+/// Set in a child process made by `fork`: it must not write to the parent's capture.
+static FORKED_CHILD: AtomicBool = AtomicBool::new(false);
+/// Child processes the traced process made (they are not traced).
+static FORKS: AtomicU32 = AtomicU32::new(0);
+
+const SYS_CLONE: i64 = 56;
+const SYS_FORK: i64 = 57;
+const SYS_VFORK: i64 = 58;
+const SYS_EXECVE: i64 = 59;
+const SYS_EXECVEAT: i64 = 322;
+const CLONE_THREAD: u64 = 0x10000;
+
+const FLUSH_AT: usize = 1 << 20;
+
+struct ThreadState {
+    /// Flags of this thread's last `clone` call (to tell a fork from a thread creation).
+    clone_flags: u64,
+    tid: u32,
+    recording: bool,
+    buf: Vec<u8>,
+    file: Option<File>,
+    failed: bool,
+}
+
+impl ThreadState {
+    const fn new() -> Self {
+        ThreadState {
+            clone_flags: 0,
+            tid: u32::MAX,
+            recording: false,
+            buf: Vec::new(),
+            file: None,
+            failed: false,
+        }
+    }
+
+    #[inline(always)]
+    fn put(&mut self, w: u32) {
+        self.buf.extend_from_slice(&w.to_le_bytes());
+    }
+
+    #[inline(always)]
+    fn put64(&mut self, v: u64) {
+        self.buf.extend_from_slice(&v.to_le_bytes());
+    }
+
+    fn start(&mut self, tid: u32) {
+        let Some(g) = GLOBAL.get() else { return };
+        self.tid = tid;
+        self.recording = true;
+        self.buf.reserve(FLUSH_AT + 64);
+        let path = g.dir.join(format!("t{tid}.raw"));
+        match File::create(&path) {
+            Ok(f) => self.file = Some(f),
+            Err(e) => {
+                say(&format!(
+                    "isim plugin: cannot create {}: {e}\n",
+                    path.display()
+                ));
+                self.failed = true;
+                self.recording = false;
+            }
+        }
+        g.threads.lock().unwrap().push((tid, "running"));
+    }
+
+    fn flush(&mut self) {
+        if self.buf.is_empty() {
+            return;
+        }
+        if let Some(f) = self.file.as_mut()
+            && let Err(e) = f.write_all(&self.buf)
+        {
+            say(&format!(
+                "isim plugin: cannot write thread {}: {e}\n",
+                self.tid
+            ));
+            self.failed = true;
+            self.recording = false;
+        }
+        self.buf.clear();
+    }
+
+    fn finish(&mut self, state: &'static str) {
+        self.flush();
+        self.recording = false;
+        self.file = None;
+        if let Some(g) = GLOBAL.get()
+            && let Some(e) = g
+                .threads
+                .lock()
+                .unwrap()
+                .iter_mut()
+                .find(|e| e.0 == self.tid)
+        {
+            e.1 = if self.failed { "write-error" } else { state };
+        }
+    }
+}
+
+thread_local! {
+    static STATE: UnsafeCell<ThreadState> = const { UnsafeCell::new(ThreadState::new()) };
+}
+
+#[inline(always)]
+fn with_state<R>(f: impl FnOnce(&mut ThreadState) -> R) -> R {
+    // SAFETY: the state is this host thread's own; callbacks on one thread never nest, and no
+    // other thread touches it.
+    STATE.with(|s| f(unsafe { &mut *s.get() }))
+}
+
+fn say(s: &str) {
+    if let Ok(c) = std::ffi::CString::new(s) {
+        // SAFETY: a valid NUL-terminated string; QEMU copies it.
+        unsafe { qemu_plugin_outs(c.as_ptr()) };
+    }
+}
+
+extern "C" fn on_exec(_vcpu: c_uint, udata: *mut c_void) {
+    with_state(|t| {
+        if t.recording {
+            t.put((udata as usize as u32) << 2 | word::EXEC);
+            if t.buf.len() >= FLUSH_AT {
+                t.flush();
+            }
+        } else if t.tid == u32::MAX
+            && GLOBAL.get().is_some_and(|g| g.roi == Roi::All)
+            && !MAIN_SEEN.swap(true, Ordering::Relaxed)
+        {
+            t.start(0);
+            t.put((udata as usize as u32) << 2 | word::EXEC);
+        }
+    })
+}
+
+extern "C" fn on_mem(_vcpu: c_uint, info: u32, vaddr: u64, _udata: *mut c_void) {
+    with_state(|t| {
+        if t.recording {
+            // SAFETY: plain queries of the opaque info word.
+            let (shift, store) = unsafe {
+                (
+                    qemu_plugin_mem_size_shift(info),
+                    qemu_plugin_mem_is_store(info),
+                )
+            };
+            t.put((shift & 7) << 2 | (store as u32) << 5 | word::MEM);
+            t.put64(vaddr);
+        }
+    })
+}
+
+#[allow(clippy::too_many_arguments)]
+extern "C" fn on_syscall(
+    _id: PluginId,
+    _vcpu: c_uint,
+    num: i64,
+    a1: u64,
+    a2: u64,
+    a3: u64,
+    a4: u64,
+    a5: u64,
+    a6: u64,
+    _a7: u64,
+    _a8: u64,
+) {
+    if num == SYS_CLONE {
+        with_state(|t| t.clone_flags = a1);
+    }
+    if (num == SYS_EXECVE || num == SYS_EXECVEAT) && !FORKED_CHILD.load(Ordering::Relaxed) {
+        // The process image is about to be replaced: save what was recorded.
+        with_state(|t| {
+            if t.tid != u32::MAX && t.file.is_some() {
+                t.finish("exec");
+            }
+        });
+        write_threads_file("exec");
+        return;
+    }
+    let Some(op) = Op::from_syscall(num) else {
+        return;
+    };
+    if STOPPED.load(Ordering::Relaxed) {
+        return;
+    }
+    let args = [a1, a2, a3, a4, a5, a6];
+    with_state(|t| {
+        match op {
+            Op::MainBegin => {
+                if t.tid == u32::MAX && !MAIN_SEEN.swap(true, Ordering::Relaxed) {
+                    t.start(0);
+                }
+            }
+            Op::ThreadStart => {
+                if t.tid == u32::MAX {
+                    t.start(a1 as u32);
+                }
+            }
+            Op::Resume => {
+                if t.tid != u32::MAX && !t.failed && t.file.is_some() {
+                    t.recording = true;
+                }
+                return;
+            }
+            _ => {}
+        }
+        if t.tid == u32::MAX || t.file.is_none() {
+            return;
+        }
+        t.put((op as u32) << 2 | word::MARK);
+        for &a in &args[..op.nargs()] {
+            t.put64(a);
+        }
+        if op.suppresses() {
+            t.recording = false;
+        }
+        match op {
+            Op::ThreadEnd => t.finish("ended"),
+            Op::MainEnd => {
+                t.finish("ended");
+                STOPPED.store(true, Ordering::Relaxed);
+            }
+            _ => {}
+        }
+    })
+}
+
+extern "C" fn on_syscall_ret(_id: PluginId, _vcpu: c_uint, num: i64, ret: i64) {
+    let forked = match num {
+        SYS_FORK | SYS_VFORK => true,
+        SYS_CLONE => with_state(|t| t.clone_flags & CLONE_THREAD == 0),
+        _ => false,
+    };
+    if !forked {
+        return;
+    }
+    if ret == 0 {
+        // In the child: stop recording, and never write to the parent's files.
+        FORKED_CHILD.store(true, Ordering::Relaxed);
+        STOPPED.store(true, Ordering::Relaxed);
+        with_state(|t| {
+            t.recording = false;
+            t.file = None;
+            t.buf = Vec::new();
+        });
+    } else if ret > 0 {
+        FORKS.fetch_add(1, Ordering::Relaxed);
+    }
+}
+
+/// Writes `threads.tsv`: each thread's state, then how the process ended and its forks.
+fn write_threads_file(end: &str) {
+    let Some(g) = GLOBAL.get() else { return };
+    let mut s = String::new();
+    for (tid, state) in g.threads.lock().unwrap().iter() {
+        s.push_str(&format!("{tid}\t{state}\n"));
+    }
+    s.push_str(&format!(
+        "end\t{end}\nforks\t{}\n",
+        FORKS.load(Ordering::Relaxed)
+    ));
+    if let Err(e) = std::fs::write(g.dir.join("threads.tsv"), s) {
+        say(&format!("isim plugin: cannot write threads.tsv: {e}\n"));
+    }
+}
+
+extern "C" fn on_trans(_id: PluginId, tb: *mut Tb) {
+    let Some(g) = GLOBAL.get() else { return };
+    let mut st = g.statics.lock().unwrap();
+    // SAFETY: `tb` and its instructions are valid for the duration of this callback.
+    let n = unsafe { qemu_plugin_tb_n_insns(tb) };
+    for i in 0..n {
+        let (insn, vaddr, size, data) = unsafe {
+            let insn = qemu_plugin_tb_get_insn(tb, i);
+            (
+                insn,
+                qemu_plugin_insn_vaddr(insn),
+                qemu_plugin_insn_size(insn),
+                qemu_plugin_insn_data(insn) as *const u8,
+            )
+        };
+        let idx = match st.by_vaddr.get(&vaddr) {
+            Some(&k) => k,
+            None if FORKED_CHILD.load(Ordering::Relaxed) => continue,
+            None => {
+                let k = st.count;
+                st.count += 1;
+                st.by_vaddr.insert(vaddr, k);
+                let len = size.min(255);
+                // SAFETY: QEMU guarantees `size` readable bytes at `data`.
+                let code = unsafe { std::slice::from_raw_parts(data, len) };
+                let mut rec = Vec::with_capacity(9 + len);
+                rec.extend_from_slice(&vaddr.to_le_bytes());
+                rec.push(len as u8);
+                rec.extend_from_slice(code);
+                if let Err(e) = st.file.write_all(&rec)
+                    && st.error.is_none()
+                {
+                    st.error = Some(e.to_string());
+                    say(&format!("isim plugin: cannot write static.bin: {e}\n"));
+                }
+                k
+            }
+        };
+        let udata = idx as usize as *mut c_void;
+        // SAFETY: registering callbacks on an instruction of the block being translated.
+        unsafe {
+            qemu_plugin_register_vcpu_insn_exec_cb(insn, on_exec, CB_NO_REGS, udata);
+            qemu_plugin_register_vcpu_mem_cb(insn, on_mem, CB_NO_REGS, MEM_RW, udata);
+        }
+    }
+}
+
+extern "C" fn on_exit(_id: PluginId, _udata: *mut c_void) {
+    STOPPED.store(true, Ordering::Relaxed);
+    if FORKED_CHILD.load(Ordering::Relaxed) {
+        return;
+    }
+    // The exiting thread flushes its own buffer; threads still running elsewhere cannot be
+    // touched safely and are reported as cut.
+    with_state(|t| {
+        if t.tid != u32::MAX && t.file.is_some() {
+            t.finish("exited");
+        }
+    });
+    write_threads_file("exit");
+}
+
+/// Called by QEMU when the plugin loads. Arguments: `dir=PATH` (required, the capture
+/// directory) and `roi=all|main` (default `main`).
+///
+/// # Safety
+/// Called by QEMU with `argc` valid C strings in `argv`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn qemu_plugin_install(
+    id: PluginId,
+    _info: *const c_void,
+    argc: c_int,
+    argv: *const *const c_char,
+) -> c_int {
+    let mut dir = None;
+    let mut roi = Roi::Main;
+    for i in 0..argc.max(0) as usize {
+        // SAFETY: QEMU passes `argc` valid strings.
+        let arg = unsafe { CStr::from_ptr(*argv.add(i)) }.to_string_lossy();
+        match arg.split_once('=') {
+            Some(("dir", v)) => dir = Some(PathBuf::from(v)),
+            Some(("roi", "all")) => roi = Roi::All,
+            Some(("roi", "main")) => roi = Roi::Main,
+            _ => {
+                say(&format!(
+                    "isim plugin: unknown argument `{arg}` (expected dir=PATH, roi=all|main)\n"
+                ));
+                return 1;
+            }
+        }
+    }
+    let Some(dir) = dir else {
+        say("isim plugin: missing argument dir=PATH\n");
+        return 1;
+    };
+    let file = match File::create(dir.join("static.bin")) {
+        Ok(f) => f,
+        Err(e) => {
+            say(&format!(
+                "isim plugin: cannot create {}/static.bin: {e}\n",
+                dir.display()
+            ));
+            return 1;
+        }
+    };
+    let g = Global {
+        dir,
+        roi,
+        statics: Mutex::new(Statics {
+            by_vaddr: HashMap::new(),
+            file,
+            count: 0,
+            error: None,
+        }),
+        threads: Mutex::new(Vec::new()),
+    };
+    if GLOBAL.set(g).is_err() {
+        return 1;
+    }
+    // SAFETY: registering this plugin's callbacks.
+    unsafe {
+        qemu_plugin_register_vcpu_tb_trans_cb(id, on_trans);
+        qemu_plugin_register_vcpu_syscall_cb(id, on_syscall);
+        qemu_plugin_register_vcpu_syscall_ret_cb(id, on_syscall_ret);
+        qemu_plugin_register_atexit_cb(id, on_exit, std::ptr::null_mut());
+    }
+    0
+}
