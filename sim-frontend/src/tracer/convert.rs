@@ -400,13 +400,6 @@ pub fn convert(dir: &Path, out: &Path, opts: &Options) -> Result<Summary, TraceE
             .get(&raw_tid)
             .map(String::as_str)
             .unwrap_or("running");
-        if state != "ended" && !(t == 0 && (state == "exited" || state == "exec")) {
-            c.summary.threads[t as usize].cut = true;
-            warnings.push(format!(
-                "thread {t} was still running when the process ended ({state}): its stream ends \
-                 where the capture stopped"
-            ));
-        }
         c.marker(t, Marker::ThreadStart)?;
         if t == 0 && opts.roi == RoiMode::All {
             c.marker(t, Marker::RoiBegin)?;
@@ -419,6 +412,8 @@ pub fn convert(dir: &Path, out: &Path, opts: &Options) -> Result<Summary, TraceE
         let mut mem: Vec<MemAccess> = Vec::with_capacity(16);
         let mut queued: Vec<Marker> = Vec::new();
         let mut in_dropped = false;
+        // The stream itself says the thread ended (its ThreadEnd or MainEnd was recorded).
+        let mut ended = false;
         loop {
             let w = match rd.next_word() {
                 Ok(Some(w)) => w,
@@ -462,6 +457,7 @@ pub fn convert(dir: &Path, out: &Path, opts: &Options) -> Result<Summary, TraceE
                     }
                 }
                 Word::Mark(op, a) => {
+                    ended |= matches!(op, Op::ThreadEnd | Op::MainEnd);
                     let m = match op {
                         Op::MainBegin if opts.roi == RoiMode::Main => Some(Marker::RoiBegin),
                         Op::MainEnd if opts.roi == RoiMode::Main => Some(Marker::RoiEnd),
@@ -531,6 +527,16 @@ pub fn convert(dir: &Path, out: &Path, opts: &Options) -> Result<Summary, TraceE
         }
         for m in queued.drain(..) {
             c.marker(t, m)?;
+        }
+        let whole = ended
+            || matches!(state, "ended" | "crashed")
+            || (t == 0 && matches!(state, "exited" | "exec"));
+        if !whole {
+            c.summary.threads[t as usize].cut = true;
+            warnings.push(format!(
+                "thread {t} was still running when the process ended: its last events (up to \
+                 1 MiB of capture) may be missing"
+            ));
         }
         c.marker(t, Marker::ThreadEnd)?;
     }

@@ -6,5 +6,7 @@
 pub mod convert;
 pub mod decode;
 pub mod inside;
-pub mod raw;
+/// The raw capture protocol (the `isim-trace-protocol` crate, shared with the plugin and the
+/// interposition library).
+pub use isim_trace_protocol as raw;
 pub mod srcmap;

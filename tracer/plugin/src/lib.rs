@@ -1,7 +1,7 @@
 //! The QEMU user-mode plugin behind `isim trace`: loaded by `qemu-x86_64 -plugin`, it records
 //! every executed guest instruction of the traced threads with its memory accesses, plus the
 //! magic system calls of the interposition library and `include/isim.h`, into the raw files of
-//! `sim_frontend::tracer::raw`. `isim trace` turns them into a trace v1 afterwards.
+//! `isim_trace_protocol`. `isim trace` turns them into a trace v1 afterwards.
 //!
 //! It speaks plugin API v1 (QEMU 7.2, Debian bookworm's `qemu-user`) through the dozen C entry
 //! points it needs, declared here by hand: they are the whole interface, and a binding crate
@@ -30,7 +30,7 @@ use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use std::sync::{Mutex, OnceLock};
 
-use sim_frontend::tracer::raw::{Op, word};
+use isim_trace_protocol::{Op, word};
 
 type PluginId = u64;
 #[repr(C)]
@@ -118,6 +118,11 @@ static FORKED_CHILD: AtomicBool = AtomicBool::new(false);
 /// Child processes the traced process made (they are not traced).
 static FORKS: AtomicU32 = AtomicU32::new(0);
 
+const SYS_EXIT: i64 = 60;
+const SYS_KILL: i64 = 62;
+const SYS_TKILL: i64 = 200;
+const SYS_EXIT_GROUP: i64 = 231;
+const SYS_TGKILL: i64 = 234;
 const SYS_CLONE: i64 = 56;
 const SYS_FORK: i64 = 57;
 const SYS_VFORK: i64 = 58;
@@ -291,6 +296,14 @@ extern "C" fn on_syscall(
         write_threads_file("exec");
         return;
     }
+    if matches!(
+        num,
+        SYS_EXIT | SYS_KILL | SYS_TKILL | SYS_EXIT_GROUP | SYS_TGKILL
+    ) {
+        // The process or thread may end without another callback (a signal to itself, a
+        // thread exit that bypasses the wrapper): write out what is buffered.
+        with_state(|t| t.flush());
+    }
     let Some(op) = Op::from_syscall(num) else {
         return;
     };
@@ -333,6 +346,10 @@ extern "C" fn on_syscall(
             Op::MainEnd => {
                 t.finish("ended");
                 STOPPED.store(true, Ordering::Relaxed);
+            }
+            Op::Crash => {
+                t.finish("crashed");
+                write_threads_file("crash");
             }
             _ => {}
         }

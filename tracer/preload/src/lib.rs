@@ -2,7 +2,7 @@
 //! in the guest). It wraps `main` and the pthread calls whose arguments the simulator needs —
 //! create/join (which thread), barriers (which one, how many participants), mutexes and
 //! condition variables (which object) — and hands them to the QEMU plugin as magic system calls
-//! (`sim_frontend::tracer::raw`), since plugin API v1 cannot read registers.
+//! (`isim_trace_protocol`), since plugin API v1 cannot read registers.
 //!
 //! Every wrapper first stops the plugin's recording (its own bookkeeping, a `dlsym` on first
 //! use, a `malloc`, are not the program's work), then names the operation. Around each real
@@ -24,8 +24,8 @@ use std::io::Write;
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicU32, AtomicUsize, Ordering};
 
+use isim_trace_protocol::{Op, SYS_BASE};
 use libc::{pthread_attr_t, pthread_t};
-use sim_frontend::tracer::raw::{Op, SYS_BASE};
 
 #[inline(always)]
 fn magic(op: Op, a1: u64, a2: u64) {
@@ -84,6 +84,8 @@ static REAL_MAIN: AtomicUsize = AtomicUsize::new(0);
 
 extern "C" fn main_wrapper(argc: c_int, argv: *mut *mut c_char, envp: *mut *mut c_char) -> c_int {
     write_modules();
+    forget_environment();
+    install_crash_handlers();
     let f = REAL_MAIN.load(Ordering::Relaxed);
     // SAFETY: stored by __libc_start_main below from the program's own `main`.
     let main: MainFn = unsafe { std::mem::transmute::<usize, MainFn>(f) };
@@ -157,12 +159,63 @@ fn write_modules() {
     // SAFETY: a plain iteration with a callback that only reads.
     unsafe { libc::dl_iterate_phdr(Some(cb), &mut out as *mut String as *mut c_void) };
     let path = std::path::Path::new(&dir).join("modules.tsv");
-    if let Err(e) = std::fs::write(&path, out) {
+    let written = std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .open(&path)
+        .and_then(|mut f| f.write_all(out.as_bytes()));
+    if let Err(e) = written {
         let _ = writeln!(
             std::io::stderr(),
             "isim preload: cannot write {}: {e}",
             path.display()
         );
+    }
+}
+
+/// Removes this library and the capture directory from the environment, so that programs the
+/// traced one executes (natively: QEMU does not follow exec) do not load it and overwrite the
+/// capture's files.
+fn forget_environment() {
+    let keep: Vec<String> = std::env::var("LD_PRELOAD")
+        .unwrap_or_default()
+        .split([':', ' '])
+        .filter(|p| !p.is_empty() && !p.ends_with("libisim_preload.so"))
+        .map(str::to_string)
+        .collect();
+    // SAFETY: called before `main`, while the process has a single thread.
+    unsafe {
+        std::env::remove_var("ISIM_CAPTURE_DIR");
+        if keep.is_empty() {
+            std::env::remove_var("LD_PRELOAD");
+        } else {
+            std::env::set_var("LD_PRELOAD", keep.join(":"));
+        }
+    }
+}
+
+extern "C" fn on_fatal(sig: c_int) {
+    magic(Op::Crash, sig as u64, 0);
+    // Back to the default action; returning re-runs the faulting instruction (or, for a
+    // raised signal, the signal is raised again) and the process dies as it would have.
+    unsafe {
+        libc::signal(sig, libc::SIG_DFL);
+        libc::raise(sig);
+    }
+}
+
+/// On a fatal signal, lets the plugin write out the crashing thread's buffer first. A program
+/// that installs its own handlers replaces these.
+fn install_crash_handlers() {
+    for sig in [
+        libc::SIGSEGV,
+        libc::SIGBUS,
+        libc::SIGFPE,
+        libc::SIGILL,
+        libc::SIGABRT,
+    ] {
+        // SAFETY: installing a plain handler.
+        unsafe { libc::signal(sig, on_fatal as *const () as libc::sighandler_t) };
     }
 }
 

@@ -1,6 +1,7 @@
-//! The raw capture protocol between the pieces of `isim trace`: the magic system calls by which
+//! The raw capture protocol between the pieces of `isim trace` (a crate of its own, without
+//! dependencies, so that the two shared libraries build in seconds): the magic system calls by which
 //! the interposition library and `include/isim.h` talk to the QEMU plugin, and the files the
-//! plugin writes for [`super::convert`] to turn into a trace v1.
+//! plugin writes for `sim_frontend::tracer::convert` to turn into a trace v1.
 //!
 //! **Magic system calls.** Guest code cannot call into the plugin, and plugin API v1 cannot read
 //! guest registers or memory, but it sees every system call with its number and arguments. A
@@ -58,11 +59,14 @@ pub enum Op {
     Resume = 16,
     /// Start of an untraced interval without a marker.
     Suppress = 17,
+    /// A fatal signal arrived (the interposition library's handler): write out what the
+    /// calling thread recorded, since the process dies without running exit handlers.
+    Crash = 18,
 }
 
 impl Op {
     /// Every operation, indexed by its number.
-    pub const ALL: [Op; 18] = [
+    pub const ALL: [Op; 19] = [
         Op::MainBegin,
         Op::MainEnd,
         Op::ThreadStart,
@@ -81,6 +85,7 @@ impl Op {
         Op::SectionEnd,
         Op::Resume,
         Op::Suppress,
+        Op::Crash,
     ];
 
     /// The operation of a system call number, if it is a magic one.
