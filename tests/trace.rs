@@ -1,0 +1,607 @@
+//! `isim trace` on real programs: the example programs of `examples/c/` (compiled here with
+//! `gcc -g -O2`) traced under QEMU and checked against
+//! * **callgrind** (peer oracle): per thread, the instructions, reads and writes executed
+//!   inside the measured function equal `valgrind --tool=callgrind --separate-threads=yes
+//!   --toggle-collect=FUNCTION` on the same binary — exactly, with one documented difference
+//!   of counting: callgrind counts a read-modify-write instruction as one write, so its `Dr`
+//!   is our reads minus our read-modify-writes;
+//! * the programs' own structure: per thread, as many barrier, lock/unlock, create and join
+//!   markers as the source says;
+//! * the source map: the planted imbalance line of `owner_barrier.c` resolves to its
+//!   file:line, and LIME names it as the top cause;
+//! * `isim trace-info`: the trace read back gives the tracer's own summary, field by field;
+//! * bad inputs and dying programs: clear errors, and valid traces of what ran.
+//!
+//! Needs `qemu-x86_64` (Debian `qemu-user`), gcc and valgrind; `.ci/run` installs them. Under
+//! `CI=true` a missing tool fails the tests; elsewhere they are skipped with a message.
+//! The tracer's two shared libraries are built once per test run into
+//! `target/tracer-test/release` (a nested `cargo build`; cargo does not build cdylibs for
+//! `cargo test`).
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+use std::sync::OnceLock;
+
+use serde_json::Value;
+
+fn root() -> &'static Path {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+}
+
+fn have(tool: &str) -> bool {
+    Command::new("sh")
+        .args(["-c", &format!("command -v {tool}")])
+        .output()
+        .is_ok_and(|o| o.status.success())
+}
+
+/// True if the tests can run; under CI a missing tool is a failure.
+fn tools_present() -> bool {
+    let missing: Vec<&str> = ["qemu-x86_64", "gcc", "valgrind"]
+        .into_iter()
+        .filter(|t| !have(t))
+        .collect();
+    if missing.is_empty() {
+        return true;
+    }
+    if std::env::var("CI").is_ok_and(|v| v == "true") {
+        panic!("missing {missing:?}: .ci/run installs qemu-user, gcc and valgrind");
+    }
+    eprintln!(
+        "SKIPPED: isim trace tests need {missing:?} (apt-get install qemu-user gcc valgrind)"
+    );
+    false
+}
+
+/// Builds the plugin and the interposition library once; returns their directory.
+fn tracer_libs() -> &'static Path {
+    static DIR: OnceLock<PathBuf> = OnceLock::new();
+    DIR.get_or_init(|| {
+        let target = root().join("target").join("tracer-test");
+        let out = Command::new(env!("CARGO"))
+            .current_dir(root())
+            .args([
+                "build",
+                "--release",
+                "--quiet",
+                "-p",
+                "isim-qemu-plugin",
+                "-p",
+                "isim-preload",
+            ])
+            .arg("--target-dir")
+            .arg(&target)
+            .output()
+            .expect("run cargo");
+        assert!(
+            out.status.success(),
+            "building the tracer libraries failed:\n{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        target.join("release")
+    })
+}
+
+/// Compiles `examples/c/NAME.c` (or a test program given as source) into `dir`.
+fn compile(dir: &Path, name: &str, source: &Path, extra: &[&str]) -> PathBuf {
+    let exe = dir.join(name);
+    let out = Command::new("gcc")
+        .args(["-g", "-O2", "-pthread", "-I"])
+        .arg(root().join("include"))
+        .arg("-o")
+        .arg(&exe)
+        .arg(source)
+        .args(extra)
+        .output()
+        .expect("run gcc");
+    assert!(
+        out.status.success(),
+        "gcc {}: {}",
+        source.display(),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    exe
+}
+
+fn example(dir: &Path, name: &str) -> PathBuf {
+    compile(
+        dir,
+        name,
+        &root().join("examples/c").join(format!("{name}.c")),
+        &[],
+    )
+}
+
+fn isim(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_isim"))
+        .current_dir(root())
+        .env("ISIM_TRACER_DIR", tracer_libs())
+        .args(args)
+        .output()
+        .expect("run isim")
+}
+
+fn ok(o: &Output, what: &str) -> String {
+    assert!(
+        o.status.success(),
+        "{what} failed:\nstdout:\n{}\nstderr:\n{}",
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr)
+    );
+    String::from_utf8_lossy(&o.stdout).into_owned()
+}
+
+/// `isim trace --json -o OUT -- PROGRAM ARGS`: the tracer's summary.
+fn trace(out: &Path, roi: &str, program: &Path, args: &[&str]) -> Value {
+    let mut a = vec![
+        "trace",
+        "--json",
+        "--roi",
+        roi,
+        "-o",
+        out.to_str().unwrap(),
+        "--",
+    ];
+    a.push(program.to_str().unwrap());
+    a.extend_from_slice(args);
+    let out = ok(&isim(&a), "isim trace");
+    // The program's own output comes first, on the same standard output.
+    let json = out.find("\n{\n").map_or(out.as_str(), |i| &out[i + 1..]);
+    serde_json::from_str(json).unwrap_or_else(|e| panic!("{e}: {out}"))
+}
+
+fn marker(t: &Value, kind: &str) -> u64 {
+    t["markers"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|m| m[0] == kind)
+        .map_or(0, |m| m[1].as_u64().unwrap())
+}
+
+/// Per callgrind thread number (1 = main), the `Ir Dr Dw` totals of a `--separate-threads=yes
+/// --toggle-collect=FUNCTION` run.
+fn callgrind(dir: &Path, program: &Path, args: &[&str], function: &str) -> BTreeMap<u32, [u64; 3]> {
+    let prefix = dir.join(format!("cg-{function}"));
+    let out = Command::new("valgrind")
+        .args([
+            "--tool=callgrind",
+            "--separate-threads=yes",
+            "--cache-sim=yes",
+        ])
+        .arg(format!("--toggle-collect={function}"))
+        .arg(format!("--callgrind-out-file={}.%p", prefix.display()))
+        .arg(program)
+        .args(args)
+        .output()
+        .expect("run valgrind");
+    assert!(
+        out.status.success(),
+        "callgrind: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let mut m = BTreeMap::new();
+    let stem = prefix.file_name().unwrap().to_string_lossy().into_owned();
+    for e in std::fs::read_dir(dir).unwrap().flatten() {
+        let name = e.file_name().to_string_lossy().into_owned();
+        let Some(rest) = name.strip_prefix(&format!("{stem}.")) else {
+            continue;
+        };
+        // <pid>-<NN> per thread.
+        let Some((_, nn)) = rest.split_once('-') else {
+            continue;
+        };
+        let thread: u32 = nn.parse().unwrap();
+        let text = std::fs::read_to_string(e.path()).unwrap();
+        let events: Vec<&str> = text
+            .lines()
+            .find_map(|l| l.strip_prefix("events: "))
+            .expect("events line")
+            .split_whitespace()
+            .collect();
+        let vals: Vec<u64> = text
+            .lines()
+            .find_map(|l| l.strip_prefix("summary: "))
+            .expect("summary line")
+            .split_whitespace()
+            .map(|v| v.parse().unwrap())
+            .collect();
+        let get = |k: &str| {
+            events
+                .iter()
+                .position(|e| *e == k)
+                .and_then(|i| vals.get(i).copied())
+                .unwrap_or(0)
+        };
+        m.insert(thread, [get("Ir"), get("Dr"), get("Dw")]);
+    }
+    m
+}
+
+/// The peer oracle: per thread, inside the measured function, isim's trace agrees exactly
+/// with callgrind on instructions, reads (less read-modify-writes, see the module docs) and
+/// writes; for the three example programs and a single-threaded loop.
+#[test]
+fn traced_counts_inside_the_measured_function_equal_callgrinds() {
+    if !tools_present() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let cases: [(&str, &str, &[&str]); 4] = [
+        ("owner_barrier", "update_row", &["-t", "4", "-n", "48"]),
+        ("mutex_counter", "private_work", &["-t", "4", "-i", "100"]),
+        ("late_threads", "chain", &["-t", "4"]),
+        ("loop", "kernel", &["20000"]),
+    ];
+    println!(
+        "{:<14} {:<13} {:>6} {:>10} {:>10} {:>9} {:>9} {:>9} {:>9} {:>7}",
+        "program", "function", "thread", "cg Ir", "isim", "cg Dr", "isim", "cg Dw", "isim", "rmw"
+    );
+    for (name, function, args) in cases {
+        let exe = example(dir.path(), name);
+        let t = dir.path().join(format!("{name}.itrace"));
+        trace(&t, "main", &exe, args);
+        let inside: Value = serde_json::from_str(&ok(
+            &isim(&[
+                "trace-info",
+                t.to_str().unwrap(),
+                "--inside",
+                function,
+                "--json",
+            ]),
+            "trace-info --inside",
+        ))
+        .unwrap();
+        let cg = callgrind(dir.path(), &exe, args, function);
+        let ours = inside["threads"].as_array().unwrap();
+        assert_eq!(
+            ours.len(),
+            cg.len(),
+            "{name}: threads: ours {ours:?}, callgrind {cg:?}"
+        );
+        let mut measured = 0;
+        for (i, row) in ours.iter().enumerate() {
+            let c = cg[&(i as u32 + 1)];
+            let g = |k: &str| row[k].as_u64().unwrap();
+            let (ins, loads, stores, rmw) = (
+                g("instructions"),
+                g("loads"),
+                g("stores"),
+                g("read_modify_writes"),
+            );
+            println!(
+                "{name:<14} {function:<13} {i:>6} {:>10} {ins:>10} {:>9} {:>9} {:>9} {stores:>9} {rmw:>7}",
+                c[0],
+                c[1],
+                loads - rmw,
+                c[2]
+            );
+            assert_eq!(
+                ins, c[0],
+                "{name} thread {i}: instructions inside {function}"
+            );
+            assert_eq!(
+                loads - rmw,
+                c[1],
+                "{name} thread {i}: reads inside {function}"
+            );
+            assert_eq!(stores, c[2], "{name} thread {i}: writes inside {function}");
+            measured += ins;
+        }
+        assert!(
+            measured > 10_000,
+            "{name}: the measured function ran ({measured} instructions)"
+        );
+    }
+}
+
+/// The markers say what the programs do: `owner_barrier -t 4 -n 24` makes every thread wait
+/// 23 times at the barrier and the main thread create and join 3; `mutex_counter -t 3 -i 40`
+/// makes each worker lock and unlock 40 times after one start barrier, main creating and
+/// joining 3; `late_threads -t 4` has main create 3, join 3, and everyone meet once.
+#[test]
+fn sync_markers_per_thread_match_the_programs() {
+    if !tools_present() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let check = |name: &str, args: &[&str], expect: &dyn Fn(usize, &str) -> u64| {
+        let exe = example(dir.path(), name);
+        let s = trace(
+            &dir.path().join(format!("{name}.itrace")),
+            "main",
+            &exe,
+            args,
+        );
+        let threads = s["threads"].as_array().unwrap();
+        for (i, t) in threads.iter().enumerate() {
+            for k in [
+                "barrier",
+                "mutex-lock",
+                "mutex-unlock",
+                "create",
+                "join",
+                "cond-wait",
+            ] {
+                assert_eq!(
+                    marker(t, k),
+                    expect(i, k),
+                    "{name} thread {i}: {k} markers in {t}"
+                );
+            }
+            assert!(!t["cut"].as_bool().unwrap(), "{name} thread {i} cut");
+        }
+        threads.len()
+    };
+    let n = check(
+        "owner_barrier",
+        &["-t", "4", "-n", "24"],
+        &|i, k| match (i, k) {
+            (_, "barrier") => 23,
+            (0, "create" | "join") => 3,
+            _ => 0,
+        },
+    );
+    assert_eq!(n, 4);
+    let n = check(
+        "mutex_counter",
+        &["-t", "3", "-i", "40"],
+        &|i, k| match (i, k) {
+            (0, "create" | "join") => 3,
+            (0, _) => 0,
+            (_, "barrier") => 1,
+            (_, "mutex-lock" | "mutex-unlock") => 40,
+            _ => 0,
+        },
+    );
+    assert_eq!(n, 4);
+    let n = check("late_threads", &["-t", "4"], &|i, k| match (i, k) {
+        (_, "barrier") => 1,
+        (0, "create" | "join") => 3,
+        _ => 0,
+    });
+    assert_eq!(n, 4);
+}
+
+/// The line marked PLANTED in owner_barrier.c (found by reading the source) is in the source
+/// map as `examples/c/owner_barrier.c:LINE`, and LIME, run on the simulated trace, ranks a
+/// control-flow leader at that line first for the barrier's section.
+#[test]
+fn the_planted_line_resolves_to_its_file_and_line_and_lime_finds_it() {
+    if !tools_present() {
+        return;
+    }
+    let src = root().join("examples/c/owner_barrier.c");
+    let text = std::fs::read_to_string(&src).unwrap();
+    let planted = 1 + text.lines().position(|l| l.contains("PLANTED:")).unwrap();
+    let barrier = 1 + text
+        .lines()
+        .position(|l| l.contains("pthread_barrier_wait(&bar)"))
+        .unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let exe = example(dir.path(), "owner_barrier");
+    let t = dir.path().join("ob.itrace");
+    trace(&t, "markers", &exe, &["-t", "4", "-n", "48"]);
+    let trace = sim_frontend::Trace::open(&t).unwrap();
+    let want = format!("examples/c/owner_barrier.c:{planted}");
+    let p = &trace.program;
+    let at_line: Vec<u32> = (0..p.insts.len() as u32)
+        .filter(|&s| p.file_line(s).as_deref() == Some(want.as_str()))
+        .collect();
+    assert!(!at_line.is_empty(), "no instruction at {want}");
+    assert!(
+        at_line
+            .iter()
+            .all(|&s| p.function_name(s) == Some("worker"))
+    );
+
+    let run = dir.path().join("run");
+    ok(
+        &isim(&[
+            "run",
+            "--trace",
+            t.to_str().unwrap(),
+            "--cores",
+            "4",
+            "--out",
+            run.to_str().unwrap(),
+        ]),
+        "isim run",
+    );
+    let lime = ok(&isim(&["lime", run.to_str().unwrap()]), "isim lime");
+    let lj: Value =
+        serde_json::from_str(&std::fs::read_to_string(run.join("lime.json")).unwrap()).unwrap();
+    let sections = lj["sections"].as_array().unwrap();
+    let sec = sections
+        .iter()
+        .find(|s| s["location"] == format!("examples/c/owner_barrier.c:{barrier}"))
+        .unwrap_or_else(|| panic!("no section closing at line {barrier}:\n{lime}"));
+    let top = &sec["causes"][0];
+    assert_eq!(top["kind"], "control-flow leader", "{lime}");
+    assert!(
+        top["location"].as_str().unwrap().starts_with(&want),
+        "top cause {top} is not at {want}:\n{lime}"
+    );
+}
+
+/// The trace read back by `isim trace-info` reports, per thread, exactly the tracer's own
+/// summary: instructions, loads, stores, branches, taken branches and every marker kind.
+#[test]
+fn trace_info_reads_back_the_tracers_summary() {
+    if !tools_present() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    for (name, args) in [
+        ("mutex_counter", &["-t", "4", "-i", "30"][..]),
+        ("owner_barrier", &["-t", "3", "-n", "20"][..]),
+    ] {
+        let exe = example(dir.path(), name);
+        let t = dir.path().join(format!("{name}.itrace"));
+        let s = trace(&t, "main", &exe, args);
+        let info: Value = serde_json::from_str(&ok(
+            &isim(&["trace-info", t.to_str().unwrap(), "--json"]),
+            "trace-info",
+        ))
+        .unwrap();
+        let ours = s["threads"].as_array().unwrap();
+        let back = info["threads"].as_array().unwrap();
+        assert_eq!(ours.len(), back.len());
+        for (a, b) in ours.iter().zip(back) {
+            for k in [
+                "instructions",
+                "loads",
+                "stores",
+                "branches",
+                "taken_branches",
+            ] {
+                assert_eq!(a[k], b[k], "{name} thread {}: {k}", a["thread"]);
+            }
+            let back_markers: BTreeMap<String, u64> = b["markers"]
+                .as_object()
+                .unwrap()
+                .iter()
+                .map(|(k, v)| (k.clone(), v.as_u64().unwrap()))
+                .filter(|m| m.1 > 0)
+                .collect();
+            let our_markers: BTreeMap<String, u64> = a["markers"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|m| (m[0].as_str().unwrap().to_string(), m[1].as_u64().unwrap()))
+                .collect();
+            assert_eq!(our_markers, back_markers, "{name} thread {}", a["thread"]);
+        }
+        let total: u64 = back
+            .iter()
+            .map(|t| t["instructions"].as_u64().unwrap())
+            .sum();
+        assert_eq!(s["instructions"].as_u64(), Some(total));
+        assert_eq!(s["static_instructions"], info["static_instructions"]);
+    }
+}
+
+/// Programs that exit non-zero, crash or are killed, and programs that fork or exec, leave a
+/// valid trace with a message; a missing program, a non-x86-64 file, a statically linked
+/// program and a missing QEMU are clear errors that leave no trace behind.
+#[test]
+fn dying_programs_leave_valid_traces_and_bad_requests_are_clear_errors() {
+    if !tools_present() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let src = dir.path().join("ends.c");
+    std::fs::write(
+        &src,
+        r#"#include <pthread.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+static volatile long sink;
+static void *w(void *a) { for (long i = 0; i < 20000; i++) sink += i; return a; }
+int main(int argc, char **argv) {
+    pthread_t t; pthread_create(&t, NULL, w, NULL); pthread_join(t, NULL);
+    for (long i = 0; i < 10000; i++) sink += i;
+    const char *m = argc > 1 ? argv[1] : "";
+    if (!strcmp(m, "segv")) { volatile int *p = 0; *p = 1; }
+    if (!strcmp(m, "kill")) raise(SIGKILL);
+    if (!strcmp(m, "exit3")) exit(3);
+    if (!strcmp(m, "fork")) { if (fork() == 0) { for (long i = 0; i < 10000; i++) sink += i; _exit(0); } wait(NULL); }
+    if (!strcmp(m, "exec")) execlp("true", "true", (char *)0);
+    return 0;
+}
+"#,
+    )
+    .unwrap();
+    let exe = compile(dir.path(), "ends", &src, &[]);
+    for (mode, status, says) in [
+        ("exit3", "exit 3", "ended with exit 3"),
+        ("segv", "signal 11", "ended with signal 11"),
+        ("kill", "signal 9", "ended with signal 9"),
+        ("fork", "exit 0", "only the original process is traced"),
+        ("exec", "exit 0", "called exec"),
+    ] {
+        let t = dir.path().join(format!("{mode}.itrace"));
+        let s = trace(&t, "main", &exe, &[mode]);
+        assert_eq!(s["program_status"], status, "{mode}: {s}");
+        let warnings = s["warnings"].to_string();
+        assert!(warnings.contains(says), "{mode}: {warnings}");
+        // The worker ran to its end in every case: 20,000 iterations of its loop.
+        let info: Value = serde_json::from_str(&ok(
+            &isim(&["trace-info", t.to_str().unwrap(), "--json"]),
+            "trace-info",
+        ))
+        .unwrap();
+        assert_eq!(info["threads"].as_array().unwrap().len(), 2, "{mode}");
+        assert!(
+            info["threads"][1]["instructions"].as_u64().unwrap() > 20_000 * 3,
+            "{mode}: {info}"
+        );
+        // The main thread's own loop ran before the end in every mode.
+        assert!(
+            info["threads"][0]["stores"].as_u64().unwrap() >= 10_000,
+            "{mode}: {info}"
+        );
+    }
+
+    let err = |args: &[&str], env: &[(&str, &str)]| {
+        let out = dir.path().join("bad.itrace");
+        let mut c = Command::new(env!("CARGO_BIN_EXE_isim"));
+        c.env("ISIM_TRACER_DIR", tracer_libs())
+            .args(["trace", "-o", out.to_str().unwrap(), "--"])
+            .args(args);
+        for (k, v) in env {
+            c.env(k, v);
+        }
+        let o = c.output().unwrap();
+        assert!(!o.status.success(), "{args:?} should fail");
+        assert!(!out.exists(), "{args:?} left a trace behind");
+        String::from_utf8_lossy(&o.stderr).into_owned()
+    };
+    let e = err(&["./no/such/program"], &[]);
+    assert!(
+        e.contains("no/such/program") && e.contains("cannot read"),
+        "{e}"
+    );
+    let script = dir.path().join("script.sh");
+    std::fs::write(&script, "#!/bin/sh\necho hi\n").unwrap();
+    let e = err(&[script.to_str().unwrap()], &[]);
+    assert!(e.contains("expected an x86-64 ELF program"), "{e}");
+    // An ELF header for AArch64 (e_machine 183): a valid file of the wrong architecture.
+    let mut elf = vec![0u8; 64];
+    elf[..4].copy_from_slice(b"\x7fELF");
+    elf[4] = 2; // 64-bit
+    elf[5] = 1; // little-endian
+    elf[6] = 1; // version
+    elf[16] = 2; // ET_EXEC
+    elf[18] = 183; // EM_AARCH64
+    elf[20] = 1;
+    elf[52] = 64; // e_ehsize
+    elf[54] = 56; // e_phentsize
+    elf[58] = 64; // e_shentsize
+    let arm = dir.path().join("arm-prog");
+    std::fs::write(&arm, &elf).unwrap();
+    let e = err(&[arm.to_str().unwrap()], &[]);
+    assert!(e.contains("x86-64") && e.contains("Aarch64"), "{e}");
+    let stat = compile(
+        dir.path(),
+        "static-loop",
+        &root().join("examples/c/loop.c"),
+        &["-static"],
+    );
+    let e = err(&[stat.to_str().unwrap()], &[]);
+    assert!(e.contains("statically linked"), "{e}");
+    let empty = dir.path().join("empty-path");
+    std::fs::create_dir_all(&empty).unwrap();
+    let e = err(
+        &[exe.to_str().unwrap()],
+        &[("PATH", empty.to_str().unwrap())],
+    );
+    assert!(
+        e.contains("qemu-x86_64 was not found") && e.contains("apt-get install qemu-user"),
+        "{e}"
+    );
+}
