@@ -1,0 +1,74 @@
+//! Tracing speed of `isim trace` on a real program: traced instructions per wall second
+//! (capture under QEMU plus conversion to trace v1) and bytes per instruction of the written
+//! trace, for `examples/c/owner_barrier.c` at 1 and 4 threads.
+//!
+//! Not a criterion benchmark: one measurement takes seconds and spawns processes, so it runs
+//! each configuration three times and reports the median. Needs qemu-x86_64 and gcc; uses the
+//! release `isim` and tracer libraries (`cargo build --release` first; `cargo bench --bench
+//! trace` builds the `isim` binary itself). Size with `ISIM_BENCH_N` (matrix order, default
+//! 300: about 75 M instructions).
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+fn main() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let isim = PathBuf::from(env!("CARGO_BIN_EXE_isim"));
+    let libs = isim.parent().unwrap().to_path_buf();
+    if !libs.join("libisim_qemu_plugin.so").is_file() {
+        eprintln!(
+            "the tracer libraries are not in {}: run `cargo build --release` first",
+            libs.display()
+        );
+        std::process::exit(1);
+    }
+    let n = std::env::var("ISIM_BENCH_N").unwrap_or_else(|_| "300".into());
+    let dir = tempfile::tempdir().unwrap();
+    let exe = dir.path().join("owner_barrier");
+    let st = Command::new("gcc")
+        .args(["-g", "-O2", "-pthread", "-I"])
+        .arg(root.join("include"))
+        .arg("-o")
+        .arg(&exe)
+        .arg(root.join("examples/c/owner_barrier.c"))
+        .status()
+        .expect("gcc");
+    assert!(st.success());
+    println!("owner_barrier -n {n}: median of 3 runs");
+    println!(
+        "{:>7} {:>14} {:>10} {:>10} {:>12} {:>12} {:>10}",
+        "threads", "instructions", "capture s", "convert s", "capture M/s", "total M/s", "B/instr"
+    );
+    for threads in ["1", "4"] {
+        let mut runs = Vec::new();
+        for _ in 0..3 {
+            let out = dir.path().join("t.itrace");
+            let o = Command::new(&isim)
+                .env("ISIM_TRACER_DIR", &libs)
+                .args(["trace", "--json", "-o", out.to_str().unwrap(), "--"])
+                .arg(&exe)
+                .args(["-t", threads, "-n", &n])
+                .output()
+                .expect("isim trace");
+            assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+            let text = String::from_utf8_lossy(&o.stdout);
+            let json = &text[text.find("\n{\n").map_or(0, |i| i + 1)..];
+            let v: serde_json::Value = serde_json::from_str(json).unwrap();
+            let f = |k: &str| v[k].as_f64().unwrap();
+            runs.push((
+                f("instructions_per_second"),
+                f("instructions"),
+                f("capture_seconds"),
+                f("convert_seconds"),
+                f("bytes_per_instruction"),
+            ));
+        }
+        runs.sort_by(|a, b| a.0.total_cmp(&b.0));
+        let (ips, ins, cap, conv, bpi) = runs[1];
+        println!(
+            "{threads:>7} {ins:>14} {cap:>10.2} {conv:>10.2} {:>12.1} {:>12.1} {bpi:>10.2}",
+            ins / cap / 1e6,
+            ips / 1e6
+        );
+    }
+}
