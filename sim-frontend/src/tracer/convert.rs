@@ -529,8 +529,8 @@ pub fn convert(dir: &Path, out: &Path, opts: &Options) -> Result<Summary, TraceE
             c.marker(t, m)?;
         }
         let whole = ended
-            || matches!(state, "ended" | "crashed")
-            || (t == 0 && matches!(state, "exited" | "exec"));
+            || matches!(state, "ended" | "crashed" | "exited")
+            || (t == 0 && state == "exec");
         if !whole {
             c.summary.threads[t as usize].cut = true;
             warnings.push(format!(

@@ -8,8 +8,8 @@
 //! would add a build step and a licence to the project for them.
 //!
 //! **Threads.** QEMU user mode runs each guest thread on its own host thread and calls the
-//! callbacks on it, so per-thread state is host thread-local: no lock and no lookup on the hot
-//! path. A thread is recorded once it has a trace thread number: the main thread from `main`
+//! callbacks on it with the thread's vCPU index, so per-thread state is an array entry per
+//! vCPU: no lock, no thread-local lookup and no hashing on the hot path. A thread is recorded once it has a trace thread number: the main thread from `main`
 //! (or from its first instruction with `roi=all`), created threads from their `ThreadStart`
 //! call. Its events go to a 1 MiB buffer written to `t<N>.raw` when full and when the thread
 //! ends.
@@ -205,6 +205,7 @@ impl ThreadState {
         self.flush();
         self.recording = false;
         self.file = None;
+        self.buf = Vec::new();
         if let Some(g) = GLOBAL.get()
             && let Some(e) = g
                 .threads
@@ -215,18 +216,30 @@ impl ThreadState {
         {
             e.1 = if self.failed { "write-error" } else { state };
         }
+        // The vCPU index may serve a later thread.
+        self.tid = u32::MAX;
+        self.failed = false;
     }
 }
 
-thread_local! {
-    static STATE: UnsafeCell<ThreadState> = const { UnsafeCell::new(ThreadState::new()) };
-}
+/// Most vCPUs (guest threads alive at once) the plugin records; others are ignored.
+const MAX_VCPUS: usize = 4096;
+
+/// Per-vCPU state. QEMU user mode gives each live guest thread its own vCPU index and calls
+/// its callbacks on that thread's host thread; an index is reused only after its thread has
+/// ended, and a thread's end resets the state ([`ThreadState::finish`]).
+struct States([UnsafeCell<ThreadState>; MAX_VCPUS]);
+// SAFETY: entry `i` is only touched by the host thread that runs vCPU `i` (see above).
+unsafe impl Sync for States {}
+static STATES: States = States([const { UnsafeCell::new(ThreadState::new()) }; MAX_VCPUS]);
 
 #[inline(always)]
-fn with_state<R>(f: impl FnOnce(&mut ThreadState) -> R) -> R {
-    // SAFETY: the state is this host thread's own; callbacks on one thread never nest, and no
-    // other thread touches it.
-    STATE.with(|s| f(unsafe { &mut *s.get() }))
+fn with_state<R: Default>(vcpu: c_uint, f: impl FnOnce(&mut ThreadState) -> R) -> R {
+    match STATES.0.get(vcpu as usize) {
+        // SAFETY: only this vCPU's host thread uses this entry, and callbacks do not nest.
+        Some(s) => f(unsafe { &mut *s.get() }),
+        None => R::default(),
+    }
 }
 
 fn say(s: &str) {
@@ -236,8 +249,8 @@ fn say(s: &str) {
     }
 }
 
-extern "C" fn on_exec(_vcpu: c_uint, udata: *mut c_void) {
-    with_state(|t| {
+extern "C" fn on_exec(vcpu: c_uint, udata: *mut c_void) {
+    with_state(vcpu, |t| {
         if t.recording {
             t.put((udata as usize as u32) << 2 | word::EXEC);
             if t.buf.len() >= FLUSH_AT {
@@ -253,8 +266,8 @@ extern "C" fn on_exec(_vcpu: c_uint, udata: *mut c_void) {
     })
 }
 
-extern "C" fn on_mem(_vcpu: c_uint, info: u32, vaddr: u64, _udata: *mut c_void) {
-    with_state(|t| {
+extern "C" fn on_mem(vcpu: c_uint, info: u32, vaddr: u64, _udata: *mut c_void) {
+    with_state(vcpu, |t| {
         if t.recording {
             // SAFETY: plain queries of the opaque info word.
             let (shift, store) = unsafe {
@@ -272,7 +285,7 @@ extern "C" fn on_mem(_vcpu: c_uint, info: u32, vaddr: u64, _udata: *mut c_void) 
 #[allow(clippy::too_many_arguments)]
 extern "C" fn on_syscall(
     _id: PluginId,
-    _vcpu: c_uint,
+    vcpu: c_uint,
     num: i64,
     a1: u64,
     a2: u64,
@@ -284,11 +297,11 @@ extern "C" fn on_syscall(
     _a8: u64,
 ) {
     if num == SYS_CLONE {
-        with_state(|t| t.clone_flags = a1);
+        with_state(vcpu, |t| t.clone_flags = a1);
     }
     if (num == SYS_EXECVE || num == SYS_EXECVEAT) && !FORKED_CHILD.load(Ordering::Relaxed) {
         // The process image is about to be replaced: save what was recorded.
-        with_state(|t| {
+        with_state(vcpu, |t| {
             if t.tid != u32::MAX && t.file.is_some() {
                 t.finish("exec");
             }
@@ -302,7 +315,14 @@ extern "C" fn on_syscall(
     ) {
         // The process or thread may end without another callback (a signal to itself, a
         // thread exit that bypasses the wrapper): write out what is buffered.
-        with_state(|t| t.flush());
+        with_state(vcpu, |t| {
+            if num == SYS_EXIT_GROUP && t.tid != u32::MAX && t.file.is_some() {
+                // The process ends here; the at-exit callback cannot name this thread.
+                t.finish("exited");
+            } else {
+                t.flush();
+            }
+        });
     }
     let Some(op) = Op::from_syscall(num) else {
         return;
@@ -311,7 +331,7 @@ extern "C" fn on_syscall(
         return;
     }
     let args = [a1, a2, a3, a4, a5, a6];
-    with_state(|t| {
+    with_state(vcpu, |t| {
         match op {
             Op::MainBegin => {
                 if t.tid == u32::MAX && !MAIN_SEEN.swap(true, Ordering::Relaxed) {
@@ -356,10 +376,10 @@ extern "C" fn on_syscall(
     })
 }
 
-extern "C" fn on_syscall_ret(_id: PluginId, _vcpu: c_uint, num: i64, ret: i64) {
+extern "C" fn on_syscall_ret(_id: PluginId, vcpu: c_uint, num: i64, ret: i64) {
     let forked = match num {
         SYS_FORK | SYS_VFORK => true,
-        SYS_CLONE => with_state(|t| t.clone_flags & CLONE_THREAD == 0),
+        SYS_CLONE => with_state(vcpu, |t| t.clone_flags & CLONE_THREAD == 0),
         _ => false,
     };
     if !forked {
@@ -369,7 +389,7 @@ extern "C" fn on_syscall_ret(_id: PluginId, _vcpu: c_uint, num: i64, ret: i64) {
         // In the child: stop recording, and never write to the parent's files.
         FORKED_CHILD.store(true, Ordering::Relaxed);
         STOPPED.store(true, Ordering::Relaxed);
-        with_state(|t| {
+        with_state(vcpu, |t| {
             t.recording = false;
             t.file = None;
             t.buf = Vec::new();
@@ -447,13 +467,8 @@ extern "C" fn on_exit(_id: PluginId, _udata: *mut c_void) {
     if FORKED_CHILD.load(Ordering::Relaxed) {
         return;
     }
-    // The exiting thread flushes its own buffer; threads still running elsewhere cannot be
-    // touched safely and are reported as cut.
-    with_state(|t| {
-        if t.tid != u32::MAX && t.file.is_some() {
-            t.finish("exited");
-        }
-    });
+    // The exiting thread flushed its buffer at its exit_group call; threads still running
+    // elsewhere cannot be touched safely and are reported as cut.
     write_threads_file("exit");
 }
 
