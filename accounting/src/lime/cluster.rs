@@ -9,6 +9,26 @@
 
 use kodama::{Method, linkage};
 
+/// Dot product with four independent partial sums, which the compiler can keep in vector
+/// registers (a single running sum must be added in order and cannot be): the distance matrix
+/// is most of the analysis time with thousands of events.
+fn dot4(a: &[f64], b: &[f64]) -> f64 {
+    let (ca, cb) = (a.chunks_exact(4), b.chunks_exact(4));
+    let tail: f64 = ca
+        .remainder()
+        .iter()
+        .zip(cb.remainder())
+        .map(|(x, y)| x * y)
+        .sum();
+    let mut acc = [0.0f64; 4];
+    for (x, y) in ca.zip(cb) {
+        for ((s, u), v) in acc.iter_mut().zip(x).zip(y) {
+            *s += u * v;
+        }
+    }
+    (acc[0] + acc[1]) + (acc[2] + acc[3]) + tail
+}
+
 /// Cluster label of every event, numbered 0.. in order of each cluster's smallest member.
 pub fn upgma(units: &[Vec<f64>], threshold: f64) -> Vec<usize> {
     let m = units.len();
@@ -22,8 +42,7 @@ pub fn upgma(units: &[Vec<f64>], threshold: f64) -> Vec<usize> {
     for i in 0..m {
         let a = &units[i];
         for b in &units[i + 1..] {
-            let r: f64 = a.iter().zip(b).map(|(x, y)| x * y).sum();
-            condensed.push((1.0 - r).max(0.0));
+            condensed.push((1.0 - dot4(a, b)).max(0.0));
         }
     }
     let dendrogram = linkage(&mut condensed, m, Method::Average);

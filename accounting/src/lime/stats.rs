@@ -171,10 +171,20 @@ pub fn forward_selection(y: &[f64], x: &[Vec<f64>], alpha: f64) -> Regression {
     let tss = dot(&ys, &ys);
     let mut chosen: Vec<usize> = Vec::new();
     let mut steps = Vec::new();
-    // Orthonormal basis of the chosen columns and the current residual: a candidate's RSS
-    // reduction is (r·x⊥)² / |x⊥|², x⊥ being its component orthogonal to the basis — the same
-    // as refitting the enlarged model, at O(n·k) per candidate instead of a decomposition.
-    let mut basis: Vec<Vec<f64>> = Vec::new();
+    // Each candidate's component orthogonal to the chosen columns (x⊥), kept up to date as
+    // columns are chosen, and the current residual: a candidate's RSS reduction is
+    // (r·x⊥)² / |x⊥|² — the same as refitting the enlarged model. Subtracting each new basis
+    // vector from every x⊥ as it is chosen performs, in the same order, the projections a
+    // fresh modified Gram–Schmidt of the candidate would, at O(n) per candidate and step.
+    let mut xp: Vec<Option<Vec<f64>>> = xs.clone();
+    let norms: Vec<f64> = xs
+        .iter()
+        .map(|c| c.as_ref().map_or(0.0, |c| dot(c, c)))
+        .collect();
+    let corr: Vec<f64> = xs
+        .iter()
+        .map(|c| c.as_ref().map_or(0.0, |c| dot(&ys, c) / tss))
+        .collect();
     let mut resid = ys.clone();
     let mut rss = tss;
     loop {
@@ -183,24 +193,17 @@ pub fn forward_selection(y: &[f64], x: &[Vec<f64>], alpha: f64) -> Regression {
             break;
         }
         let df = (n - k - 1) as f64;
-        let mut best: Option<(usize, f64, f64, Vec<f64>)> = None; // (index, F, corr, x⊥)
-        for (i, c) in xs.iter().enumerate() {
+        let mut best: Option<(usize, f64, f64)> = None; // (index, F, corr)
+        for (i, c) in xp.iter().enumerate() {
             let Some(c) = c else { continue };
             if chosen.contains(&i) {
                 continue;
             }
-            let mut xp = c.clone();
-            for q in &basis {
-                let d = dot(&xp, q);
-                for (a, b) in xp.iter_mut().zip(q) {
-                    *a -= d * b;
-                }
-            }
-            let nn = dot(&xp, &xp);
-            if nn <= 1e-10 * dot(c, c) {
+            let nn = dot(c, c);
+            if nn <= 1e-10 * norms[i] {
                 continue; // a linear combination of the chosen predictors
             }
-            let rx = dot(&resid, &xp);
+            let rx = dot(&resid, c);
             let gain = (rx * rx / nn).min(rss);
             let rss_new = rss - gain;
             let f = if rss_new <= 1e-12 * tss {
@@ -208,23 +211,22 @@ pub fn forward_selection(y: &[f64], x: &[Vec<f64>], alpha: f64) -> Regression {
             } else {
                 gain / (rss_new / df)
             };
-            let corr = dot(&ys, c) / tss;
-            let better = match &best {
+            let better = match best {
                 None => true,
-                Some((_, bf, bc, _)) => {
+                Some((_, bf, bc)) => {
                     let tie = if f.is_infinite() || bf.is_infinite() {
-                        f == *bf
+                        f == bf
                     } else {
                         (f - bf).abs() <= 1e-9 * bf.abs().max(1e-300)
                     };
-                    if tie { corr > bc + 1e-12 } else { f > *bf }
+                    if tie { corr[i] > bc + 1e-12 } else { f > bf }
                 }
             };
             if better {
-                best = Some((i, f, corr, xp));
+                best = Some((i, f, corr[i]));
             }
         }
-        let Some((i, f, _, xp)) = best else { break };
+        let Some((i, f, _)) = best else { break };
         let p = if f.is_infinite() {
             0.0
         } else {
@@ -238,13 +240,19 @@ pub fn forward_selection(y: &[f64], x: &[Vec<f64>], alpha: f64) -> Regression {
         }
         chosen.push(i);
         steps.push(Selected { index: i, f, p });
-        let nq = norm(&xp);
-        let q: Vec<f64> = xp.iter().map(|v| v / nq).collect();
+        let xi = xp[i].take().expect("a selectable candidate");
+        let nq = norm(&xi);
+        let q: Vec<f64> = xi.iter().map(|v| v / nq).collect();
         let d = dot(&resid, &q);
         for (a, b) in resid.iter_mut().zip(&q) {
             *a -= d * b;
         }
-        basis.push(q);
+        for c in xp.iter_mut().flatten() {
+            let d = dot(c, &q);
+            for (a, b) in c.iter_mut().zip(&q) {
+                *a -= d * b;
+            }
+        }
         rss = dot(&resid, &resid);
     }
     let (rss_final, beta) = fit(&ys, &xs_dense, &chosen);

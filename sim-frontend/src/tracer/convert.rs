@@ -142,6 +142,17 @@ fn raw_threads(dir: &Path) -> Result<Vec<u32>, TraceError> {
     Ok(v)
 }
 
+/// What the per-instruction loop needs of a static instruction, packed (16 bytes).
+#[derive(Clone, Copy)]
+struct Hot {
+    pc: u64,
+    size: u8,
+    branch: BranchKind,
+    widest: u8,
+    /// Recorded in the trace (not the interposer's, not a PLT stub, decodable).
+    keep: bool,
+}
+
 struct Conv<'a> {
     w: TraceWriter,
     statics: &'a [Static],
@@ -157,11 +168,17 @@ struct Conv<'a> {
 }
 
 impl Conv<'_> {
+    #[inline]
     fn sidx_for(&mut self, raw: u32, mem: &[MemAccess]) -> Result<u32, TraceError> {
         let s = self.sidx[raw as usize];
         if s != u32::MAX {
             return Ok(s);
         }
+        self.declare(raw, mem)
+    }
+
+    #[cold]
+    fn declare(&mut self, raw: u32, mem: &[MemAccess]) -> Result<u32, TraceError> {
         let st = &self.statics[raw as usize];
         let d = &self.dec[raw as usize];
         let r = self.resolver.resolve(st.pc);
@@ -211,23 +228,23 @@ impl Conv<'_> {
         Ok(s)
     }
 
+    #[inline]
     fn write_inst(
         &mut self,
+        t: &mut ThreadSummary,
         tid: u32,
         raw: u32,
+        h: Hot,
         mem: &[MemAccess],
         next_pc: Option<u64>,
     ) -> Result<(), TraceError> {
-        let d = &self.dec[raw as usize];
-        let pc = self.statics[raw as usize].pc;
-        let taken = match d.branch {
+        let taken = match h.branch {
             BranchKind::None => false,
-            BranchKind::Conditional => next_pc.is_some_and(|n| n != pc + d.size as u64),
+            BranchKind::Conditional => next_pc.is_some_and(|n| n != h.pc + h.size as u64),
             _ => true,
         };
         let sidx = self.sidx_for(raw, mem)?;
         self.w.inst(tid, sidx, taken, mem)?;
-        let t = &mut self.summary.threads[tid as usize];
         t.instructions += 1;
         for a in mem {
             if a.write {
@@ -236,16 +253,16 @@ impl Conv<'_> {
                 t.loads += 1;
             }
         }
-        if d.branch.is_branch() {
+        if h.branch.is_branch() {
             t.branches += 1;
             t.taken_branches += taken as u64;
         }
         Ok(())
     }
 
-    fn marker(&mut self, tid: u32, m: Marker) -> Result<(), TraceError> {
+    fn marker(&mut self, t: &mut ThreadSummary, tid: u32, m: Marker) -> Result<(), TraceError> {
         self.w.marker(tid, m)?;
-        self.summary.threads[tid as usize].markers[m.kind_index()] += 1;
+        t.markers[m.kind_index()] += 1;
         Ok(())
     }
 
@@ -311,6 +328,18 @@ pub fn convert(dir: &Path, out: &Path, opts: &Options) -> Result<Summary, TraceE
                     .is_some_and(|n| n.to_string_lossy() == opts.preload_name)
             });
             preload || plt.iter().any(|&(a, b)| a <= s.pc && s.pc < b)
+        })
+        .collect();
+    let hot: Vec<Hot> = statics
+        .iter()
+        .zip(&dec)
+        .zip(&dropped)
+        .map(|((s, d), &drop)| Hot {
+            pc: s.pc,
+            size: d.size,
+            branch: d.branch,
+            widest: d.widest_mem.min(255) as u8,
+            keep: !drop && d.size != 0,
         })
         .collect();
     let mut block_starts = HashSet::new();
@@ -400,9 +429,10 @@ pub fn convert(dir: &Path, out: &Path, opts: &Options) -> Result<Summary, TraceE
             .get(&raw_tid)
             .map(String::as_str)
             .unwrap_or("running");
-        c.marker(t, Marker::ThreadStart)?;
+        let mut ts = ThreadSummary::default();
+        c.marker(&mut ts, t, Marker::ThreadStart)?;
         if t == 0 && opts.roi == RoiMode::All {
-            c.marker(t, Marker::RoiBegin)?;
+            c.marker(&mut ts, t, Marker::RoiBegin)?;
         }
         let file =
             std::fs::File::open(&path).map_err(|e| TraceError::io(&path, 0, "cannot open", e))?;
@@ -422,7 +452,7 @@ pub fn convert(dir: &Path, out: &Path, opts: &Options) -> Result<Summary, TraceE
             };
             match w {
                 Word::Exec(raw) => {
-                    let Some(st) = statics.get(raw as usize) else {
+                    let Some(&h) = hot.get(raw as usize) else {
                         return Err(TraceError::at(
                             &path,
                             Some(t),
@@ -430,18 +460,20 @@ pub fn convert(dir: &Path, out: &Path, opts: &Options) -> Result<Summary, TraceE
                             format!("instruction #{raw} is missing from static.bin"),
                         ));
                     };
-                    if dropped[raw as usize] || dec[raw as usize].size == 0 {
+                    if !h.keep {
                         c.summary.dropped_instructions += 1;
                         in_dropped = true;
                         continue;
                     }
                     in_dropped = false;
-                    let pc = st.pc;
                     if let Some(p) = cur.take() {
-                        merge_pieces(&mut mem, dec[p as usize].widest_mem);
-                        c.write_inst(t, p, &mem, Some(pc))?;
-                        for m in queued.drain(..) {
-                            c.marker(t, m)?;
+                        let ph = hot[p as usize];
+                        merge_pieces(&mut mem, ph.widest as u32);
+                        c.write_inst(&mut ts, t, p, ph, &mem, Some(h.pc))?;
+                        if !queued.is_empty() {
+                            for m in queued.drain(..) {
+                                c.marker(&mut ts, t, m)?;
+                            }
                         }
                     }
                     mem.clear();
@@ -515,30 +547,32 @@ pub fn convert(dir: &Path, out: &Path, opts: &Options) -> Result<Summary, TraceE
                         if cur.is_some() {
                             queued.push(m);
                         } else {
-                            c.marker(t, m)?;
+                            c.marker(&mut ts, t, m)?;
                         }
                     }
                 }
             }
         }
         if let Some(p) = cur.take() {
-            merge_pieces(&mut mem, dec[p as usize].widest_mem);
-            c.write_inst(t, p, &mem, None)?;
+            let ph = hot[p as usize];
+            merge_pieces(&mut mem, ph.widest as u32);
+            c.write_inst(&mut ts, t, p, ph, &mem, None)?;
         }
         for m in queued.drain(..) {
-            c.marker(t, m)?;
+            c.marker(&mut ts, t, m)?;
         }
         let whole = ended
             || matches!(state, "ended" | "crashed" | "exited")
             || (t == 0 && state == "exec");
         if !whole {
-            c.summary.threads[t as usize].cut = true;
+            ts.cut = true;
             warnings.push(format!(
                 "thread {t} was still running when the process ended: its last events (up to \
                  1 MiB of capture) may be missing"
             ));
         }
-        c.marker(t, Marker::ThreadEnd)?;
+        c.marker(&mut ts, t, Marker::ThreadEnd)?;
+        c.summary.threads[t as usize] = ts;
     }
     if opts.roi == RoiMode::Markers && !saw_roi_marker {
         return Err(TraceError::at(

@@ -186,10 +186,16 @@ impl<R: std::io::Read> RawReader<R> {
     }
 
     /// Makes at least `n` bytes available at `pos` unless the input ends first.
+    #[inline(always)]
     fn fill(&mut self, n: usize) -> std::io::Result<bool> {
         if self.len - self.pos >= n {
             return Ok(true);
         }
+        self.refill(n)
+    }
+
+    #[cold]
+    fn refill(&mut self, n: usize) -> std::io::Result<bool> {
         self.buf.copy_within(self.pos..self.len, 0);
         self.len -= self.pos;
         self.pos = 0;
