@@ -445,10 +445,11 @@ pub fn convert(dir: &Path, out: &Path, opts: &Options) -> Result<Summary, TraceE
         // The stream itself says the thread ended (its ThreadEnd or MainEnd was recorded).
         let mut ended = false;
         loop {
-            let w = match rd.next_word() {
-                Ok(Some(w)) => w,
-                Ok(None) => break,
-                Err(e) => return Err(TraceError::at(&path, Some(t), rd.word * 4, e)),
+            let Some(w) = rd.next_word() else {
+                if let Some(e) = rd.error.take() {
+                    return Err(TraceError::at(&path, Some(t), rd.word * 4, e));
+                }
+                break;
             };
             match w {
                 Word::Exec(raw) => {
@@ -488,7 +489,8 @@ pub fn convert(dir: &Path, out: &Path, opts: &Options) -> Result<Summary, TraceE
                         });
                     }
                 }
-                Word::Mark(op, a) => {
+                Word::Mark(op) => {
+                    let a = rd.args;
                     ended |= matches!(op, Op::ThreadEnd | Op::MainEnd);
                     let m = match op {
                         Op::MainBegin if opts.roi == RoiMode::Main => Some(Marker::RoiBegin),

@@ -147,17 +147,18 @@ pub enum Word {
         /// True for a store.
         store: bool,
     },
-    /// A magic system call with its arguments.
-    Mark(Op, [u64; 6]),
+    /// A magic system call; its arguments are in [`RawReader::args`] until the next one.
+    Mark(Op),
 }
 
-/// Decodes the words of a raw file held in memory (see [`RawReader`]).
-pub fn decode(bytes: &[u8], mut f: impl FnMut(Word)) -> Result<(), String> {
+/// Decodes the words of a raw file held in memory (see [`RawReader`]), with each marker's
+/// arguments.
+pub fn decode(bytes: &[u8], mut f: impl FnMut(Word, [u64; 6])) -> Result<(), String> {
     let mut r = RawReader::new(bytes);
-    while let Some(w) = r.next_word()? {
-        f(w);
+    while let Some(w) = r.next_word() {
+        f(w, r.args);
     }
-    Ok(())
+    r.error.map_or(Ok(()), Err)
 }
 
 /// Streams the words of a raw file from any reader, in 4 MiB reads. A cut final event (the
@@ -170,6 +171,10 @@ pub struct RawReader<R> {
     eof: bool,
     /// Words consumed so far (for error messages).
     pub word: u64,
+    /// Arguments of the last marker read.
+    pub args: [u64; 6],
+    /// Why the stream stopped early, if it did (an I/O error or a word no writer makes).
+    pub error: Option<String>,
 }
 
 impl<R: std::io::Read> RawReader<R> {
@@ -182,6 +187,8 @@ impl<R: std::io::Read> RawReader<R> {
             len: 0,
             eof: false,
             word: 0,
+            args: [0; 6],
+            error: None,
         }
     }
 
@@ -219,51 +226,68 @@ impl<R: std::io::Read> RawReader<R> {
         u64::from_le_bytes(self.buf[i..i + 8].try_into().unwrap())
     }
 
-    /// The next event, `None` at the end (or at a cut final event).
+    fn have(&mut self, n: usize) -> bool {
+        match self.fill(n) {
+            Ok(b) => b,
+            Err(e) => {
+                self.error = Some(e.to_string());
+                false
+            }
+        }
+    }
+
+    /// The next event; `None` at the end, at a cut final event, or at an error (then in
+    /// [`RawReader::error`]).
     #[inline]
-    pub fn next_word(&mut self) -> Result<Option<Word>, String> {
-        if !self.fill(4).map_err(|e| e.to_string())? {
-            return Ok(None);
+    pub fn next_word(&mut self) -> Option<Word> {
+        if !self.have(4) {
+            return None;
         }
         let x = self.u32_at(self.pos);
-        let at = self.word;
         match x & 3 {
             word::EXEC => {
                 self.pos += 4;
                 self.word += 1;
-                Ok(Some(Word::Exec(x >> 2)))
+                Some(Word::Exec(x >> 2))
             }
             word::MEM => {
-                if !self.fill(12).map_err(|e| e.to_string())? {
-                    return Ok(None);
+                if !self.have(12) {
+                    return None;
                 }
                 let addr = self.u64_at(self.pos + 4);
                 self.pos += 12;
                 self.word += 3;
-                Ok(Some(Word::Mem {
+                Some(Word::Mem {
                     addr,
                     size: 1u8 << ((x >> 2) & 7).min(7),
                     store: (x >> 5) & 1 == 1,
-                }))
+                })
             }
-            word::MARK => {
-                let Some(op) = Op::ALL.get((x >> 2) as usize).copied() else {
-                    return Err(format!("unknown marker {} at word {at}", x >> 2));
-                };
-                let k = op.nargs();
-                if !self.fill(4 + 8 * k).map_err(|e| e.to_string())? {
-                    return Ok(None);
-                }
-                let mut a = [0u64; 6];
-                for (j, v) in a.iter_mut().enumerate().take(k) {
-                    *v = self.u64_at(self.pos + 4 + 8 * j);
-                }
-                self.pos += 4 + 8 * k;
-                self.word += 1 + 2 * k as u64;
-                Ok(Some(Word::Mark(op, a)))
-            }
-            _ => Err(format!("bad word {x:#x} at word {at}")),
+            _ => self.mark(x),
         }
+    }
+
+    #[cold]
+    fn mark(&mut self, x: u32) -> Option<Word> {
+        let at = self.word;
+        let op = (x & 3 == word::MARK)
+            .then(|| Op::ALL.get((x >> 2) as usize).copied())
+            .flatten();
+        let Some(op) = op else {
+            self.error = Some(format!("bad word {x:#x} at word {at}"));
+            return None;
+        };
+        let k = op.nargs();
+        if !self.have(4 + 8 * k) {
+            return None;
+        }
+        self.args = [0; 6];
+        for j in 0..k {
+            self.args[j] = self.u64_at(self.pos + 4 + 8 * j);
+        }
+        self.pos += 4 + 8 * k;
+        self.word += 1 + 2 * k as u64;
+        Some(Word::Mark(op))
     }
 }
 
