@@ -335,25 +335,29 @@ mod tests {
         }
         put(9 << 2);
         let mut got = Vec::new();
-        decode(&b, |w| got.push(w)).unwrap();
+        decode(&b, |w, a| got.push((w, a))).unwrap();
+        let none = [0; 6];
+        let bar = [0x20, 4, 0, 0, 0, 0];
+        let mem = Word::Mem {
+            addr: 0x1_0000_1000,
+            size: 8,
+            store: true,
+        };
+        // A marker's arguments stay readable until the next marker.
         assert_eq!(
             got,
             vec![
-                Word::Exec(7),
-                Word::Mem {
-                    addr: 0x1_0000_1000,
-                    size: 8,
-                    store: true
-                },
-                Word::Mark(Op::Barrier, [0x20, 4, 0, 0, 0, 0]),
-                Word::Exec(9),
+                (Word::Exec(7), none),
+                (mem, none),
+                (Word::Mark(Op::Barrier), bar),
+                (Word::Exec(9), bar),
             ]
         );
         // Cut inside the barrier's arguments: the events before it survive.
         let mut got = Vec::new();
-        decode(&b[..b.len() - 12], |w| got.push(w)).unwrap();
+        decode(&b[..b.len() - 12], |w, _| got.push(w)).unwrap();
         assert_eq!(got.len(), 2);
-        assert!(decode(&[3, 0, 0, 0], |_| {}).is_err());
+        assert!(decode(&[3, 0, 0, 0], |_, _| {}).is_err());
         assert_eq!(Op::from_syscall(SYS_BASE + 6), Some(Op::Barrier));
         assert_eq!(Op::from_syscall(60), None);
     }
