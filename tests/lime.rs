@@ -6,7 +6,8 @@
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use accounting::lime::{CauseKind, Options};
+use accounting::attribution::Attribution;
+use accounting::lime::{CauseKind, Collector, Event, Options, SectionKind};
 use isim::lime::{Selection, analyse, erase_whatif, report};
 use isim::run::{RunDir, RunRequest, run};
 
@@ -220,4 +221,112 @@ fn whatif_erase_prints_the_three_selections_and_whatif_set_compares() {
         r["cycles"][1].as_f64().unwrap() < r["cycles"][0].as_f64().unwrap(),
         "{r}"
     );
+}
+
+/// LIME's collection (`accounting::lime::collect`) against the per-PC attribution collector,
+/// run side by side on the same replay: summed over a worker thread's section instances, the
+/// executions, L1/L2/L3 misses and mispredictions of every memory or branch instruction equal
+/// the attribution's (every instruction of a worker lies in exactly one instance: barrier
+/// sections, then its tail closed by the join); the initial thread's code after its joins
+/// belongs to no section, so its sums are at most the attribution's. In every instance the
+/// control-flow edges into a branch add up to its executions (each execution of a branch
+/// records one edge from the branch before it), and each thread's barrier instances carry the
+/// sites, arrivals and releases of its barrier sections.
+#[test]
+fn collector_counts_match_the_attribution_collector() {
+    let dir = tempfile::tempdir().unwrap();
+    for (w, threads, size) in [
+        ("lu-owner", 5, 6),
+        ("radix-miss", 4, 3000),
+        ("serial-phases", 4, 32),
+        ("lock-contention", 4, 30),
+    ] {
+        let out = dir.path().join(w);
+        let req = RunRequest {
+            workload: Some(w.into()),
+            threads: Some(threads),
+            size: Some(size),
+            seed: 1,
+            out: out.clone(),
+            ..RunRequest::default()
+        };
+        run(&req, |_| {}).unwrap_or_else(|e| panic!("{w}: {e:#}"));
+        let rd = RunDir::open(&out).unwrap();
+        let p = &rd.trace.program;
+        let n = threads as usize;
+        let obs = (Collector::new(p, n), Attribution::new(n, p.insts.len()));
+        let (_, (lime, attr)) = rd.replay(&[], &[], obs, |_| {}).unwrap();
+        let instances = lime.finish();
+        // Per thread and static index: executions, misses per level, mispredictions.
+        let mut sums = vec![vec![[0u64; 5]; p.insts.len()]; n];
+        let mut barriers: Vec<Vec<(u32, f64, f64, f64)>> = vec![Vec::new(); n];
+        let mut edges_checked = 0;
+        for inst in &instances {
+            for ts in &inst.threads {
+                assert!(
+                    ts.start <= ts.arrival && ts.arrival <= inst.release,
+                    "{w}: {ts:?}"
+                );
+                let t = ts.thread as usize;
+                let mut into = vec![0u64; p.insts.len()];
+                for &(e, c) in &ts.events {
+                    match e {
+                        Event::Exec(s) => sums[t][s as usize][0] += c,
+                        Event::Miss { sidx, level } => sums[t][sidx as usize][level as usize] += c,
+                        Event::Mispredict(s) => sums[t][s as usize][4] += c,
+                        Event::Edge { to, .. } => into[to as usize] += c,
+                    }
+                }
+                for &(e, c) in &ts.events {
+                    if let Event::Exec(s) = e
+                        && p.insts[s as usize].branch.is_branch()
+                    {
+                        assert_eq!(into[s as usize], c, "{w}: edges into branch {s}");
+                        edges_checked += 1;
+                    }
+                }
+                if inst.kind == SectionKind::Barrier {
+                    barriers[t].push((inst.site, ts.start, ts.arrival, inst.release));
+                }
+            }
+        }
+        assert!(edges_checked > 0, "{w}: no branch executed");
+        let mut misses = 0;
+        for t in 0..n {
+            for (s, c) in attr.per_thread[t].iter().enumerate() {
+                let st = &p.insts[s];
+                if !(st.branch.is_branch() || !st.mem.is_empty()) {
+                    continue;
+                }
+                let want = [
+                    c.execs,
+                    c.misses[0],
+                    c.misses[1],
+                    c.misses[2],
+                    c.mispredictions,
+                ];
+                misses += c.misses[0];
+                let got = sums[t][s];
+                if t == 0 {
+                    assert!(
+                        got.iter().zip(&want).all(|(g, w)| g <= w),
+                        "{w}: thread 0, static {s}: {got:?} > {want:?}"
+                    );
+                } else {
+                    assert_eq!(got, want, "{w}: thread {t}, static {s}");
+                }
+            }
+            let want: Vec<_> = attr.sections[t]
+                .iter()
+                .map(|v| (v.site, v.arrival, v.release))
+                .collect();
+            let got: Vec<_> = barriers[t].iter().map(|b| (b.0, b.2, b.3)).collect();
+            assert_eq!(got, want, "{w}: thread {t} barrier sections");
+            // After the first section, a section starts at the previous release.
+            for (g, v) in barriers[t].iter().zip(&attr.sections[t]).skip(1) {
+                assert_eq!(g.1, v.start, "{w}: thread {t}");
+            }
+        }
+        assert!(misses > 0, "{w}: no miss to compare");
+    }
 }
