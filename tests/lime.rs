@@ -1,7 +1,8 @@
 //! LIME end to end, on workloads whose cause of imbalance is known by construction: the
 //! ownership test of `lu-owner` (control flow) at every thread count of the paper, the planted
 //! missing load of `radix-miss` (hardware) with the miss-erasure what-if, and the balanced
-//! negative control. Plus the CLI's report, JSON file and errors.
+//! negative control. Plus the CLI's report, JSON file and errors, and the collection itself
+//! against the per-PC attribution collector.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
