@@ -563,9 +563,8 @@ pub fn convert(dir: &Path, out: &Path, opts: &Options) -> Result<Summary, TraceE
         for m in queued.drain(..) {
             c.marker(&mut ts, t, m)?;
         }
-        let whole = ended
-            || matches!(state, "ended" | "crashed" | "exited")
-            || (t == 0 && state == "exec");
+        let whole =
+            ended || matches!(state, "ended" | "crashed" | "exited") || (t == 0 && state == "exec");
         if !whole {
             ts.cut = true;
             warnings.push(format!(
