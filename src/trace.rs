@@ -290,7 +290,7 @@ pub fn trace(a: &TraceArgs) -> Result<TraceReport> {
             format!("the program ended with {status_s}: the trace holds what ran until then"),
         );
     }
-    Ok(report(
+    report(
         a,
         &program,
         status_s,
@@ -298,7 +298,7 @@ pub fn trace(a: &TraceArgs) -> Result<TraceReport> {
         capture_seconds,
         convert_seconds,
         warnings,
-    )?)
+    )
 }
 
 fn report(

@@ -333,16 +333,10 @@ extern "C" fn on_syscall(
     let args = [a1, a2, a3, a4, a5, a6];
     with_state(vcpu, |t| {
         match op {
-            Op::MainBegin => {
-                if t.tid == u32::MAX && !MAIN_SEEN.swap(true, Ordering::Relaxed) {
-                    t.start(0);
-                }
+            Op::MainBegin if t.tid == u32::MAX && !MAIN_SEEN.swap(true, Ordering::Relaxed) => {
+                t.start(0);
             }
-            Op::ThreadStart => {
-                if t.tid == u32::MAX {
-                    t.start(a1 as u32);
-                }
-            }
+            Op::ThreadStart if t.tid == u32::MAX => t.start(a1 as u32),
             Op::Resume => {
                 if t.tid != u32::MAX && !t.failed && t.file.is_some() {
                     t.recording = true;
