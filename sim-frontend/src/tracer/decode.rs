@@ -69,7 +69,19 @@ fn push_unique(v: &mut Vec<u8>, r: u8) {
     }
 }
 
+/// System calls: iced-x86 files them under call flow, but control comes back to the next
+/// instruction, so for the trace they are serializing non-branches.
+fn is_system_call(ins: &Instruction) -> bool {
+    matches!(
+        ins.mnemonic(),
+        Mnemonic::Syscall | Mnemonic::Sysenter | Mnemonic::Int | Mnemonic::Int3 | Mnemonic::Into
+    )
+}
+
 fn class_of(ins: &Instruction, reads_mem: bool, writes_mem: bool) -> OpClass {
+    if is_system_call(ins) {
+        return OpClass::Serializing;
+    }
     match ins.flow_control() {
         FlowControl::ConditionalBranch => return OpClass::CondBranch,
         FlowControl::UnconditionalBranch | FlowControl::IndirectBranch => return OpClass::Jump,
@@ -191,6 +203,7 @@ impl X86Decoder {
             push_unique(&mut dsts, REG_FLAGS);
         }
         let (branch, target) = match ins.flow_control() {
+            _ if is_system_call(&ins) => (BranchKind::None, 0),
             FlowControl::ConditionalBranch if ins.near_branch_target() != 0 => {
                 (BranchKind::Conditional, ins.near_branch_target())
             }
@@ -265,7 +278,11 @@ mod tests {
         // imul rax, rbx ; div rcx ; syscall ; lock add [rdi], eax
         assert_eq!(dec(0, &[0x48, 0x0f, 0xaf, 0xc3]).class, OpClass::IntMul);
         assert_eq!(dec(0, &[0x48, 0xf7, 0xf1]).class, OpClass::IntDiv);
-        assert_eq!(dec(0, &[0x0f, 0x05]).class, OpClass::Serializing);
+        let d = dec(0, &[0x0f, 0x05]);
+        assert_eq!(
+            (d.class, d.branch),
+            (OpClass::Serializing, BranchKind::None)
+        );
         assert_eq!(dec(0, &[0xf0, 0x01, 0x07]).class, OpClass::Serializing);
         // mulsd xmm0, xmm1 ; addsd xmm0, xmm1 ; divsd xmm0, xmm1
         let d = dec(0, &[0xf2, 0x0f, 0x59, 0xc1]);
