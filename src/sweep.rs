@@ -72,8 +72,12 @@ pub struct SweepArgs {
     /// Sweep directory (created; a rerun with the same arguments resumes it).
     #[arg(long = "out", short = 'o', default_value = "isim-sweep")]
     pub out: PathBuf,
+    /// Region of interest when sweeping a real program (see `isim trace --roi`).
+    #[arg(long, value_enum, default_value_t = crate::trace::Roi::Main)]
+    pub roi: crate::trace::Roi,
     /// A real program to trace once per core count, `{threads}` standing for the count
-    /// (`isim sweep --cores 1,2,4 -- ./prog -t {threads}`). Needs `isim trace` (issue 3).
+    /// (`isim sweep --cores 1,2,4 -- ./prog -t {threads}`); each trace is simulated on every
+    /// config.
     #[arg(last = true, value_name = "PROGRAM")]
     pub program: Vec<String>,
 }
@@ -107,7 +111,20 @@ pub struct SweepSpec {
     pub configs: Vec<ConfigSpec>,
     /// `--set` overrides, in the order given.
     pub sets: Vec<String>,
+    /// A traced program (absolute path first) and its arguments, `{threads}` standing for the
+    /// core count; empty for a built-in workload.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub program: Vec<String>,
+    /// CRC-32 of the program file when the sweep started: a rebuilt program is another sweep.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub program_crc: Option<u32>,
+    /// `--roi` of the traces (`markers`, `main`, `all`), for a program.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub roi: Option<String>,
 }
+
+/// Placeholder for `{threads}` in a swept program's arguments.
+pub const THREADS_PLACEHOLDER: &str = "{threads}";
 
 /// One planned run.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -163,13 +180,7 @@ impl SweepSpec {
     /// load, and the machine can be resized to every core count.
     pub fn from_args(args: &SweepArgs) -> Result<SweepSpec> {
         if !args.program.is_empty() {
-            bail!(
-                "tracing a real program once per core count (`isim sweep --cores ... -- {}`) needs \
-                 `isim trace`, which is not implemented yet (issue 3). Sweep a built-in workload with \
-                 --workload, or trace the program yourself and simulate each trace with \
-                 `isim run --trace FILE --cores N`",
-                args.program.join(" ")
-            );
+            return Self::program_from_args(args);
         }
         let name = args.workload.as_deref().unwrap_or(DEFAULT_WORKLOAD);
         let Some(w) = workloads::find(name) else {
@@ -179,15 +190,7 @@ impl SweepSpec {
                 names.join(", ")
             );
         };
-        let mut cores = args.cores.clone();
-        cores.sort_unstable();
-        cores.dedup();
-        if cores.is_empty() {
-            bail!("--cores: give at least one core count, e.g. --cores 1,2,4,8");
-        }
-        if cores[0] == 0 {
-            bail!("--cores 0: a run needs at least one core");
-        }
+        let cores = Self::core_counts(args)?;
         let mut sizes = if args.size.is_empty() {
             vec![w.default_size]
         } else {
@@ -208,6 +211,94 @@ impl SweepSpec {
                 }
             }
         }
+        let configs = Self::configs_from_args(args, &cores, &mut errors)?;
+        if !errors.is_empty() {
+            bail!("the sweep cannot run:\n  {}", errors.join("\n  "));
+        }
+        Ok(SweepSpec {
+            schema: ARGS_SCHEMA.to_string(),
+            workload: w.name.to_string(),
+            seed: args.seed,
+            sizes,
+            cores,
+            configs,
+            sets: args.set.clone(),
+            program: Vec::new(),
+            program_crc: None,
+            roi: None,
+        })
+    }
+
+    /// The spec of a sweep of a real program: traced once per core count.
+    fn program_from_args(args: &SweepArgs) -> Result<SweepSpec> {
+        if args.workload.is_some() {
+            bail!("give either --workload or a program after `--`, not both");
+        }
+        if !args.size.is_empty() {
+            bail!(
+                "--size applies to built-in workloads; a program's input is in its own arguments \
+                 (sweep inputs as separate sweeps)"
+            );
+        }
+        if !args.program.iter().any(|a| a.contains(THREADS_PLACEHOLDER)) {
+            bail!(
+                "the program's arguments must say where the thread count goes with \
+                 {THREADS_PLACEHOLDER}, e.g. `isim sweep --cores 1,2,4 -- {} -t {THREADS_PLACEHOLDER}`",
+                args.program[0]
+            );
+        }
+        let cores = Self::core_counts(args)?;
+        let exe = crate::trace::check_program(&args.program[0])?;
+        let bytes =
+            std::fs::read(&exe).with_context(|| format!("cannot read {}", exe.display()))?;
+        let mut program = args.program.clone();
+        program[0] = exe.display().to_string();
+        let mut errors = Vec::new();
+        let configs = Self::configs_from_args(args, &cores, &mut errors)?;
+        if !errors.is_empty() {
+            bail!("the sweep cannot run:\n  {}", errors.join("\n  "));
+        }
+        let roi = match args.roi {
+            crate::trace::Roi::Markers => "markers",
+            crate::trace::Roi::Main => "main",
+            crate::trace::Roi::All => "all",
+        };
+        Ok(SweepSpec {
+            schema: ARGS_SCHEMA.to_string(),
+            workload: exe
+                .file_name()
+                .map_or_else(|| program[0].clone(), |n| n.to_string_lossy().into_owned()),
+            seed: args.seed,
+            sizes: vec![0],
+            cores,
+            configs,
+            sets: args.set.clone(),
+            program,
+            program_crc: Some(crc32fast::hash(&bytes)),
+            roi: Some(roi.to_string()),
+        })
+    }
+
+    /// `--cores`, sorted and deduplicated, at least one, none zero.
+    fn core_counts(args: &SweepArgs) -> Result<Vec<u32>> {
+        let mut cores = args.cores.clone();
+        cores.sort_unstable();
+        cores.dedup();
+        if cores.is_empty() {
+            bail!("--cores: give at least one core count, e.g. --cores 1,2,4,8");
+        }
+        if cores[0] == 0 {
+            bail!("--cores 0: a run needs at least one core");
+        }
+        Ok(cores)
+    }
+
+    /// The machine configs of a sweep, each checked at every core count (errors collected).
+    fn configs_from_args(
+        args: &SweepArgs,
+        cores: &[u32],
+        errors: &mut Vec<String>,
+    ) -> Result<Vec<ConfigSpec>> {
         let mut configs: Vec<ConfigSpec> = Vec::new();
         let sources: Vec<Option<&PathBuf>> = if args.config.is_empty() {
             vec![None]
@@ -248,7 +339,7 @@ impl SweepSpec {
             match machine {
                 Err(e) => errors.push(e.to_string()),
                 Ok(m) => {
-                    for &c in &cores {
+                    for &c in cores {
                         if let Err(e) = m.with_cores(c) {
                             errors.push(format!("config {label}: {e}"));
                         }
@@ -257,18 +348,7 @@ impl SweepSpec {
             }
             configs.push(ConfigSpec { label, path, text });
         }
-        if !errors.is_empty() {
-            bail!("the sweep cannot run:\n  {}", errors.join("\n  "));
-        }
-        Ok(SweepSpec {
-            schema: ARGS_SCHEMA.to_string(),
-            workload: w.name.to_string(),
-            seed: args.seed,
-            sizes,
-            cores,
-            configs,
-            sets: args.set.clone(),
-        })
+        Ok(configs)
     }
 
     /// Every run, in plan order: config, then size, then core count.
@@ -277,8 +357,13 @@ impl SweepSpec {
         for (ci, c) in self.configs.iter().enumerate() {
             for &size in &self.sizes {
                 for &cores in &self.cores {
+                    let id = if self.program.is_empty() {
+                        format!("{}_s{size}_c{cores}", c.label)
+                    } else {
+                        format!("{}_c{cores}", c.label)
+                    };
                     v.push(PlannedRun {
-                        id: format!("{}_s{size}_c{cores}", c.label),
+                        id,
                         config: ci,
                         size,
                         cores,
@@ -291,6 +376,20 @@ impl SweepSpec {
 
     /// The `isim run` request equivalent to `run`.
     pub fn request(&self, run: &PlannedRun, dir: &Path) -> RunRequest {
+        if !self.program.is_empty() {
+            return RunRequest {
+                config: self.configs[run.config].path.clone(),
+                sets: self.sets.clone(),
+                workload: None,
+                threads: None,
+                size: None,
+                seed: self.seed,
+                trace: Some(self.trace_path(run.cores, dir)),
+                cores: Some(run.cores),
+                erase: Vec::new(),
+                out: run.dir(dir),
+            };
+        }
         RunRequest {
             config: self.configs[run.config].path.clone(),
             sets: self.sets.clone(),
@@ -305,9 +404,61 @@ impl SweepSpec {
         }
     }
 
+    /// Where a program sweep keeps the trace for `cores` threads.
+    pub fn trace_path(&self, cores: u32, dir: &Path) -> PathBuf {
+        dir.join("traces").join(format!("c{cores}.itrace"))
+    }
+
+    /// The program's arguments for `cores` threads.
+    pub fn program_for(&self, cores: u32) -> Vec<String> {
+        self.program
+            .iter()
+            .map(|a| a.replace(THREADS_PLACEHOLDER, &cores.to_string()))
+            .collect()
+    }
+
     /// The `isim run` command line equivalent to `run` (for the record, and for handing runs
-    /// to a cluster scheduler).
+    /// to a cluster scheduler); for a program, preceded by the `isim trace` that makes its
+    /// trace.
     pub fn command(&self, run: &PlannedRun, dir: &Path) -> String {
+        let q = |v: &[String]| {
+            v.iter()
+                .map(|s| shell_quote(s))
+                .collect::<Vec<_>>()
+                .join(" ")
+        };
+        if !self.program.is_empty() {
+            let t = self.trace_path(run.cores, dir).display().to_string();
+            let mut tr: Vec<String> = vec![
+                "isim".into(),
+                "trace".into(),
+                "--roi".into(),
+                self.roi.clone().unwrap_or_else(|| "main".into()),
+                "-o".into(),
+                t.clone(),
+                "--".into(),
+            ];
+            tr.extend(self.program_for(run.cores));
+            let mut a: Vec<String> = vec![
+                "isim".into(),
+                "run".into(),
+                "--trace".into(),
+                t,
+                "--cores".into(),
+                run.cores.to_string(),
+            ];
+            if let Some(p) = &self.configs[run.config].path {
+                a.push("--config".into());
+                a.push(p.display().to_string());
+            }
+            for s in &self.sets {
+                a.push("--set".into());
+                a.push(s.clone());
+            }
+            a.push("--out".into());
+            a.push(run.dir(dir).display().to_string());
+            return format!("{} && {}", q(&tr), q(&a));
+        }
         let mut a: Vec<String> = vec![
             "isim".into(),
             "run".into(),
@@ -355,6 +506,14 @@ impl SweepSpec {
         }
         if self.sets != new.sets {
             d.push(format!("--set: {:?} now {:?}", self.sets, new.sets));
+        }
+        if self.program != new.program {
+            d.push(format!("program: {:?} now {:?}", self.program, new.program));
+        } else if self.program_crc != new.program_crc {
+            d.push("program: the file changed since the sweep started".into());
+        }
+        if self.roi != new.roi {
+            d.push(format!("--roi: {:?} now {:?}", self.roi, new.roi));
         }
         let labels = |v: &[ConfigSpec]| v.iter().map(|c| c.label.clone()).collect::<Vec<_>>();
         let paths = |v: &[ConfigSpec]| v.iter().map(|c| c.path.clone()).collect::<Vec<_>>();
@@ -494,6 +653,16 @@ pub fn sweep(
     // are short ones and the pool stays busy to the end.
     pending.sort_by_key(|r| (std::cmp::Reverse(r.size), std::cmp::Reverse(r.cores)));
     let failures: Mutex<Vec<(String, String)>> = Mutex::new(Vec::new());
+    if !spec.program.is_empty() && !pending.is_empty() {
+        trace_program(spec, dir, &pending, jobs, progress, &failures)?;
+        // Runs whose trace could not be made fail with it.
+        let failed = failures.lock().unwrap_or_else(|p| p.into_inner()).clone();
+        pending.retain(|r| {
+            !failed
+                .iter()
+                .any(|(id, _)| *id == format!("trace c{}", r.cores))
+        });
+    }
     if !pending.is_empty() {
         let workers = jobs.clamp(1, pending.len());
         let pool = rayon::ThreadPoolBuilder::new()
@@ -553,6 +722,66 @@ pub fn sweep(
         reused,
         tables: results.tables,
     })
+}
+
+/// Traces the program once for each core count that a pending run needs and that has no
+/// trace yet (a trace file exists only once complete), up to `jobs` at a time. The program's
+/// output goes to `traces/c<N>.log`. A failed trace is recorded in `failures` as `trace c<N>`.
+fn trace_program(
+    spec: &SweepSpec,
+    dir: &Path,
+    pending: &[&PlannedRun],
+    jobs: usize,
+    progress: &(dyn Fn(Progress) + Sync),
+    failures: &Mutex<Vec<(String, String)>>,
+) -> Result<()> {
+    let traces = dir.join("traces");
+    std::fs::create_dir_all(&traces)
+        .with_context(|| format!("cannot create {}", traces.display()))?;
+    let mut need: Vec<u32> = pending
+        .iter()
+        .map(|r| r.cores)
+        .filter(|&c| !spec.trace_path(c, dir).is_file())
+        .collect();
+    need.sort_unstable_by(|a, b| b.cmp(a));
+    need.dedup();
+    if need.is_empty() {
+        return Ok(());
+    }
+    let roi = match spec.roi.as_deref() {
+        Some("markers") => crate::trace::Roi::Markers,
+        Some("all") => crate::trace::Roi::All,
+        _ => crate::trace::Roi::Main,
+    };
+    let pool = rayon::ThreadPoolBuilder::new()
+        .num_threads(jobs.clamp(1, need.len()))
+        .thread_name(|i| format!("isim-trace-{i}"))
+        .build()
+        .context("cannot start the sweep's thread pool")?;
+    pool.install(|| {
+        use rayon::prelude::*;
+        need.par_iter().for_each(|&c| {
+            let id = format!("trace c{c}");
+            progress(Progress::Started(&id));
+            let a = crate::trace::TraceArgs {
+                out: spec.trace_path(c, dir),
+                roi,
+                cpu: crate::trace::DEFAULT_CPU.to_string(),
+                keep_capture: false,
+                json: false,
+                program: spec.program_for(c),
+                program_output: Some(traces.join(format!("c{c}.log"))),
+            };
+            if let Err(e) = crate::trace::trace(&a) {
+                failures
+                    .lock()
+                    .unwrap_or_else(|p| p.into_inner())
+                    .push((id.clone(), format!("{e:#}")));
+            }
+            progress(Progress::Finished(&id));
+        });
+    });
+    Ok(())
 }
 
 /// One series of a sweep: a config and size (and a thread group, for heterogeneous workloads)
@@ -973,6 +1202,7 @@ mod tests {
             set: vec![],
             jobs: None,
             out: PathBuf::from("x"),
+            roi: crate::trace::Roi::Main,
             program: vec![],
         }
     }
@@ -1015,12 +1245,20 @@ mod tests {
         let e = SweepSpec::from_args(&a).unwrap_err().to_string();
         assert!(e.contains("--size 100000 is out of range"), "{e}");
         let mut a = args(&[2]);
-        a.program = vec!["./prog".into(), "-t".into(), "{threads}".into()];
+        a.workload = None;
+        a.program = vec!["./no-such-prog".into(), "-t".into(), "{threads}".into()];
         let e = SweepSpec::from_args(&a).unwrap_err().to_string();
         assert!(
-            e.contains("needs `isim trace`") && e.contains("issue 3"),
+            e.contains("no-such-prog") && e.contains("cannot read"),
             "{e}"
         );
+        a.program = vec!["/bin/true".into(), "-t".into(), "4".into()];
+        let e = SweepSpec::from_args(&a).unwrap_err().to_string();
+        assert!(e.contains("{threads}"), "{e}");
+        a.program = vec!["/bin/true".into(), "{threads}".into()];
+        a.size = vec![10];
+        let e = SweepSpec::from_args(&a).unwrap_err().to_string();
+        assert!(e.contains("--size applies to built-in workloads"), "{e}");
         let mut a = args(&[2]);
         a.set = vec!["core.rob_sise=3".into()];
         let e = SweepSpec::from_args(&a).unwrap_err().to_string();

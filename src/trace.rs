@@ -58,6 +58,10 @@ pub struct TraceArgs {
     /// The program and its arguments.
     #[arg(last = true, required = true, value_name = "PROGRAM")]
     pub program: Vec<String>,
+    /// Where the program's standard output and error go (default: isim's own); sweeps keep
+    /// them in a log per trace.
+    #[arg(skip)]
+    pub program_output: Option<PathBuf>,
 }
 
 /// One thread of the printed summary.
@@ -161,7 +165,7 @@ fn qemu() -> Result<PathBuf> {
 
 /// Resolves the program like a shell would and checks that it is a dynamically linked
 /// x86-64 ELF executable.
-fn check_program(name: &str) -> Result<PathBuf> {
+pub fn check_program(name: &str) -> Result<PathBuf> {
     let path = if name.contains('/') {
         PathBuf::from(name)
     } else {
@@ -231,8 +235,14 @@ pub fn trace(a: &TraceArgs) -> Result<TraceReport> {
         ld_preload = format!("{ld_preload}:{user}");
     }
     let plugin_roi = if a.roi == Roi::All { "all" } else { "main" };
+    let mut cmd = Command::new(&qemu);
+    if let Some(log) = &a.program_output {
+        let f = std::fs::File::create(log)
+            .with_context(|| format!("cannot create {}", log.display()))?;
+        cmd.stdout(f.try_clone()?).stderr(f);
+    }
     let t0 = Instant::now();
-    let status = Command::new(&qemu)
+    let status = cmd
         .arg("-cpu")
         .arg(&a.cpu)
         .arg("-plugin")

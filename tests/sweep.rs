@@ -1,8 +1,9 @@
 //! `isim sweep` end to end: every run of a sweep is byte-identical to the same `isim run`
 //! alone (with runs executing in parallel), the scaling table agrees with the runs' summaries,
 //! an interrupted sweep resumes by redoing only the missing and half-written runs, and sweeps
-//! with other arguments, over a non-sweep directory or of a real program (needs the tracer)
-//! are refused with clear errors.
+//! with other arguments, over a non-sweep directory or of a missing program are refused with
+//! clear errors. A sweep of a real program (`-- ./prog -t {threads}`) traces it once per core
+//! count under QEMU and simulates each trace (needs qemu-x86_64 and gcc, like tests/trace.rs).
 
 use std::path::Path;
 use std::process::{Command, Output};
@@ -66,6 +67,7 @@ fn args(cores: &[u32], out: &Path) -> SweepArgs {
         set: vec![],
         jobs: Some(2),
         out: out.to_path_buf(),
+        roi: isim::trace::Roi::Main,
         program: vec![],
     }
 }
@@ -286,7 +288,7 @@ fn sweeps_with_other_arguments_or_programs_are_refused() {
     ]);
     assert!(e.contains("is not a sweep directory"), "{e}");
 
-    // Real programs need the tracer (issue 3); nothing is created.
+    // A program that does not exist is refused; nothing is created.
     let prog = dir.path().join("prog-sweep");
     let e = fails(&[
         "sweep",
@@ -295,12 +297,12 @@ fn sweeps_with_other_arguments_or_programs_are_refused() {
         "--out",
         prog.to_str().unwrap(),
         "--",
-        "./prog",
+        "./no-such-prog",
         "-t",
         "{threads}",
     ]);
     assert!(
-        e.contains("needs `isim trace`") && e.contains("issue 3"),
+        e.contains("no-such-prog") && e.contains("cannot read"),
         "{e}"
     );
     assert!(!prog.exists());
@@ -324,4 +326,131 @@ fn sweeps_with_other_arguments_or_programs_are_refused() {
         "{e}"
     );
     assert!(!bad.exists());
+}
+
+/// `isim sweep --cores 1,2,4 -- owner_barrier -t {threads} -n 32`: one trace per core count,
+/// each with that many threads; each run equals `isim run --trace` of that trace on the resized
+/// machine (same summary); the scaling table has a row per core count; a rerun reuses all.
+#[test]
+fn a_real_program_is_traced_once_per_core_count_and_each_trace_simulated() {
+    let have = |t: &str| {
+        Command::new("sh")
+            .args(["-c", &format!("command -v {t}")])
+            .output()
+            .is_ok_and(|o| o.status.success())
+    };
+    if !have("qemu-x86_64") || !have("gcc") {
+        assert!(
+            !std::env::var("CI").is_ok_and(|v| v == "true"),
+            "qemu-x86_64 and gcc are required under CI"
+        );
+        eprintln!("SKIPPED: needs qemu-x86_64 and gcc");
+        return;
+    }
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let dir = tempfile::tempdir().unwrap();
+    // The tracer libraries: built once by a nested cargo (as tests/trace.rs does).
+    let libs = root.join("target").join("tracer-test");
+    let st = Command::new(env!("CARGO"))
+        .current_dir(root)
+        .args([
+            "build",
+            "--release",
+            "--quiet",
+            "-p",
+            "isim-qemu-plugin",
+            "-p",
+            "isim-preload",
+        ])
+        .arg("--target-dir")
+        .arg(&libs)
+        .status()
+        .unwrap();
+    assert!(st.success());
+    let exe = dir.path().join("owner_barrier");
+    let st = Command::new("gcc")
+        .args(["-g", "-O2", "-pthread", "-I"])
+        .arg(root.join("include"))
+        .arg("-o")
+        .arg(&exe)
+        .arg(root.join("examples/c/owner_barrier.c"))
+        .status()
+        .unwrap();
+    assert!(st.success());
+    let sw = dir.path().join("sw");
+    let run = |args: &[&str]| {
+        let o = Command::new(env!("CARGO_BIN_EXE_isim"))
+            .env("ISIM_TRACER_DIR", libs.join("release"))
+            .args(args)
+            .output()
+            .unwrap();
+        assert!(
+            o.status.success(),
+            "{args:?}: {}",
+            String::from_utf8_lossy(&o.stderr)
+        );
+        String::from_utf8(o.stdout).unwrap()
+    };
+    let sweep_args = [
+        "sweep",
+        "--cores",
+        "1,2,4",
+        "--roi",
+        "markers",
+        "--jobs",
+        "2",
+        "--out",
+        sw.to_str().unwrap(),
+        "--",
+        exe.to_str().unwrap(),
+        "-t",
+        "{threads}",
+        "-n",
+        "32",
+    ];
+    let out = run(&sweep_args);
+    assert!(out.contains("3 runs executed, 0 reused"), "{out}");
+    let results: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(sw.join("sweep.json")).unwrap()).unwrap();
+    let text = results.to_string();
+    for c in [1u32, 2, 4] {
+        let t = sim_frontend::Trace::open(&sw.join("traces").join(format!("c{c}.itrace"))).unwrap();
+        assert_eq!(t.thread_count(), c, "trace for {c} cores");
+        assert!(
+            t.meta
+                .params
+                .iter()
+                .any(|(k, v)| k == "roi" && v == "markers")
+        );
+        // The same trace run alone gives the same summary.
+        let alone = dir.path().join(format!("alone{c}"));
+        run(&[
+            "run",
+            "--trace",
+            sw.join("traces")
+                .join(format!("c{c}.itrace"))
+                .to_str()
+                .unwrap(),
+            "--cores",
+            &c.to_string(),
+            "--out",
+            alone.to_str().unwrap(),
+        ]);
+        let a = std::fs::read(alone.join("summary.json")).unwrap();
+        let b = std::fs::read(
+            sw.join("runs")
+                .join(format!("default_c{c}"))
+                .join("summary.json"),
+        )
+        .unwrap();
+        let (a, b): (serde_json::Value, serde_json::Value) = (
+            serde_json::from_slice(&a).unwrap(),
+            serde_json::from_slice(&b).unwrap(),
+        );
+        assert_eq!(a["cycles"], b["cycles"], "{c} cores");
+        assert_eq!(a["threads"], b["threads"], "{c} cores");
+    }
+    assert!(text.contains("owner_barrier"), "{text}");
+    let out = run(&sweep_args);
+    assert!(out.contains("0 runs executed, 3 reused"), "{out}");
 }
