@@ -372,7 +372,21 @@ fn run(cli: Cli) -> Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
+/// Restores the default action of SIGPIPE, which the Rust runtime ignores: then `isim ... |
+/// head` ends quietly when `head` stops reading, like any Unix filter, instead of panicking in
+/// `println!` with "failed printing to stdout". A run killed this way leaves only its
+/// `.partial` directory, never one that looks complete.
+#[allow(unsafe_code)]
+fn default_sigpipe() {
+    // SAFETY: called first thing in `main`, before any other thread exists; SIG_DFL is a valid
+    // disposition for SIGPIPE and no handler code is involved.
+    unsafe {
+        libc::signal(libc::SIGPIPE, libc::SIG_DFL);
+    }
+}
+
 fn main() -> ExitCode {
+    default_sigpipe();
     let cli = Cli::parse();
     match run(cli) {
         Ok(code) => code,

@@ -355,3 +355,27 @@ fn run_refuses_bad_requests_clearly() {
     ]);
     assert!(err.contains("is not an isim run directory"), "{err}");
 }
+
+/// `isim run | head -1`: when the reader goes away the process ends by SIGPIPE, quietly, like a
+/// Unix filter, instead of panicking in `println!` (exit 101, "failed printing to stdout").
+/// The read end is closed before the simulation prints anything (the run takes a while first).
+#[test]
+fn a_closed_stdout_ends_the_process_by_sigpipe_without_a_panic() {
+    use std::os::unix::process::ExitStatusExt;
+    use std::process::Stdio;
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("run");
+    let mut child = Command::new(env!("CARGO_BIN_EXE_isim"))
+        .args(["run", "-w", "lu-owner", "-t", "4", "--out"])
+        .arg(&out)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("run isim");
+    drop(child.stdout.take());
+    let o = child.wait_with_output().unwrap();
+    let stderr = String::from_utf8_lossy(&o.stderr);
+    assert!(!stderr.contains("panicked"), "isim panicked: {stderr}");
+    const SIGPIPE: i32 = 13; // Linux's number; the tests do not depend on the libc crate
+    assert_eq!(o.status.signal(), Some(SIGPIPE), "status {:?}", o.status);
+}
