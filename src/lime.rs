@@ -9,7 +9,7 @@ use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 
 use accounting::lime::{self, CauseKind, Collector, Options, SectionKind, SectionResult};
-use anyhow::{Context, Result, bail};
+use anyhow::{Result, bail};
 use clap::{Args, Subcommand};
 use serde::Serialize;
 use sim_core::RunResult;
@@ -465,10 +465,7 @@ pub fn render(rep: &LimeReport, sections: usize, top: usize) -> String {
 }
 
 fn write_json(dir: &Path, name: &str, text: &str) -> Result<()> {
-    let tmp = dir.join(format!(".{name}.partial"));
-    std::fs::write(&tmp, text).with_context(|| format!("cannot write {}", tmp.display()))?;
-    std::fs::rename(&tmp, dir.join(name))
-        .with_context(|| format!("cannot write {}", dir.join(name).display()))
+    crate::fsutil::write_atomic(&dir.join(name), text.as_bytes())
 }
 
 /// `isim lime`.

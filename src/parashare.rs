@@ -5,14 +5,15 @@
 //! so the ranking describes exactly the run that was recorded; `docs/output.md` documents the
 //! JSON.
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 use accounting::parashare::{Analysis, Collector, Weight, analyze};
 use accounting::table::ReportTable;
-use anyhow::{Context, Result};
+use anyhow::Result;
 use clap::{Args, ValueEnum};
 use serde::Serialize;
 
+use crate::fsutil::write_atomic;
 use crate::run::RunDir;
 
 /// Schema identifier written into `parashare.json`.
@@ -82,21 +83,6 @@ pub fn collect(
     let latency = rd.machine.core_params().latency.map(f64::from);
     let insts = result.threads.iter().map(|t| t.instructions).sum();
     Ok((analyze(&pbv, program, &latency, weight), insts, secs))
-}
-
-/// Writes `bytes` to `path` through a temporary file in the same directory and a rename, so
-/// a reader never sees a partial file.
-fn write_atomic(path: &Path, bytes: &[u8]) -> Result<()> {
-    let dir = path.parent().unwrap_or(Path::new("."));
-    let name = path
-        .file_name()
-        .map_or("out".into(), |n| n.to_string_lossy());
-    let tmp = dir.join(format!(".{name}.tmp-{}", std::process::id()));
-    std::fs::write(&tmp, bytes).with_context(|| format!("cannot write {}", tmp.display()))?;
-    std::fs::rename(&tmp, path).with_context(|| {
-        let _ = std::fs::remove_file(&tmp);
-        format!("cannot write {}", path.display())
-    })
 }
 
 /// Runs `isim parashare`.

@@ -20,8 +20,9 @@ use clap::Args;
 use serde_json::json;
 use sim_core::{COMPONENTS, Component};
 
+use crate::fsutil::write_atomic;
 use crate::stacks::{self, RunStacks};
-use crate::sweep::{self, write_atomic};
+use crate::sweep;
 
 /// Schema of `pca.json`.
 pub const SCHEMA: &str = "isim-pca/1";

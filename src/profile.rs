@@ -22,6 +22,7 @@ use clap::Args;
 use serde::Serialize;
 use sim_core::{COMPONENTS, Component, RunResult};
 
+use crate::fsutil::write_atomic;
 use crate::run::{RunDir, RunRequest};
 
 /// Schema identifier written into `profile-<strategy>.json`.
@@ -340,24 +341,6 @@ pub fn document(rd_dir: &Path, workload: &str, p: &Profile, a: &Aggregated) -> R
         report_tables: vec![main_table(p, a), locations_table(p, a)],
     };
     Ok(serde_json::to_string_pretty(&doc)?)
-}
-
-/// Writes `bytes` to `path` through a temporary file in the same directory and a rename, so
-/// a reader never sees a partial file.
-pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<()> {
-    let dir = match path.parent() {
-        Some(d) if !d.as_os_str().is_empty() => d,
-        _ => Path::new("."),
-    };
-    let name = path
-        .file_name()
-        .map_or("out".into(), |n| n.to_string_lossy());
-    let tmp = dir.join(format!(".{name}.tmp-{}", std::process::id()));
-    std::fs::write(&tmp, bytes).with_context(|| format!("cannot write {}", tmp.display()))?;
-    std::fs::rename(&tmp, path).with_context(|| {
-        let _ = std::fs::remove_file(&tmp);
-        format!("cannot write {}", path.display())
-    })
 }
 
 /// One row of the compression table: one strategy at one thread count.

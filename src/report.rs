@@ -26,8 +26,9 @@ use anyhow::{Context, Result, bail};
 use clap::Args;
 use sim_core::Component;
 
+use crate::fsutil::write_atomic;
 use crate::stacks::{self, RunStacks};
-use crate::sweep::{self, write_atomic};
+use crate::sweep;
 
 /// `isim report` arguments.
 #[derive(Args, Debug, Clone)]

@@ -14,6 +14,7 @@ use sim_frontend::Trace;
 use sim_frontend::workloads::{self, Params};
 
 use crate::config::{self, MachineConfig};
+use crate::fsutil::write_atomic;
 
 /// Schema identifier written into `summary.json`.
 pub const SCHEMA: &str = "isim-run/1";
@@ -71,10 +72,6 @@ fn load_machine(req: &RunRequest) -> Result<MachineConfig> {
         ),
     };
     r.map_err(|e| anyhow::anyhow!("{e}"))
-}
-
-fn write_atomic(path: &Path, bytes: &[u8]) -> Result<()> {
-    std::fs::write(path, bytes).with_context(|| format!("cannot write {}", path.display()))
 }
 
 #[derive(Serialize)]

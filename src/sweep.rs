@@ -30,6 +30,7 @@ use serde_json::json;
 use sim_core::{COMPONENTS, Component, CycleStack};
 use sim_frontend::workloads::{self, Params};
 
+use crate::fsutil::write_atomic;
 use crate::run::{DEFAULT_WORKLOAD, RunRequest};
 use crate::stacks::{self, RunStacks};
 
@@ -571,15 +572,6 @@ fn shell_quote(s: &str) -> String {
     } else {
         format!("'{}'", s.replace('\'', "'\\''"))
     }
-}
-
-/// Writes `bytes` to `path` atomically (a temporary file in the same directory, then rename).
-pub(crate) fn write_atomic(path: &Path, bytes: &[u8]) -> Result<()> {
-    let mut tmp = path.as_os_str().to_owned();
-    tmp.push(".partial");
-    let tmp = PathBuf::from(tmp);
-    std::fs::write(&tmp, bytes).with_context(|| format!("cannot write {}", tmp.display()))?;
-    std::fs::rename(&tmp, path).with_context(|| format!("cannot write {}", path.display()))
 }
 
 /// Creates the sweep directory or checks that it holds this very sweep.
