@@ -454,3 +454,84 @@ fn a_real_program_is_traced_once_per_core_count_and_each_trace_simulated() {
     let out = run(&sweep_args);
     assert!(out.contains("0 runs executed, 3 reused"), "{out}");
 }
+
+/// A real kill: `isim sweep` (one job) is SIGKILLed as soon as its first run is complete; the
+/// same command then reuses what finished, redoes the rest (a half-written run included), and
+/// ends with results byte-identical to an uninterrupted sweep's.
+#[test]
+fn a_killed_sweep_resumes_to_the_uninterrupted_result() {
+    let dir = tempfile::tempdir().unwrap();
+    let cmd = |out: &Path| -> Vec<String> {
+        [
+            "sweep", "-w", "lu-owner", "--cores", "1,2,4,8", "--size", "8", "--jobs", "1", "--out",
+        ]
+        .iter()
+        .map(|s| s.to_string())
+        .chain([out.to_str().unwrap().to_string()])
+        .collect()
+    };
+    let whole = dir.path().join("whole");
+    let a: Vec<String> = cmd(&whole);
+    ok(&a.iter().map(String::as_str).collect::<Vec<_>>());
+
+    let cut = dir.path().join("cut");
+    let b: Vec<String> = cmd(&cut);
+    let mut child = Command::new(env!("CARGO_BIN_EXE_isim"))
+        .args(&b)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let finished = |d: &Path| -> usize {
+        // A run is finished once renamed from `<id>.partial` (which gets its summary first).
+        std::fs::read_dir(d.join("runs")).map_or(0, |it| {
+            it.map(|e| e.unwrap().path())
+                .filter(|p| p.extension().is_none_or(|x| x != "partial"))
+                .filter(|p| p.join("summary.json").is_file())
+                .count()
+        })
+    };
+    let t0 = std::time::Instant::now();
+    while finished(&cut) == 0 {
+        assert!(
+            child.try_wait().unwrap().is_none(),
+            "the sweep ended before it could be killed"
+        );
+        assert!(t0.elapsed().as_secs() < 300, "no run finished in 300 s");
+        std::thread::sleep(std::time::Duration::from_millis(5));
+    }
+    child.kill().unwrap();
+    child.wait().unwrap();
+    let done = finished(&cut);
+    assert!(done < 4, "every run finished before the kill landed");
+    assert!(
+        !cut.join("sweep.json").exists(),
+        "a killed sweep wrote its results"
+    );
+
+    let out = ok(&b.iter().map(String::as_str).collect::<Vec<_>>());
+    assert!(
+        out.contains(&format!("{} runs executed, {done} reused", 4 - done)),
+        "{out}"
+    );
+    // sweep.json records each run's command, which names the sweep's own directory.
+    let results = |d: &Path| {
+        std::fs::read_to_string(d.join("sweep.json"))
+            .unwrap()
+            .replace(d.to_str().unwrap(), "DIR")
+    };
+    assert!(results(&cut) == results(&whole), "sweep.json differs");
+    for e in std::fs::read_dir(whole.join("runs")).unwrap() {
+        let name = e.unwrap().file_name();
+        assert_same_tree(
+            &whole.join("runs").join(&name),
+            &cut.join("runs").join(&name),
+        );
+    }
+    let leftovers: Vec<_> = std::fs::read_dir(cut.join("runs"))
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .filter(|n| n.contains("partial") || n.contains(".tmp-"))
+        .collect();
+    assert!(leftovers.is_empty(), "{leftovers:?}");
+}
