@@ -433,6 +433,26 @@ pub fn scatter_svg(title: &str, x_title: &str, y_title: &str, points: &[ScatterP
         "<text class=\"note\" x=\"{left:.1}\" y=\"{:.1}\" fill=\"#555555\">○ smallest core count, × largest; dotted lines join a series in core-count order</text>",
         top + ph + 56.0
     );
+    // Series labels sit beside each series' last point, moved up or down in whole lines
+    // when they would overlap a label placed before them (series order).
+    let label_pos = place_labels(
+        &series
+            .iter()
+            .map(|name| {
+                let last = finite
+                    .iter()
+                    .filter(|p| p.series == *name)
+                    .max_by(|a, b| a.order.total_cmp(&b.order))
+                    .expect("a series has a point");
+                let chars = name.chars().take(40).count() as f64;
+                LabelBox {
+                    x: px(last.x) + 8.0,
+                    y: py(last.y) - 6.0,
+                    width: chars * LABEL_CHAR_WIDTH,
+                }
+            })
+            .collect::<Vec<_>>(),
+    );
     // Series.
     for (si, name) in series.iter().enumerate() {
         let colour = series_colour(si);
@@ -490,11 +510,21 @@ pub fn scatter_svg(title: &str, x_title: &str, y_title: &str, points: &[ScatterP
         }
         if let Some(p) = pts.last() {
             let label: String = name.chars().take(40).collect();
+            let (lx, ly) = label_pos[si];
+            if (ly - (py(p.y) - 6.0)).abs() > 0.5 {
+                // Moved: a thin leader from the point to the label.
+                let _ = writeln!(
+                    s,
+                    "<line class=\"leader\" x1=\"{:.1}\" y1=\"{:.1}\" x2=\"{:.1}\" y2=\"{:.1}\" stroke=\"{colour}\" stroke-width=\"0.6\"/>",
+                    px(p.x),
+                    py(p.y),
+                    lx - 1.0,
+                    ly - 4.0
+                );
+            }
             let _ = writeln!(
                 s,
-                "<text class=\"series-label\" x=\"{:.1}\" y=\"{:.1}\" fill=\"{colour}\">{}</text>",
-                px(p.x) + 8.0,
-                py(p.y) - 6.0,
+                "<text class=\"series-label\" x=\"{lx:.1}\" y=\"{ly:.1}\" fill=\"{colour}\">{}</text>",
                 xml_escape(&label)
             );
         }
@@ -502,6 +532,41 @@ pub fn scatter_svg(title: &str, x_title: &str, y_title: &str, points: &[ScatterP
     }
     s.push_str("</svg>\n");
     s
+}
+
+/// Width of one character of an 11-px sans-serif label, a little generous.
+const LABEL_CHAR_WIDTH: f64 = 6.4;
+/// Height of one label line.
+const LABEL_LINE: f64 = 12.0;
+
+/// A label's baseline start and width.
+#[derive(Debug, Clone, Copy)]
+struct LabelBox {
+    x: f64,
+    y: f64,
+    width: f64,
+}
+
+fn overlaps(a: (f64, f64, f64), b: (f64, f64, f64)) -> bool {
+    // (x, baseline y, width); a line of text spans [y − LABEL_LINE + 2, y + 2].
+    a.0 < b.0 + b.2 && b.0 < a.0 + a.2 && (a.1 - b.1).abs() < LABEL_LINE
+}
+
+/// Places labels in order: each keeps its wanted spot if free, else takes the nearest free
+/// spot in whole lines above or below it (up first), trying up to 20 lines each way.
+/// Deterministic: depends only on the wanted boxes and their order.
+fn place_labels(wanted: &[LabelBox]) -> Vec<(f64, f64)> {
+    let mut placed: Vec<(f64, f64, f64)> = Vec::with_capacity(wanted.len());
+    for w in wanted {
+        let free = |y: f64| !placed.iter().any(|&q| overlaps((w.x, y, w.width), q));
+        let y = (0..=20)
+            .flat_map(|k| [-(k as f64), k as f64])
+            .map(|k| w.y + k * LABEL_LINE)
+            .find(|&y| free(y))
+            .unwrap_or(w.y);
+        placed.push((w.x, y, w.width));
+    }
+    placed.iter().map(|&(x, y, _)| (x, y)).collect()
 }
 
 #[cfg(test)]
@@ -697,5 +762,55 @@ mod tests {
             .map(|p| p.split(',').next().unwrap().parse().unwrap())
             .collect();
         assert!(xs.windows(2).all(|w| w[0] < w[1]), "{xs:?}");
+    }
+    #[test]
+    fn series_labels_never_overlap_and_moved_ones_get_a_leader() {
+        // Three series ending at nearly the same point, one far away.
+        let pt = |series: &str, order: f64, x: f64, y: f64| ScatterPoint {
+            label: format!("{series} {order}"),
+            series: series.into(),
+            order,
+            x,
+            y,
+        };
+        let points = [
+            pt("radix-miss", 4.0, 0.60, -0.10),
+            pt("radix-miss", 16.0, 0.66, -0.16),
+            pt("pointer-chase", 4.0, 0.70, -0.17),
+            pt("pointer-chase", 16.0, 0.67, -0.165),
+            pt("stream", 16.0, 0.665, -0.158),
+            pt("far", 16.0, -0.9, 0.9),
+        ];
+        let svg = scatter_svg("t", "x", "y", &points);
+        let attr = |l: &str, a: &str| -> f64 {
+            l.split(&format!(" {a}=\""))
+                .nth(1)
+                .unwrap()
+                .split('"')
+                .next()
+                .unwrap()
+                .parse()
+                .unwrap()
+        };
+        let labels: Vec<(f64, f64, f64)> = svg
+            .lines()
+            .filter(|l| l.contains("class=\"series-label\""))
+            .map(|l| {
+                let text = l.split('>').nth(1).unwrap().split('<').next().unwrap();
+                (
+                    attr(l, "x"),
+                    attr(l, "y"),
+                    text.chars().count() as f64 * LABEL_CHAR_WIDTH,
+                )
+            })
+            .collect();
+        assert_eq!(labels.len(), 4);
+        for (i, a) in labels.iter().enumerate() {
+            for b in &labels[i + 1..] {
+                assert!(!overlaps(*a, *b), "labels overlap: {a:?} {b:?}\n{svg}");
+            }
+        }
+        // Two of the three crowded labels had to move; the far one did not.
+        assert_eq!(svg.matches("class=\"leader\"").count(), 2, "{svg}");
     }
 }
