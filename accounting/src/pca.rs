@@ -332,8 +332,10 @@ pub struct ScatterPoint {
 /// A scatter plot as a self-contained SVG document (Fig. 8 style): each series in its own
 /// colour, its points joined by a dotted line in `order`, the first point a circle, the last a
 /// cross with the series name beside it, the others small dots. Axes cross at zero when zero is
-/// in range. Every point has a tooltip. Elements carry classes for tests and styling:
-/// `series` (polyline), `point` (circle), `cross` (path), `series-label`, `axis-title`.
+/// in range. Every point has a tooltip. A series name that would overlap an earlier one moves
+/// up or down by whole lines, with a thin leader line to its point. Elements carry classes for
+/// tests and styling: `series` (polyline), `point` (circle), `cross` (path), `series-label`,
+/// `leader` (line), `axis-title`.
 pub fn scatter_svg(title: &str, x_title: &str, y_title: &str, points: &[ScatterPoint]) -> String {
     let finite: Vec<&ScatterPoint> = points
         .iter()
