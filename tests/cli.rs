@@ -2,31 +2,12 @@
 //! written by an independent script (tests/data/make_champsim.py) and comparing counts,
 //! config checking with several mistakes at once, and clear errors for bad input.
 
+mod common;
+
 use std::path::Path;
-use std::process::{Command, Output};
+use std::process::Command;
 
-fn isim(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_isim"))
-        .args(args)
-        .output()
-        .expect("run isim")
-}
-
-fn ok(args: &[&str]) -> String {
-    let o = isim(args);
-    assert!(
-        o.status.success(),
-        "isim {args:?} failed: {}",
-        String::from_utf8_lossy(&o.stderr)
-    );
-    String::from_utf8(o.stdout).expect("utf-8")
-}
-
-fn fails(args: &[&str]) -> String {
-    let o = isim(args);
-    assert!(!o.status.success(), "isim {args:?} succeeded");
-    String::from_utf8(o.stderr).expect("utf-8")
-}
+use common::{fails, ok};
 
 fn info(path: &Path) -> serde_json::Value {
     serde_json::from_str(&ok(&["trace-info", path.to_str().unwrap(), "--json"])).expect("json")

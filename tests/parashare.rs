@@ -4,8 +4,9 @@
 //! clear; and on real engine runs the collector's running counts equal a brute-force
 //! recomputation from every recorded instruction and activity change.
 
+mod common;
+
 use std::path::Path;
-use std::process::{Command, Output};
 
 use accounting::parashare::Collector;
 use isim::run::{RunDir, RunRequest};
@@ -14,22 +15,7 @@ use sim_core::Observer;
 use sim_core::core::InstResult;
 use sim_frontend::model::{BranchKind, Program};
 
-fn isim(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_isim"))
-        .args(args)
-        .output()
-        .expect("run isim")
-}
-
-fn ok(args: &[&str]) -> String {
-    let o = isim(args);
-    assert!(
-        o.status.success(),
-        "isim {args:?} failed: {}",
-        String::from_utf8_lossy(&o.stderr)
-    );
-    String::from_utf8(o.stdout).expect("utf-8")
-}
+use common::{isim, ok};
 
 fn run_dir(dir: &Path, workload: &str, threads: u32, size: u64) -> String {
     let out = dir.join(workload);

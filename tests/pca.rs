@@ -4,31 +4,11 @@
 //! `--cores` selects rows; the charts hold one line and cross per workload and one link per
 //! merge; unfinished sweeps and too few runs are refused.
 
+mod common;
+
 use std::path::Path;
-use std::process::{Command, Output};
 
-fn isim(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_isim"))
-        .args(args)
-        .output()
-        .expect("run isim")
-}
-
-fn ok(args: &[&str]) -> String {
-    let o = isim(args);
-    assert!(
-        o.status.success(),
-        "isim {args:?} failed: {}",
-        String::from_utf8_lossy(&o.stderr)
-    );
-    String::from_utf8(o.stdout).expect("utf-8")
-}
-
-fn fails(args: &[&str]) -> String {
-    let o = isim(args);
-    assert!(!o.status.success(), "isim {args:?} succeeded");
-    String::from_utf8(o.stderr).expect("utf-8")
-}
+use common::{fails, ok};
 
 fn sweep(dir: &Path, workload: &str, size: &str) -> String {
     let out = dir.join(workload);

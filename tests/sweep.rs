@@ -5,34 +5,15 @@
 //! clear errors. A sweep of a real program (`-- ./prog -t {threads}`) traces it once per core
 //! count under QEMU and simulates each trace (needs qemu-x86_64 and gcc, like tests/trace.rs).
 
+mod common;
+
 use std::path::Path;
 use std::process::{Command, Output};
 use std::sync::Mutex;
 
 use isim::sweep::{Progress, SweepArgs, SweepSpec, sweep};
 
-fn isim(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_isim"))
-        .args(args)
-        .output()
-        .expect("run isim")
-}
-
-fn ok(args: &[&str]) -> String {
-    let o = isim(args);
-    assert!(
-        o.status.success(),
-        "isim {args:?} failed: {}",
-        String::from_utf8_lossy(&o.stderr)
-    );
-    String::from_utf8(o.stdout).expect("utf-8")
-}
-
-fn fails(args: &[&str]) -> String {
-    let o = isim(args);
-    assert!(!o.status.success(), "isim {args:?} succeeded");
-    String::from_utf8(o.stderr).expect("utf-8")
-}
+use common::{fails, isim, ok};
 
 /// Every file of `a` equals the same file of `b`, and both hold the same names.
 fn assert_same_tree(a: &Path, b: &Path) {
@@ -333,54 +314,16 @@ fn sweeps_with_other_arguments_or_programs_are_refused() {
 /// machine (same summary); the scaling table has a row per core count; a rerun reuses all.
 #[test]
 fn a_real_program_is_traced_once_per_core_count_and_each_trace_simulated() {
-    let have = |t: &str| {
-        Command::new("sh")
-            .args(["-c", &format!("command -v {t}")])
-            .output()
-            .is_ok_and(|o| o.status.success())
-    };
-    if !have("qemu-x86_64") || !have("gcc") {
-        assert!(
-            !std::env::var("CI").is_ok_and(|v| v == "true"),
-            "qemu-x86_64 and gcc are required under CI"
-        );
-        eprintln!("SKIPPED: needs qemu-x86_64 and gcc");
+    if !common::tools_present(&["qemu-x86_64", "gcc"]) {
         return;
     }
-    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
     let dir = tempfile::tempdir().unwrap();
-    // The tracer libraries: built once by a nested cargo (as tests/trace.rs does).
-    let libs = root.join("target").join("tracer-test");
-    let st = Command::new(env!("CARGO"))
-        .current_dir(root)
-        .args([
-            "build",
-            "--release",
-            "--quiet",
-            "-p",
-            "isim-qemu-plugin",
-            "-p",
-            "isim-preload",
-        ])
-        .arg("--target-dir")
-        .arg(&libs)
-        .status()
-        .unwrap();
-    assert!(st.success());
-    let exe = dir.path().join("owner_barrier");
-    let st = Command::new("gcc")
-        .args(["-g", "-O2", "-pthread", "-I"])
-        .arg(root.join("include"))
-        .arg("-o")
-        .arg(&exe)
-        .arg(root.join("examples/c/owner_barrier.c"))
-        .status()
-        .unwrap();
-    assert!(st.success());
+    let libs = common::tracer_libs();
+    let exe = common::example(dir.path(), "owner_barrier");
     let sw = dir.path().join("sw");
     let run = |args: &[&str]| {
         let o = Command::new(env!("CARGO_BIN_EXE_isim"))
-            .env("ISIM_TRACER_DIR", libs.join("release"))
+            .env("ISIM_TRACER_DIR", libs)
             .args(args)
             .output()
             .unwrap();

@@ -18,100 +18,15 @@
 //! `target/tracer-test/release` (a nested `cargo build`; cargo does not build cdylibs for
 //! `cargo test`).
 
+mod common;
+
 use std::collections::BTreeMap;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Command, Output};
-use std::sync::OnceLock;
 
 use serde_json::Value;
 
-fn root() -> &'static Path {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-}
-
-fn have(tool: &str) -> bool {
-    Command::new("sh")
-        .args(["-c", &format!("command -v {tool}")])
-        .output()
-        .is_ok_and(|o| o.status.success())
-}
-
-/// True if the tests can run; under CI a missing tool is a failure.
-fn tools_present() -> bool {
-    let missing: Vec<&str> = ["qemu-x86_64", "gcc", "valgrind"]
-        .into_iter()
-        .filter(|t| !have(t))
-        .collect();
-    if missing.is_empty() {
-        return true;
-    }
-    if std::env::var("CI").is_ok_and(|v| v == "true") {
-        panic!("missing {missing:?}: .ci/run installs qemu-user, gcc and valgrind");
-    }
-    eprintln!(
-        "SKIPPED: isim trace tests need {missing:?} (apt-get install qemu-user gcc valgrind)"
-    );
-    false
-}
-
-/// Builds the plugin and the interposition library once; returns their directory.
-fn tracer_libs() -> &'static Path {
-    static DIR: OnceLock<PathBuf> = OnceLock::new();
-    DIR.get_or_init(|| {
-        let target = root().join("target").join("tracer-test");
-        let out = Command::new(env!("CARGO"))
-            .current_dir(root())
-            .args([
-                "build",
-                "--release",
-                "--quiet",
-                "-p",
-                "isim-qemu-plugin",
-                "-p",
-                "isim-preload",
-            ])
-            .arg("--target-dir")
-            .arg(&target)
-            .output()
-            .expect("run cargo");
-        assert!(
-            out.status.success(),
-            "building the tracer libraries failed:\n{}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        target.join("release")
-    })
-}
-
-/// Compiles `examples/c/NAME.c` (or a test program given as source) into `dir`.
-fn compile(dir: &Path, name: &str, source: &Path, extra: &[&str]) -> PathBuf {
-    let exe = dir.join(name);
-    let out = Command::new("gcc")
-        .args(["-g", "-O2", "-pthread", "-I"])
-        .arg(root().join("include"))
-        .arg("-o")
-        .arg(&exe)
-        .arg(source)
-        .args(extra)
-        .output()
-        .expect("run gcc");
-    assert!(
-        out.status.success(),
-        "gcc {}: {}",
-        source.display(),
-        String::from_utf8_lossy(&out.stderr)
-    );
-    exe
-}
-
-fn example(dir: &Path, name: &str) -> PathBuf {
-    compile(
-        dir,
-        name,
-        &root().join("examples/c").join(format!("{name}.c")),
-        &[],
-    )
-}
+use common::{compile, example, root, tracer_libs};
 
 fn isim(args: &[&str]) -> Output {
     Command::new(env!("CARGO_BIN_EXE_isim"))
@@ -224,7 +139,7 @@ fn callgrind(dir: &Path, program: &Path, args: &[&str], function: &str) -> BTree
 /// writes; for the three example programs and a single-threaded loop.
 #[test]
 fn traced_counts_inside_the_measured_function_equal_callgrinds() {
-    if !tools_present() {
+    if !common::tools_present(&["qemu-x86_64", "gcc", "valgrind"]) {
         return;
     }
     let dir = tempfile::tempdir().unwrap();
@@ -302,7 +217,7 @@ fn traced_counts_inside_the_measured_function_equal_callgrinds() {
 /// joining 3; `late_threads -t 4` has main create 3, join 3, and everyone meet once.
 #[test]
 fn sync_markers_per_thread_match_the_programs() {
-    if !tools_present() {
+    if !common::tools_present(&["qemu-x86_64", "gcc", "valgrind"]) {
         return;
     }
     let dir = tempfile::tempdir().unwrap();
@@ -369,7 +284,7 @@ fn sync_markers_per_thread_match_the_programs() {
 /// control-flow leader at that line first for the barrier's section.
 #[test]
 fn the_planted_line_resolves_to_its_file_and_line_and_lime_finds_it() {
-    if !tools_present() {
+    if !common::tools_present(&["qemu-x86_64", "gcc", "valgrind"]) {
         return;
     }
     let src = root().join("examples/c/owner_barrier.c");
@@ -429,7 +344,7 @@ fn the_planted_line_resolves_to_its_file_and_line_and_lime_finds_it() {
 /// summary: instructions, loads, stores, branches, taken branches and every marker kind.
 #[test]
 fn trace_info_reads_back_the_tracers_summary() {
-    if !tools_present() {
+    if !common::tools_present(&["qemu-x86_64", "gcc", "valgrind"]) {
         return;
     }
     let dir = tempfile::tempdir().unwrap();
@@ -487,7 +402,7 @@ fn trace_info_reads_back_the_tracers_summary() {
 /// program and a missing QEMU are clear errors that leave no trace behind.
 #[test]
 fn dying_programs_leave_valid_traces_and_bad_requests_are_clear_errors() {
-    if !tools_present() {
+    if !common::tools_present(&["qemu-x86_64", "gcc", "valgrind"]) {
         return;
     }
     let dir = tempfile::tempdir().unwrap();

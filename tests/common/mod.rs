@@ -1,0 +1,125 @@
+//! Helpers shared by the integration tests (each file includes them with `mod common;`):
+//! running the `isim` binary and checking how it ended, and, for the tests of real programs,
+//! the tools check, the tracer's shared libraries and the example programs compiled with gcc.
+
+// Every test file uses only some of these.
+#![allow(dead_code)]
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+use std::sync::OnceLock;
+
+/// The repository root.
+pub fn root() -> &'static Path {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+}
+
+/// Runs `isim ARGS`.
+pub fn isim(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_isim"))
+        .args(args)
+        .output()
+        .expect("run isim")
+}
+
+/// Runs `isim ARGS`, which must succeed; its standard output.
+pub fn ok(args: &[&str]) -> String {
+    let o = isim(args);
+    assert!(
+        o.status.success(),
+        "isim {args:?} failed: {}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    String::from_utf8(o.stdout).expect("utf-8")
+}
+
+/// Runs `isim ARGS`, which must fail; its standard error.
+pub fn fails(args: &[&str]) -> String {
+    let o = isim(args);
+    assert!(!o.status.success(), "isim {args:?} succeeded");
+    String::from_utf8(o.stderr).expect("utf-8")
+}
+
+/// True if `tool` is on the PATH.
+pub fn have(tool: &str) -> bool {
+    Command::new("sh")
+        .args(["-c", &format!("command -v {tool}")])
+        .output()
+        .is_ok_and(|o| o.status.success())
+}
+
+/// True if every tool is on the PATH. Under `CI=true` a missing one fails the test (`.ci/run`
+/// installs them); elsewhere the test is skipped with a message.
+pub fn tools_present(tools: &[&str]) -> bool {
+    let missing: Vec<&str> = tools.iter().copied().filter(|t| !have(t)).collect();
+    if missing.is_empty() {
+        return true;
+    }
+    if std::env::var("CI").is_ok_and(|v| v == "true") {
+        panic!("missing {missing:?}: .ci/run installs them");
+    }
+    eprintln!("SKIPPED: needs {missing:?} (.ci/run installs them: qemu-user, gcc, valgrind)");
+    false
+}
+
+/// Builds the QEMU plugin and the interposition library once per test binary, by a nested
+/// cargo into `target/tracer-test` (cargo does not build cdylibs for `cargo test`); returns
+/// the directory holding them, for `ISIM_TRACER_DIR`.
+pub fn tracer_libs() -> &'static Path {
+    static DIR: OnceLock<PathBuf> = OnceLock::new();
+    DIR.get_or_init(|| {
+        let target = root().join("target").join("tracer-test");
+        let out = Command::new(env!("CARGO"))
+            .current_dir(root())
+            .args([
+                "build",
+                "--release",
+                "--quiet",
+                "-p",
+                "isim-qemu-plugin",
+                "-p",
+                "isim-preload",
+            ])
+            .arg("--target-dir")
+            .arg(&target)
+            .output()
+            .expect("run cargo");
+        assert!(
+            out.status.success(),
+            "building the tracer libraries failed:\n{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        target.join("release")
+    })
+}
+
+/// Compiles the C program `source` with `gcc -g -O2 -pthread -Iinclude` into `dir/NAME`.
+pub fn compile(dir: &Path, name: &str, source: &Path, extra: &[&str]) -> PathBuf {
+    let exe = dir.join(name);
+    let out = Command::new("gcc")
+        .args(["-g", "-O2", "-pthread", "-I"])
+        .arg(root().join("include"))
+        .arg("-o")
+        .arg(&exe)
+        .arg(source)
+        .args(extra)
+        .output()
+        .expect("run gcc");
+    assert!(
+        out.status.success(),
+        "gcc {}: {}",
+        source.display(),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    exe
+}
+
+/// Compiles `examples/c/NAME.c` into `dir/NAME`.
+pub fn example(dir: &Path, name: &str) -> PathBuf {
+    compile(
+        dir,
+        name,
+        &root().join("examples/c").join(format!("{name}.c")),
+        &[],
+    )
+}
