@@ -19,7 +19,7 @@ use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 
 use accounting::pca::PcaOptions;
-use accounting::render::{Bar, stacked_bars_svg, xml_escape as esc};
+use accounting::render::{self, stacked_bars_svg, xml_escape as esc};
 use accounting::scaling::{does_real_work, sync_share};
 use accounting::table::ReportTable;
 use anyhow::{Context, Result, bail};
@@ -287,13 +287,7 @@ fn run_section(h: &mut String, run: &RunStacks, level: u8) {
         .iter()
         .map(|t| (format!("thread {}", t.thread), t.stack.0.to_vec()))
         .collect();
-    let bars: Vec<Bar> = values
-        .iter()
-        .map(|(l, v)| Bar {
-            label: l.clone(),
-            values: v,
-        })
-        .collect();
+    let bars = render::bars(&values);
     chart(
         h,
         &stacked_bars_svg(
@@ -325,13 +319,7 @@ fn run_section(h: &mut String, run: &RunStacks, level: u8) {
             ));
         }
     }
-    let bars: Vec<Bar> = agg
-        .iter()
-        .map(|(l, v)| Bar {
-            label: l.clone(),
-            values: v,
-        })
-        .collect();
+    let bars = render::bars(&agg);
     chart(
         h,
         &stacked_bars_svg(

@@ -6,7 +6,7 @@
 use std::path::{Path, PathBuf};
 
 use accounting::attribution::Attribution;
-use accounting::render::{Bar, stacked_bars_svg, text_bars};
+use accounting::render::{self, stacked_bars_svg, text_bars};
 use anyhow::{Context, Result, bail};
 use serde::Serialize;
 use sim_core::{Component, Engine, EngineConfig, RunResult};
@@ -275,7 +275,7 @@ pub fn run(req: &RunRequest, progress: impl FnMut(u64)) -> Result<RunOutcome> {
     let svg = stacked_bars_svg(
         &format!("Cycle stacks: {}", trace.meta.workload),
         &Component::NAMES,
-        &as_bars(&bars),
+        &render::bars(&bars),
         false,
     );
     write_atomic(&partial.join("cycle-stacks.svg"), svg.as_bytes())?;
@@ -299,15 +299,6 @@ fn stack_bars(r: &RunResult) -> Vec<(String, Vec<f64>)> {
     r.threads
         .iter()
         .map(|t| (format!("thread {}", t.thread), t.stack.0.to_vec()))
-        .collect()
-}
-
-fn as_bars(v: &[(String, Vec<f64>)]) -> Vec<Bar<'_>> {
-    v.iter()
-        .map(|(l, vals)| Bar {
-            label: l.clone(),
-            values: vals,
-        })
         .collect()
 }
 
@@ -350,7 +341,7 @@ pub fn render_summary(o: &RunOutcome) -> String {
     }
     let bars = stack_bars(r);
     s.push('\n');
-    s.push_str(&text_bars(&Component::NAMES, &as_bars(&bars), 60));
+    s.push_str(&text_bars(&Component::NAMES, &render::bars(&bars), 60));
     let insts: u64 = r.threads.iter().map(|t| t.instructions).sum();
     let _ = writeln!(
         s,

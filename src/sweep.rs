@@ -20,7 +20,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
-use accounting::render::{Bar, stacked_bars_svg};
+use accounting::render::{self, stacked_bars_svg};
 use accounting::scaling::{self, ScalingPoint, present_components};
 use accounting::table::ReportTable;
 use anyhow::{Context, Result, bail};
@@ -996,13 +996,7 @@ fn analyse(spec: &SweepSpec, dir: &Path, plan: &[PlannedRun]) -> Result<Analysis
         }
         tables.push(t);
     }
-    let chart_bars: Vec<Bar> = bars
-        .iter()
-        .map(|(l, v)| Bar {
-            label: l.clone(),
-            values: v,
-        })
-        .collect();
+    let chart_bars = render::bars(&bars);
     let svg = stacked_bars_svg(
         &format!(
             "Scaling of {}: normalised cycle stacks of threads doing real work",

@@ -10,7 +10,7 @@
 
 use std::fmt::Write as _;
 
-use crate::plot::{nice_range, tick_label, ticks};
+use crate::plot::{nice_range, svg_open, tick_label, ticks};
 use crate::render::xml_escape;
 
 /// One merge of two clusters.
@@ -116,13 +116,7 @@ pub fn dendrogram_svg(title: &str, labels: &[String], merges: &[Merge]) -> Strin
         pos[n + i] = (px(m.height), (pos[m.a].1 + pos[m.b].1) / 2.0);
     }
 
-    let mut s = String::new();
-    s.push_str("<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n");
-    let _ = writeln!(
-        s,
-        "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{width:.0}\" height=\"{height:.0}\" \
-         viewBox=\"0 0 {width:.0} {height:.0}\" font-family=\"sans-serif\" font-size=\"11\">"
-    );
+    let mut s = svg_open(width, height);
     let _ = writeln!(
         s,
         "<rect x=\"0\" y=\"0\" width=\"{width:.0}\" height=\"{height:.0}\" fill=\"#ffffff\"/>"

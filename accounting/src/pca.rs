@@ -31,7 +31,7 @@ use std::fmt::Write as _;
 
 use nalgebra::DMatrix;
 
-use crate::plot::{nice_range, series_colour, tick_label, ticks};
+use crate::plot::{nice_range, series_colour, svg_open, tick_label, ticks};
 use crate::render::xml_escape;
 use crate::table::ReportTable;
 
@@ -364,13 +364,7 @@ pub fn scatter_svg(title: &str, x_title: &str, y_title: &str, points: &[ScatterP
     let px = |x: f64| left + (x - xa) / (xb - xa) * pw;
     let py = |y: f64| top + ph - (y - ya) / (yb - ya) * ph;
 
-    let mut s = String::new();
-    s.push_str("<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n");
-    let _ = writeln!(
-        s,
-        "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{width:.0}\" height=\"{height:.0}\" \
-         viewBox=\"0 0 {width:.0} {height:.0}\" font-family=\"sans-serif\" font-size=\"11\">"
-    );
+    let mut s = svg_open(width, height);
     let _ = writeln!(
         s,
         "<rect x=\"0\" y=\"0\" width=\"{width:.0}\" height=\"{height:.0}\" fill=\"#ffffff\"/>"

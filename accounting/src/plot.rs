@@ -1,7 +1,8 @@
-//! Small helpers shared by the scatter plot ([`crate::pca`]) and the dendrogram
-//! ([`crate::cluster`]) SVG renderers: axis ticks over an arbitrary range, tick-label
-//! formatting and a fixed palette for series. Like [`crate::render`], everything is
-//! deterministic and prints numbers with fixed precision.
+//! Small helpers shared by the SVG renderers — the scatter plot ([`crate::pca`]), the
+//! dendrogram ([`crate::cluster`]) and the stacked bars ([`crate::render`]): the document's
+//! opening, "nice" tick steps, axis ticks over an arbitrary range, tick-label formatting and a
+//! fixed palette for series. Everything is deterministic and prints numbers with fixed
+//! precision.
 
 /// Colours of series, in order (a qualitative palette readable on white); series beyond its
 /// length reuse it from the start.
@@ -13,6 +14,38 @@ const PALETTE: [&str; 10] = [
 /// The colour of series `i`.
 pub(crate) fn series_colour(i: usize) -> &'static str {
     PALETTE[i % PALETTE.len()]
+}
+
+/// Opens an SVG document of `width` × `height` pixels: the XML declaration and the `<svg>`
+/// element (sans-serif, 11 px by default). The caller closes it with `</svg>`.
+pub(crate) fn svg_open(width: f64, height: f64) -> String {
+    format!(
+        "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n\
+         <svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{width:.0}\" height=\"{height:.0}\" \
+         viewBox=\"0 0 {width:.0} {height:.0}\" font-family=\"sans-serif\" font-size=\"11\">\n"
+    )
+}
+
+/// The "nice" tick step for about `raw` per tick: 1, 2, 2.5, 5 or 10 times the power of ten
+/// at or below `raw`. `None` when `raw` is not a finite positive number.
+pub(crate) fn nice_step(raw: f64) -> Option<f64> {
+    let mag = 10f64.powf(raw.log10().floor());
+    if mag <= 0.0 || !mag.is_finite() {
+        return None;
+    }
+    let norm = raw / mag;
+    let mult = if norm <= 1.0 {
+        1.0
+    } else if norm <= 2.0 {
+        2.0
+    } else if norm <= 2.5 {
+        2.5
+    } else if norm <= 5.0 {
+        5.0
+    } else {
+        10.0
+    };
+    Some(mult * mag)
 }
 
 /// About five "nice" ticks (steps of 1, 2, 2.5 or 5 times a power of ten) covering
@@ -30,20 +63,7 @@ pub(crate) fn nice_range(lo: f64, hi: f64) -> (f64, f64, f64) {
         hi += pad;
     }
     let raw = (hi - lo) / 5.0;
-    let mag = 10f64.powf(raw.log10().floor());
-    let norm = raw / mag;
-    let mult = if norm <= 1.0 {
-        1.0
-    } else if norm <= 2.0 {
-        2.0
-    } else if norm <= 2.5 {
-        2.5
-    } else if norm <= 5.0 {
-        5.0
-    } else {
-        10.0
-    };
-    let step = mult * mag;
+    let step = nice_step(raw).unwrap_or(raw);
     let a = (lo / step + 1e-9).floor() * step;
     let b = (hi / step - 1e-9).ceil() * step;
     (a, b, step)

@@ -13,6 +13,8 @@
 
 use std::fmt::Write as _;
 
+use crate::plot::{nice_step, svg_open};
+
 /// One bar of a chart: a label (e.g. `"thread 3"`) and one value per component, in the order of
 /// the `names` passed to [`stacked_bars_svg`] or [`text_bars`].
 ///
@@ -23,6 +25,17 @@ pub struct Bar<'a> {
     pub label: String,
     /// One value (cycles) per component name.
     pub values: &'a [f64],
+}
+
+/// Bars from owned `(label, values)` pairs, borrowing the values.
+pub fn bars(pairs: &[(String, Vec<f64>)]) -> Vec<Bar<'_>> {
+    pairs
+        .iter()
+        .map(|(label, values)| Bar {
+            label: label.clone(),
+            values,
+        })
+        .collect()
 }
 
 /// Largest value taken as is; larger finite values are capped so that sums stay finite.
@@ -166,13 +179,7 @@ pub fn stacked_bars_svg(title: &str, names: &[&str], bars: &[Bar], normalised: b
         nice_axis(totals.iter().copied().fold(0.0, f64::max))
     };
 
-    let mut s = String::new();
-    s.push_str("<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n");
-    let _ = writeln!(
-        s,
-        "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{width:.0}\" height=\"{height:.0}\" \
-         viewBox=\"0 0 {width:.0} {height:.0}\" font-family=\"sans-serif\" font-size=\"11\">"
-    );
+    let mut s = svg_open(width, height);
     let _ = writeln!(s, "<title>{}</title>", xml_escape(title));
     let _ = writeln!(
         s,
@@ -480,24 +487,9 @@ fn nice_axis(max: f64) -> (f64, f64) {
     } else {
         1.0
     };
-    let raw = max / 5.0;
-    let mag = 10f64.powf(raw.log10().floor());
-    if mag <= 0.0 || !mag.is_finite() {
+    let Some(step) = nice_step(max / 5.0) else {
         return (max, max);
-    }
-    let norm = raw / mag;
-    let mult = if norm <= 1.0 {
-        1.0
-    } else if norm <= 2.0 {
-        2.0
-    } else if norm <= 2.5 {
-        2.5
-    } else if norm <= 5.0 {
-        5.0
-    } else {
-        10.0
     };
-    let step = mult * mag;
     let top = (max / step - 1e-9).ceil().max(1.0) * step;
     if !top.is_finite() || step <= 0.0 || top / step > 100.0 {
         return (max, max);
