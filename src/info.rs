@@ -163,18 +163,7 @@ impl TraceInfo {
             "thread", "instructions", "loads", "stores", "branches", "taken"
         );
         for c in cols {
-            let short = match c {
-                "mutex-lock" => "lock",
-                "mutex-unlock" => "unlock",
-                "cond-wait" => "cwait",
-                "cond-signal" => "csig",
-                "cond-broadcast" => "cbcast",
-                "roi-begin" => "roi+",
-                "roi-end" => "roi-",
-                "section-begin" => "sect",
-                other => other,
-            };
-            let _ = write!(o, " {short:>7}");
+            let _ = write!(o, " {:>7}", marker_heading(c));
         }
         let _ = writeln!(o);
         for t in &self.threads {
@@ -189,5 +178,21 @@ impl TraceInfo {
             let _ = writeln!(o);
         }
         o
+    }
+}
+
+/// The short column heading of a marker kind in the per-thread tables of `isim trace-info` and
+/// `isim trace` (`cond-broadcast` → `cbcast`).
+pub(crate) fn marker_heading(kind: &str) -> &str {
+    match kind {
+        "mutex-lock" => "lock",
+        "mutex-unlock" => "unlock",
+        "cond-wait" => "cwait",
+        "cond-signal" => "csig",
+        "cond-broadcast" => "cbcast",
+        "roi-begin" => "roi+",
+        "roi-end" => "roi-",
+        "section-begin" => "sect",
+        other => other,
     }
 }

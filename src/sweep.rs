@@ -448,16 +448,7 @@ impl SweepSpec {
                 "--cores".into(),
                 run.cores.to_string(),
             ];
-            if let Some(p) = &self.configs[run.config].path {
-                a.push("--config".into());
-                a.push(p.display().to_string());
-            }
-            for s in &self.sets {
-                a.push("--set".into());
-                a.push(s.clone());
-            }
-            a.push("--out".into());
-            a.push(run.dir(dir).display().to_string());
+            self.push_machine_and_out(&mut a, run, dir);
             return format!("{} && {}", q(&tr), q(&a));
         }
         let mut a: Vec<String> = vec![
@@ -474,6 +465,12 @@ impl SweepSpec {
             "--seed".into(),
             self.seed.to_string(),
         ];
+        self.push_machine_and_out(&mut a, run, dir);
+        q(&a)
+    }
+
+    /// The arguments every run command ends with: its config, the `--set`s, its directory.
+    fn push_machine_and_out(&self, a: &mut Vec<String>, run: &PlannedRun, dir: &Path) {
         if let Some(p) = &self.configs[run.config].path {
             a.push("--config".into());
             a.push(p.display().to_string());
@@ -484,10 +481,6 @@ impl SweepSpec {
         }
         a.push("--out".into());
         a.push(run.dir(dir).display().to_string());
-        a.iter()
-            .map(|s| shell_quote(s))
-            .collect::<Vec<_>>()
-            .join(" ")
     }
 
     /// What differs between a recorded spec (`self`) and a new one, one line per field.

@@ -377,24 +377,24 @@ impl TraceReport {
             self.static_instructions
         );
         let kinds = [
-            ("barrier", "barrier"),
-            ("mutex-lock", "lock"),
-            ("mutex-unlock", "unlock"),
-            ("cond-wait", "cwait"),
-            ("cond-signal", "csig"),
-            ("cond-broadcast", "cbcast"),
-            ("create", "create"),
-            ("join", "join"),
-            ("roi-begin", "roi+"),
-            ("roi-end", "roi-"),
+            "barrier",
+            "mutex-lock",
+            "mutex-unlock",
+            "cond-wait",
+            "cond-signal",
+            "cond-broadcast",
+            "create",
+            "join",
+            "roi-begin",
+            "roi-end",
         ];
         let _ = write!(
             s,
             "{:>6} {:>13} {:>11} {:>11} {:>11}",
             "thread", "instructions", "loads", "stores", "branches"
         );
-        for (_, h) in kinds {
-            let _ = write!(s, " {h:>7}");
+        for k in kinds {
+            let _ = write!(s, " {:>7}", crate::info::marker_heading(k));
         }
         s.push('\n');
         for t in &self.threads {
@@ -403,7 +403,7 @@ impl TraceReport {
                 "{:>6} {:>13} {:>11} {:>11} {:>11}",
                 t.thread, t.instructions, t.loads, t.stores, t.branches
             );
-            for (k, _) in kinds {
+            for k in kinds {
                 let n = t.markers.iter().find(|m| m.0 == k).map_or(0, |m| m.1);
                 let _ = write!(s, " {n:>7}");
             }

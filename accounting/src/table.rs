@@ -26,18 +26,22 @@ impl ReportTable {
         }
     }
 
+    /// The number of columns: the longest of the heading and the rows.
+    fn width(&self) -> usize {
+        self.rows
+            .iter()
+            .map(Vec::len)
+            .chain([self.columns.len()])
+            .max()
+            .unwrap_or(0)
+    }
+
     /// The table with rows and columns swapped: the first column's cells become the headings
     /// (after the first heading), and every other column becomes a row led by its heading.
     /// Useful for wide tables on a terminal.
     pub fn transposed(&self) -> ReportTable {
         let cell = |r: &[String], j: usize| r.get(j).cloned().unwrap_or_default();
-        let ncol = self
-            .rows
-            .iter()
-            .map(Vec::len)
-            .chain([self.columns.len()])
-            .max()
-            .unwrap_or(0);
+        let ncol = self.width();
         let mut columns = vec![cell(&self.columns, 0)];
         columns.extend(self.rows.iter().map(|r| cell(r, 0)));
         let rows = (1..ncol)
@@ -57,13 +61,7 @@ impl ReportTable {
     /// The table as aligned text for a terminal: the title, a header line, a rule and one line
     /// per row. The first column is left-aligned, the others right-aligned (they hold numbers).
     pub fn render_text(&self) -> String {
-        let ncol = self
-            .rows
-            .iter()
-            .map(Vec::len)
-            .chain([self.columns.len()])
-            .max()
-            .unwrap_or(0);
+        let ncol = self.width();
         let cell = |r: &[String], j: usize| r.get(j).map(String::as_str).unwrap_or("").to_string();
         let mut width = vec![0usize; ncol];
         for r in std::iter::once(&self.columns).chain(&self.rows) {
