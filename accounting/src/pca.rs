@@ -759,6 +759,7 @@ mod tests {
             .collect();
         assert!(xs.windows(2).all(|w| w[0] < w[1]), "{xs:?}");
     }
+
     #[test]
     fn series_labels_never_overlap_and_moved_ones_get_a_leader() {
         // Three series ending at nearly the same point, one far away.

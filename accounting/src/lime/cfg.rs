@@ -204,11 +204,10 @@ mod tests {
         assert_eq!(vertices(&l), vec![B]);
     }
 
-    /// Fig. 3, right: the same decision made at two places, A (→ B, E) and G (→ H, K); the
-    /// cluster {A→E, E→F, G→K, K→L} has two leaders, A and G.
-    #[test]
-    fn fig3_two_leaders() {
-        let cfg = Cfg::new([
+    /// The graph of LIME Fig. 3, right (also Fig. 4's): decisions at A (→ B, E) and at G
+    /// (→ H, K), joined at D and at J.
+    fn fig3_right() -> Cfg {
+        Cfg::new([
             (ENTRY, A),
             (A, B),
             (A, E),
@@ -223,7 +222,14 @@ mod tests {
             (K, L),
             (I, J),
             (L, J),
-        ]);
+        ])
+    }
+
+    /// Fig. 3, right: the same decision made at two places, A (→ B, E) and G (→ H, K); the
+    /// cluster {A→E, E→F, G→K, K→L} has two leaders, A and G.
+    #[test]
+    fn fig3_two_leaders() {
+        let cfg = fig3_right();
         let l = leaders(&cfg, &[(A, E), (E, F), (G, K), (K, L)], |_, _| 0.0);
         assert_eq!(vertices(&l), vec![A, G]);
     }
@@ -233,22 +239,7 @@ mod tests {
     /// G in C2 0.82 × 0.91 = 0.7462.
     #[test]
     fn fig4_worked_example_final_scores() {
-        let cfg = Cfg::new([
-            (ENTRY, A),
-            (A, B),
-            (A, E),
-            (B, C),
-            (E, F),
-            (C, D),
-            (F, D),
-            (D, G),
-            (G, H),
-            (G, K),
-            (H, I),
-            (K, L),
-            (I, J),
-            (L, J),
-        ]);
+        let cfg = fig3_right();
         let corr = |a: u32, b: u32| match (a, b) {
             (ENTRY, A) => 0.1,
             (A, B) => 0.4,
