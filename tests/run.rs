@@ -224,6 +224,7 @@ fn two_thread_trace(path: &Path, before: u64, w0: u64, w1: u64, skip_barrier_in_
             Marker::Barrier {
                 id: 7,
                 participants,
+                lead: false,
             },
         )
         .unwrap();
@@ -233,6 +234,7 @@ fn two_thread_trace(path: &Path, before: u64, w0: u64, w1: u64, skip_barrier_in_
         Marker::Barrier {
             id: 7,
             participants,
+            lead: false,
         },
     )
     .unwrap();

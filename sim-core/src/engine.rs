@@ -17,6 +17,16 @@
 //!   `imbalance-start`); join waits for the child's end (`sync-join`);
 //! * after a thread ends, the time until the last thread ends is `imbalance-end`.
 //!
+//! **Recorded order** (traced real programs: markers whose [`Order`] is not `SIM`). A mutex
+//! acquisition, a condition wake, its re-lock and a futex wake-up each wait for the
+//! [`Marker::Release`] of another thread that let them proceed in the traced run: the thread
+//! continues at the later of its own time and that release's simulated time, the wait
+//! charged to `sync-crit-sect` (locks and re-locks) or `sync-cond` (wakes, futex waits). No
+//! mutex is owned and no signal is lost: the recorded edges go forward in the traced run's
+//! time, so they never form a cycle and such a trace always replays to completion.
+//! A barrier whose participant marked `lead` names the episode reports that participant's
+//! call site for everyone (an OpenMP fork, a barrier built from a condition variable).
+//!
 //! **Region of interest.** If thread 0's stream has an ROI-begin marker, records before it
 //! warm the caches and predictors without timing (all clocks stay at 0); records after the
 //! ROI end are skipped for timing but synchronization is still replayed so streams finish.
@@ -27,7 +37,7 @@
 use std::collections::HashMap;
 
 use serde::Serialize;
-use sim_frontend::model::{Batch, Marker, NO_SIDX, Record};
+use sim_frontend::model::{Batch, Marker, NO_SIDX, Order, Record};
 use sim_frontend::{ThreadStream, Trace, TraceError};
 use sim_memory::{CacheStats, CoreStats, Memory, MemoryConfig};
 
@@ -192,7 +202,18 @@ enum State {
     Cond(u64),
     /// Waiting to join the child since the given time.
     Join(u32, f64),
+    /// Waiting for recorded release `k` (see [`Thread::pending`]).
+    Ordered(u32),
     Done,
+}
+
+/// The recorded edges a thread still has to pass before it continues, in order, with the
+/// component each wait is charged to, and what it waits on (for the watchdog).
+#[derive(Debug, Clone, Copy, Default)]
+struct Pending {
+    edges: [Option<(u32, Component)>; 2],
+    what: &'static str,
+    addr: u64,
 }
 
 struct Thread<'t> {
@@ -205,6 +226,7 @@ struct Thread<'t> {
     last_sidx: u32,
     /// Running (not blocked, started, not ended), as last reported to the observer.
     active: bool,
+    pending: Pending,
 }
 
 #[derive(Default)]
@@ -226,7 +248,9 @@ pub struct Engine<'t, O: Observer> {
     threads: Vec<Thread<'t>>,
     roi_active: bool,
     roi_done: bool,
-    barriers: HashMap<u64, Vec<(u32, f64)>>,
+    barriers: HashMap<u64, Vec<(u32, f64, bool)>>,
+    /// Simulated time of each recorded release passed so far (NaN: not yet).
+    releases: Vec<f64>,
     mutexes: HashMap<u64, MutexState>,
     conds: HashMap<u64, Vec<(f64, u32, u64)>>,
     obs: O,
@@ -278,6 +302,7 @@ impl<'t, O: Observer> Engine<'t, O> {
                 end: 0.0,
                 last_sidx: NO_SIDX,
                 active: t == 0,
+                pending: Pending::default(),
             });
         }
         Ok(Engine {
@@ -287,6 +312,7 @@ impl<'t, O: Observer> Engine<'t, O> {
             roi_active: !roi,
             roi_done: false,
             barriers: HashMap::new(),
+            releases: Vec::new(),
             mutexes: HashMap::new(),
             conds: HashMap::new(),
             obs,
@@ -370,6 +396,10 @@ impl<'t, O: Observer> Engine<'t, O> {
                 ),
                 State::Cond(c) => format!("waits on condition {c:#x}"),
                 State::Join(c, _) => format!("waits to join thread {c}"),
+                State::Ordered(k) => format!(
+                    "waits for recorded release #{k} ({} {:#x}), which no thread has reached",
+                    th.pending.what, th.pending.addr
+                ),
                 State::Done => "ended".to_string(),
             };
             s.push_str(&format!(
@@ -549,10 +579,14 @@ impl<'t, O: Observer> Engine<'t, O> {
                     self.roi_done = true;
                 }
             }
-            Marker::Barrier { id, participants } => {
+            Marker::Barrier {
+                id,
+                participants,
+                lead,
+            } => {
                 let now = self.drain(tid);
                 let arrivals = self.barriers.entry(id).or_default();
-                arrivals.push((tid, now));
+                arrivals.push((tid, now, lead));
                 if arrivals.len() as u32 >= participants {
                     let arrivals = self.barriers.remove(&id).unwrap_or_default();
                     let release = arrivals.iter().map(|a| a.1).fold(0.0, f64::max);
@@ -561,8 +595,12 @@ impl<'t, O: Observer> Engine<'t, O> {
                         // earlier clock than one that arrived before it: it waits too.
                         self.set_active(tid, now, false);
                     }
-                    for (t, arrival) in arrivals {
-                        let site = self.threads[t as usize].last_sidx;
+                    let lead_site = arrivals
+                        .iter()
+                        .find(|a| a.2)
+                        .map(|a| self.threads[a.0 as usize].last_sidx);
+                    for (t, arrival, _) in arrivals {
+                        let site = lead_site.unwrap_or(self.threads[t as usize].last_sidx);
                         self.obs.barrier(t, site, arrival, release);
                         self.resume(t, release, Component::SyncBarrier);
                     }
@@ -571,15 +609,64 @@ impl<'t, O: Observer> Engine<'t, O> {
                     self.set_active(tid, now, false);
                 }
             }
-            Marker::MutexLock { addr } => {
+            Marker::MutexLock { addr, order } if order.recorded() => {
+                self.drain(tid);
+                self.ordered(
+                    tid,
+                    [
+                        (order, Component::SyncCritSect),
+                        (Order::NONE, Component::Base),
+                    ],
+                    "mutex",
+                    addr,
+                );
+            }
+            Marker::MutexLock { addr, .. } => {
                 let now = self.drain(tid);
                 self.lock(tid, addr, now);
+            }
+            Marker::CondWait {
+                cond, wake, relock, ..
+            } if wake.recorded() => {
+                self.drain(tid);
+                self.ordered(
+                    tid,
+                    [
+                        (wake, Component::SyncCond),
+                        (relock, Component::SyncCritSect),
+                    ],
+                    "condition",
+                    cond,
+                );
+            }
+            Marker::FutexWait { addr, wake } => {
+                self.drain(tid);
+                self.ordered(
+                    tid,
+                    [(wake, Component::SyncCond), (Order::NONE, Component::Base)],
+                    "futex",
+                    addr,
+                );
+            }
+            Marker::FutexWake { .. } => {}
+            Marker::Release { index } => {
+                let now = self.drain(tid);
+                let k = index as usize;
+                if self.releases.len() <= k {
+                    self.releases.resize(k + 1, f64::NAN);
+                }
+                self.releases[k] = now;
+                for w in 0..self.threads.len() as u32 {
+                    if self.threads[w as usize].state == State::Ordered(index) {
+                        self.proceed(w);
+                    }
+                }
             }
             Marker::MutexUnlock { addr } => {
                 let now = self.drain(tid);
                 self.unlock(addr, now);
             }
-            Marker::CondWait { cond, mutex } => {
+            Marker::CondWait { cond, mutex, .. } => {
                 let now = self.drain(tid);
                 self.unlock(mutex, now);
                 self.conds.entry(cond).or_default().push((now, tid, mutex));
@@ -644,6 +731,40 @@ impl<'t, O: Observer> Engine<'t, O> {
                 }
             }
         }
+    }
+
+    /// Thread `tid` (drained) must pass `edges` in order before it continues.
+    fn ordered(&mut self, tid: u32, edges: [(Order, Component); 2], what: &'static str, addr: u64) {
+        let th = &mut self.threads[tid as usize];
+        th.pending = Pending {
+            edges: edges.map(|(o, c)| o.release().map(|k| (k, c))),
+            what,
+            addr,
+        };
+        self.proceed(tid);
+    }
+
+    /// Passes the thread's pending edges whose releases have happened; blocks it at the first
+    /// that has not, or makes it runnable.
+    fn proceed(&mut self, tid: u32) {
+        for i in 0..2 {
+            let Some((k, c)) = self.threads[tid as usize].pending.edges[i] else {
+                continue;
+            };
+            let at = self.releases.get(k as usize).copied().unwrap_or(f64::NAN);
+            if at.is_nan() {
+                let now = self.threads[tid as usize].core.now;
+                self.threads[tid as usize].state = State::Ordered(k);
+                self.set_active(tid, now, false);
+                return;
+            }
+            self.threads[tid as usize].pending.edges[i] = None;
+            self.resume(tid, at, c);
+        }
+        let th = &mut self.threads[tid as usize];
+        th.state = State::Runnable;
+        let now = th.core.now;
+        self.set_active(tid, now, true);
     }
 
     fn finish(mut self) -> (RunResult, O) {

@@ -268,6 +268,57 @@ impl Program {
     }
 }
 
+/// How replay orders a blocking marker.
+///
+/// Built-in workloads and imported traces carry no recorded order: their synchronization is
+/// replayed by its semantics in simulated time ([`Order::SIM`]: a mutex goes to the first
+/// thread to ask, a signal wakes the earliest waiter). A traced real program records, for
+/// each blocking operation, the event that let it proceed in the traced run: a
+/// [`Marker::Release`] of another thread (or [`Order::NONE`]: nothing had to happen first).
+/// Replay then keeps every recorded edge and lets simulated time decide only when: the
+/// operation completes at the later of its arrival and the release's simulated time.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct Order(pub u32);
+
+impl Order {
+    /// Replayed by simulated semantics (no recorded order).
+    pub const SIM: Order = Order(u32::MAX);
+    /// Recorded: nothing had to happen first (an uncontended lock, a wait that timed out).
+    pub const NONE: Order = Order(u32::MAX - 1);
+    /// Largest release index an order can name.
+    pub const MAX_RELEASE: u32 = u32::MAX - 2;
+
+    /// Recorded: proceeds after release `index`.
+    pub fn after(index: u32) -> Order {
+        debug_assert!(index <= Self::MAX_RELEASE);
+        Order(index)
+    }
+
+    /// The release this order waits for, if any.
+    pub fn release(self) -> Option<u32> {
+        (self.0 <= Self::MAX_RELEASE).then_some(self.0)
+    }
+
+    /// True if the order was recorded (not [`Order::SIM`]).
+    pub fn recorded(self) -> bool {
+        self != Self::SIM
+    }
+
+    /// The trace format's varint for a recorded order: 0 = none, k + 1 = after release k.
+    pub fn encode(self) -> u64 {
+        self.release().map_or(0, |k| k as u64 + 1)
+    }
+
+    /// The inverse of [`Order::encode`], if in range.
+    pub fn decode(v: u64) -> Option<Order> {
+        match v {
+            0 => Some(Order::NONE),
+            v if v - 1 <= Self::MAX_RELEASE as u64 => Some(Order((v - 1) as u32)),
+            _ => None,
+        }
+    }
+}
+
 /// Synchronization and region markers in a thread's stream.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Marker {
@@ -285,23 +336,35 @@ pub enum Marker {
         id: u64,
         /// Number of threads the barrier waits for.
         participants: u32,
+        /// This participant's call site names the episode for every participant (the
+        /// encountering thread at an OpenMP fork, the broadcasting thread of a barrier built
+        /// from a condition variable); otherwise each participant reports its own.
+        lead: bool,
     },
     /// Acquire a mutex.
     MutexLock {
         /// Mutex address.
         addr: u64,
+        /// Recorded order (the previous holder's release), or [`Order::SIM`].
+        order: Order,
     },
     /// Release a mutex.
     MutexUnlock {
         /// Mutex address.
         addr: u64,
     },
-    /// Wait on a condition variable, releasing and re-acquiring `mutex`.
+    /// Wait on a condition variable, releasing and re-acquiring `mutex`. With a recorded
+    /// order, the release of the mutex is a [`Marker::Release`] just before this marker.
     CondWait {
         /// Condition variable address.
         cond: u64,
         /// Mutex address.
         mutex: u64,
+        /// The signal or broadcast that woke the waiter ([`Order::NONE`]: it timed out or
+        /// woke spuriously), or [`Order::SIM`].
+        wake: Order,
+        /// The release after which the waiter re-acquired the mutex, or [`Order::SIM`].
+        relock: Order,
     },
     /// Wake one waiter.
     CondSignal {
@@ -333,11 +396,29 @@ pub enum Marker {
         /// Section name index.
         name: u32,
     },
+    /// A futex wait of traced code (always recorded order).
+    FutexWait {
+        /// Futex address.
+        addr: u64,
+        /// The wake that ended the wait ([`Order::NONE`]: the value had changed, a timeout).
+        wake: Order,
+    },
+    /// A futex wake of traced code (its [`Marker::Release`] follows).
+    FutexWake {
+        /// Futex address.
+        addr: u64,
+    },
+    /// A recorded release: an event other threads' recorded orders may wait for (an unlock,
+    /// a signal, a wake). `index` is unique in the trace.
+    Release {
+        /// Release index, dense from 0.
+        index: u32,
+    },
 }
 
 impl Marker {
     /// Number of marker kinds (for per-kind counters).
-    pub const KINDS: usize = 14;
+    pub const KINDS: usize = 17;
 
     /// Dense kind index, 0..KINDS.
     pub fn kind_index(&self) -> usize {
@@ -356,6 +437,9 @@ impl Marker {
             Marker::ThreadJoin { .. } => 11,
             Marker::SectionBegin { .. } => 12,
             Marker::SectionEnd { .. } => 13,
+            Marker::FutexWait { .. } => 14,
+            Marker::FutexWake { .. } => 15,
+            Marker::Release { .. } => 16,
         }
     }
 
@@ -375,6 +459,9 @@ impl Marker {
         "join",
         "section-begin",
         "section-end",
+        "futex-wait",
+        "futex-wake",
+        "release",
     ];
 }
 

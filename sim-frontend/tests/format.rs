@@ -86,17 +86,46 @@ fn arb_program() -> impl Strategy<Value = Vec<StaticInst>> {
     })
 }
 
+fn order() -> impl Strategy<Value = Order> {
+    prop_oneof![
+        Just(Order::SIM),
+        Just(Order::NONE),
+        (0..=Order::MAX_RELEASE).prop_map(Order::after),
+    ]
+}
+
 fn arb_marker(threads: u32) -> impl Strategy<Value = Marker> {
     prop_oneof![
         Just(Marker::ThreadStart),
         Just(Marker::ThreadEnd),
         Just(Marker::RoiBegin),
         Just(Marker::RoiEnd),
-        (any::<u64>(), 1..=threads)
-            .prop_map(|(id, participants)| Marker::Barrier { id, participants }),
-        any::<u64>().prop_map(|addr| Marker::MutexLock { addr }),
+        (any::<u64>(), 1..=threads).prop_map(|(id, participants)| Marker::Barrier {
+            id,
+            participants,
+            lead: participants % 2 == 0
+        }),
+        (any::<u64>(), order()).prop_map(|(addr, order)| Marker::MutexLock { addr, order }),
         any::<u64>().prop_map(|addr| Marker::MutexUnlock { addr }),
-        (any::<u64>(), any::<u64>()).prop_map(|(cond, mutex)| Marker::CondWait { cond, mutex }),
+        (any::<u64>(), any::<u64>(), order(), order()).prop_map(|(cond, mutex, wake, relock)| {
+            // A wait is either replayed by semantics or fully recorded.
+            let (wake, relock) = if wake == Order::SIM || relock == Order::SIM {
+                (Order::SIM, Order::SIM)
+            } else {
+                (wake, relock)
+            };
+            Marker::CondWait {
+                cond,
+                mutex,
+                wake,
+                relock,
+            }
+        }),
+        (any::<u64>(), order())
+            .prop_filter("futex waits are recorded", |(_, o)| *o != Order::SIM)
+            .prop_map(|(addr, wake)| Marker::FutexWait { addr, wake }),
+        any::<u64>().prop_map(|addr| Marker::FutexWake { addr }),
+        (0..=Order::MAX_RELEASE).prop_map(|index| Marker::Release { index }),
         any::<u64>().prop_map(|cond| Marker::CondSignal { cond }),
         any::<u64>().prop_map(|cond| Marker::CondBroadcast { cond }),
         (0..threads).prop_map(|child| Marker::ThreadCreate { child }),

@@ -8,7 +8,7 @@ use super::{
     DecodeEntry, FlowTables, H_DYN_MEM, H_HIT_SHIFT, H_MARKER, H_TAKEN, HIT_BITS, PRED_SLOTS,
     Predictor, code, get_varint, unzigzag,
 };
-use crate::model::{Batch, BranchKind, Inst, Marker, MemAccess, NO_SIDX, Record};
+use crate::model::{Batch, BranchKind, Inst, Marker, MemAccess, NO_SIDX, Order, Record};
 
 /// Decoding state carried from one chunk of a thread to the next.
 #[derive(Clone)]
@@ -42,6 +42,12 @@ fn varint(p: &[u8], pos: &mut usize, what: &str) -> Result<u64, Fail> {
         return Ok(b as u64);
     }
     get_varint(p, pos).ok_or_else(|| (at, format!("bad or cut varint ({what})")))
+}
+
+/// A recorded order read from the stream.
+#[cold]
+fn order(v: u64, at: usize) -> Result<Order, Fail> {
+    Order::decode(v).ok_or_else(|| (at, format!("order {v} out of range")))
 }
 
 /// Decodes the whole `payload` into `out` (appending) and returns how many of the records
@@ -183,7 +189,7 @@ pub fn decode_payload(
                 code::THREAD_END => Marker::ThreadEnd,
                 code::ROI_BEGIN => Marker::RoiBegin,
                 code::ROI_END => Marker::RoiEnd,
-                code::BARRIER => {
+                code::BARRIER | code::BARRIER_LEAD => {
                     let id = arg("barrier id")?;
                     let p = arg("barrier participants")?;
                     if p == 0 || p > limits.max_participants {
@@ -198,17 +204,45 @@ pub fn decode_payload(
                     Marker::Barrier {
                         id,
                         participants: p as u32,
+                        lead: c == code::BARRIER_LEAD,
                     }
                 }
                 code::MUTEX_LOCK => Marker::MutexLock {
                     addr: arg("mutex address")?,
+                    order: Order::SIM,
                 },
+                code::MUTEX_LOCK_ORDERED => Marker::MutexLock {
+                    addr: arg("mutex address")?,
+                    order: order(arg("lock order")?, at)?,
+                },
+                code::COND_WAIT_ORDERED => Marker::CondWait {
+                    cond: arg("condition address")?,
+                    mutex: arg("mutex address")?,
+                    wake: order(arg("wake order")?, at)?,
+                    relock: order(arg("relock order")?, at)?,
+                },
+                code::FUTEX_WAIT => Marker::FutexWait {
+                    addr: arg("futex address")?,
+                    wake: order(arg("wake order")?, at)?,
+                },
+                code::FUTEX_WAKE => Marker::FutexWake {
+                    addr: arg("futex address")?,
+                },
+                code::RELEASE => {
+                    let v = arg("release index")?;
+                    if v > Order::MAX_RELEASE as u64 {
+                        return Err((at, format!("release index {v} out of range")));
+                    }
+                    Marker::Release { index: v as u32 }
+                }
                 code::MUTEX_UNLOCK => Marker::MutexUnlock {
                     addr: arg("mutex address")?,
                 },
                 code::COND_WAIT => Marker::CondWait {
                     cond: arg("condition address")?,
                     mutex: arg("mutex address")?,
+                    wake: Order::SIM,
+                    relock: Order::SIM,
                 },
                 code::COND_SIGNAL => Marker::CondSignal {
                     cond: arg("condition address")?,

@@ -77,6 +77,19 @@ pub mod code {
     pub const SECTION_BEGIN: u8 = 13;
     /// Named section end: varint name index.
     pub const SECTION_END: u8 = 14;
+    /// Mutex lock with a recorded order: varint address, varint order.
+    pub const MUTEX_LOCK_ORDERED: u8 = 15;
+    /// Condition wait with recorded orders: varint cond, varint mutex, varint wake, varint
+    /// relock.
+    pub const COND_WAIT_ORDERED: u8 = 16;
+    /// Barrier wait whose call site names the episode: as [`BARRIER`].
+    pub const BARRIER_LEAD: u8 = 17;
+    /// Futex wait: varint address, varint order.
+    pub const FUTEX_WAIT: u8 = 18;
+    /// Futex wake: varint address.
+    pub const FUTEX_WAKE: u8 = 19;
+    /// Recorded release: varint index.
+    pub const RELEASE: u8 = 20;
     /// Control continues at a static index not implied by the previous instruction.
     pub const JUMP: u8 = 0x7f;
 }

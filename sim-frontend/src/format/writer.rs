@@ -16,7 +16,7 @@ use super::{
     PRED_SLOTS, Predictor, TRAILER_MAGIC, VERSION, code, put_varint, zigzag,
 };
 use crate::error::TraceError;
-use crate::model::{BranchKind, Marker, MemAccess, Program, SrcLoc, StaticInst, TraceMeta};
+use crate::model::{BranchKind, Marker, MemAccess, Order, Program, SrcLoc, StaticInst, TraceMeta};
 
 /// Highest thread id a writer accepts (a guard against a garbage id allocating gigabytes).
 pub const MAX_THREADS: u32 = 1 << 20;
@@ -244,10 +244,43 @@ impl TraceWriter {
             Marker::ThreadEnd => put(code::THREAD_END, &[]),
             Marker::RoiBegin => put(code::ROI_BEGIN, &[]),
             Marker::RoiEnd => put(code::ROI_END, &[]),
-            Marker::Barrier { id, participants } => put(code::BARRIER, &[id, participants as u64]),
-            Marker::MutexLock { addr } => put(code::MUTEX_LOCK, &[addr]),
+            Marker::Barrier {
+                id,
+                participants,
+                lead,
+            } => put(
+                if lead {
+                    code::BARRIER_LEAD
+                } else {
+                    code::BARRIER
+                },
+                &[id, participants as u64],
+            ),
+            Marker::MutexLock { addr, order } if order == Order::SIM => {
+                put(code::MUTEX_LOCK, &[addr])
+            }
+            Marker::MutexLock { addr, order } => {
+                put(code::MUTEX_LOCK_ORDERED, &[addr, order.encode()])
+            }
             Marker::MutexUnlock { addr } => put(code::MUTEX_UNLOCK, &[addr]),
-            Marker::CondWait { cond, mutex } => put(code::COND_WAIT, &[cond, mutex]),
+            Marker::CondWait {
+                cond,
+                mutex,
+                wake,
+                relock,
+            } if wake == Order::SIM && relock == Order::SIM => put(code::COND_WAIT, &[cond, mutex]),
+            Marker::CondWait {
+                cond,
+                mutex,
+                wake,
+                relock,
+            } => put(
+                code::COND_WAIT_ORDERED,
+                &[cond, mutex, wake.encode(), relock.encode()],
+            ),
+            Marker::FutexWait { addr, wake } => put(code::FUTEX_WAIT, &[addr, wake.encode()]),
+            Marker::FutexWake { addr } => put(code::FUTEX_WAKE, &[addr]),
+            Marker::Release { index } => put(code::RELEASE, &[index as u64]),
             Marker::CondSignal { cond } => put(code::COND_SIGNAL, &[cond]),
             Marker::CondBroadcast { cond } => put(code::COND_BROADCAST, &[cond]),
             Marker::ThreadCreate { child } => put(code::CREATE, &[child as u64]),

@@ -25,6 +25,7 @@ use std::path::{Path, PathBuf};
 use super::decode::{Decoded, X86Decoder};
 use super::raw::{self, Op, Word};
 use super::srcmap::{Resolver, parse_modules};
+use super::sync::{self, RawMark};
 use crate::error::TraceError;
 use crate::format::writer::TraceWriter;
 use crate::model::{BranchKind, Marker, MemAccess, MemSpec, SrcLoc, StaticInst, TraceMeta};
@@ -81,6 +82,23 @@ pub struct Summary {
     pub dropped_instructions: u64,
     /// Things a user should know (cut threads, unknown barriers, missing debug info).
     pub warnings: Vec<String>,
+    /// Barrier episodes recognised in condition variables (see `sync.rs`).
+    pub hand_barriers: u64,
+    /// Spin-wait loops (`pause` instructions) traced as work, most pauses first.
+    pub spin_loops: Vec<SpinLoop>,
+}
+
+/// A spin-wait loop found in the trace.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct SpinLoop {
+    /// `file:line (function)` of its `pause`.
+    pub place: String,
+    /// Executions of the `pause`.
+    pub pauses: u64,
+    /// Instructions executed in the loop (between consecutive pauses of a thread).
+    pub instructions: u64,
+    /// Trace threads that spun there (below 32).
+    pub threads: Vec<u32>,
 }
 
 /// Options of [`convert`].
@@ -151,7 +169,12 @@ struct Hot {
     widest: u8,
     /// Recorded in the trace (not the interposer's, not a PLT stub, decodable).
     keep: bool,
+    /// A `pause` (the spin-wait hint).
+    pause: bool,
 }
+
+/// Instructions between two `pause`s of a thread that count as one spin-wait loop.
+const SPIN_GAP: u64 = 64;
 
 struct Conv<'a> {
     w: TraceWriter,
@@ -340,6 +363,7 @@ pub fn convert(dir: &Path, out: &Path, opts: &Options) -> Result<Summary, TraceE
             branch: d.branch,
             widest: d.widest_mem.min(255) as u8,
             keep: !drop && d.size != 0,
+            pause: s.code.starts_with(&[0xf3, 0x90]),
         })
         .collect();
     let mut block_starts = HashSet::new();
@@ -421,7 +445,80 @@ pub fn convert(dir: &Path, out: &Path, opts: &Options) -> Result<Summary, TraceE
             ..Summary::default()
         },
     };
+    // Pass 1: every thread's markers with their sequence numbers, planned together with the
+    // recorded happens-before edges (sync.rs).
+    let mut marks: Vec<Vec<RawMark>> = Vec::with_capacity(tids.len());
+    for (t, &raw_tid) in tids.iter().enumerate() {
+        let path = dir.join(format!("t{raw_tid}.raw"));
+        let file =
+            std::fs::File::open(&path).map_err(|e| TraceError::io(&path, 0, "cannot open", e))?;
+        let mut rd = raw::RawReader::new(file);
+        let mut v = Vec::new();
+        while let Some(w) = rd.next_word() {
+            if let Word::Mark(op) = w {
+                v.push(RawMark {
+                    op,
+                    args: [rd.args[0], rd.args[1], rd.args[2]],
+                    seq: rd.seq,
+                });
+            }
+        }
+        if let Some(e) = rd.error.take() {
+            return Err(TraceError::at(&path, Some(t as u32), rd.word * 4, e));
+        }
+        marks.push(v);
+    }
     let mut saw_roi_marker = false;
+    let plan = {
+        let roi = opts.roi;
+        let ntids = tids.len() as u32;
+        let warnings = &mut warnings;
+        let saw = &mut saw_roi_marker;
+        let dense = &dense;
+        let mut simple = |t: u32, op: Op, a: [u64; 3]| -> Option<Marker> {
+            match op {
+                Op::MainBegin if roi == RoiMode::Main => Some(Marker::RoiBegin),
+                Op::MainEnd if roi == RoiMode::Main => Some(Marker::RoiEnd),
+                Op::RoiBegin if roi == RoiMode::Markers => {
+                    *saw = true;
+                    Some(Marker::RoiBegin)
+                }
+                Op::RoiEnd if roi == RoiMode::Markers => Some(Marker::RoiEnd),
+                Op::Create | Op::Join => match dense.get(&a[0]) {
+                    Some(&child) if op == Op::Create => Some(Marker::ThreadCreate { child }),
+                    Some(&child) => Some(Marker::ThreadJoin { child }),
+                    None => {
+                        warnings.push(format!(
+                            "thread {t}: {} of thread #{} that left no records; marker dropped",
+                            if op == Op::Create { "create" } else { "join" },
+                            a[0]
+                        ));
+                        None
+                    }
+                },
+                Op::Barrier => {
+                    let mut n = a[1] as u32;
+                    if n == 0 {
+                        n = ntids;
+                        warnings.push(format!(
+                            "thread {t}: barrier {:#x} was not initialised through \
+                             pthread_barrier_init while traced; assuming {n} participants",
+                            a[0]
+                        ));
+                    }
+                    Some(Marker::Barrier {
+                        id: a[0],
+                        participants: n.min(ntids),
+                        lead: false,
+                    })
+                }
+                _ => None,
+            }
+        };
+        sync::plan(&marks, &mut simple)
+    };
+    // Section names need all six arguments: they are interned in pass 2.
+    let mut spins: HashMap<u32, (u64, u64, u32)> = HashMap::new();
     for (t, &raw_tid) in tids.iter().enumerate() {
         let t = t as u32;
         let path = dir.join(format!("t{raw_tid}.raw"));
@@ -444,6 +541,9 @@ pub fn convert(dir: &Path, out: &Path, opts: &Options) -> Result<Summary, TraceE
         let mut in_dropped = false;
         // The stream itself says the thread ended (its ThreadEnd or MainEnd was recorded).
         let mut ended = false;
+        let mut mark_no = 0usize;
+        // Spin-wait detection: instructions since the thread's last `pause`.
+        let mut since_pause = u64::MAX;
         loop {
             let Some(w) = rd.next_word() else {
                 if let Some(e) = rd.error.take() {
@@ -467,6 +567,16 @@ pub fn convert(dir: &Path, out: &Path, opts: &Options) -> Result<Summary, TraceE
                         continue;
                     }
                     in_dropped = false;
+                    since_pause = since_pause.saturating_add(1);
+                    if h.pause {
+                        let e = spins.entry(raw).or_insert((0, 0, 0));
+                        e.0 += 1;
+                        if since_pause <= SPIN_GAP {
+                            e.1 += since_pause;
+                        }
+                        e.2 |= 1 << t.min(31);
+                        since_pause = 0;
+                    }
                     if let Some(p) = cur.take() {
                         let ph = hot[p as usize];
                         merge_pieces(&mut mem, ph.widest as u32);
@@ -490,62 +600,19 @@ pub fn convert(dir: &Path, out: &Path, opts: &Options) -> Result<Summary, TraceE
                     }
                 }
                 Word::Mark(op) => {
-                    let a = rd.args;
+                    let k = mark_no;
+                    mark_no += 1;
                     ended |= matches!(op, Op::ThreadEnd | Op::MainEnd);
-                    let m = match op {
-                        Op::MainBegin if opts.roi == RoiMode::Main => Some(Marker::RoiBegin),
-                        Op::MainEnd if opts.roi == RoiMode::Main => Some(Marker::RoiEnd),
-                        Op::RoiBegin if opts.roi == RoiMode::Markers => {
-                            saw_roi_marker = true;
-                            Some(Marker::RoiBegin)
-                        }
-                        Op::RoiEnd if opts.roi == RoiMode::Markers => Some(Marker::RoiEnd),
-                        Op::Create | Op::Join => match dense.get(&a[0]) {
-                            Some(&child) if op == Op::Create => {
-                                Some(Marker::ThreadCreate { child })
-                            }
-                            Some(&child) => Some(Marker::ThreadJoin { child }),
-                            None => {
-                                warnings.push(format!(
-                                    "thread {t}: {} of thread #{} that left no records; marker dropped",
-                                    if op == Op::Create { "create" } else { "join" },
-                                    a[0]
-                                ));
-                                None
-                            }
-                        },
-                        Op::Barrier => {
-                            let mut n = a[1] as u32;
-                            if n == 0 {
-                                n = tids.len() as u32;
-                                warnings.push(format!(
-                                    "thread {t}: barrier {:#x} was not initialised through \
-                                     pthread_barrier_init while traced; assuming {n} participants",
-                                    a[0]
-                                ));
-                            }
-                            Some(Marker::Barrier {
-                                id: a[0],
-                                participants: n,
-                            })
-                        }
-                        Op::MutexLock => Some(Marker::MutexLock { addr: a[0] }),
-                        Op::MutexUnlock => Some(Marker::MutexUnlock { addr: a[0] }),
-                        Op::CondWait => Some(Marker::CondWait {
-                            cond: a[0],
-                            mutex: a[1],
-                        }),
-                        Op::CondSignal => Some(Marker::CondSignal { cond: a[0] }),
-                        Op::CondBroadcast => Some(Marker::CondBroadcast { cond: a[0] }),
+                    let named = match op {
                         Op::SectionBegin => Some(Marker::SectionBegin {
-                            name: c.section(raw::unpack_name(&a)),
+                            name: c.section(raw::unpack_name(&rd.args)),
                         }),
                         Op::SectionEnd => Some(Marker::SectionEnd {
-                            name: c.section(raw::unpack_name(&a)),
+                            name: c.section(raw::unpack_name(&rd.args)),
                         }),
                         _ => None,
                     };
-                    if let Some(m) = m {
+                    for &m in named.as_slice().iter().chain(plan.at(t as usize, k)) {
                         if cur.is_some() {
                             queued.push(m);
                         } else {
@@ -563,8 +630,9 @@ pub fn convert(dir: &Path, out: &Path, opts: &Options) -> Result<Summary, TraceE
         for m in queued.drain(..) {
             c.marker(&mut ts, t, m)?;
         }
-        let whole =
-            ended || matches!(state, "ended" | "crashed" | "exited") || (t == 0 && state == "exec");
+        let whole = ended
+            || matches!(state, "ended" | "crashed" | "exited" | "parked")
+            || (t == 0 && state == "exec");
         if !whole {
             ts.cut = true;
             warnings.push(format!(
@@ -574,6 +642,59 @@ pub fn convert(dir: &Path, out: &Path, opts: &Options) -> Result<Summary, TraceE
         }
         c.marker(&mut ts, t, Marker::ThreadEnd)?;
         c.summary.threads[t as usize] = ts;
+    }
+    let mut spin: Vec<(u32, (u64, u64, u32))> = spins.into_iter().collect();
+    spin.sort_unstable_by_key(|&(raw, (n, _, _))| (std::cmp::Reverse(n), raw));
+    for (raw, (pauses, insts, threads)) in spin {
+        let r = c.resolver.resolve(statics[raw as usize].pc);
+        let place = match (r.file, r.function) {
+            (Some(f), Some(func)) => format!("{f}:{} ({func})", r.line),
+            (Some(f), None) => format!("{f}:{}", r.line),
+            (None, Some(func)) => format!("{func} at {:#x}", statics[raw as usize].pc),
+            (None, None) => format!("{:#x}", statics[raw as usize].pc),
+        };
+        let line = SpinLoop {
+            place,
+            pauses,
+            instructions: insts,
+            threads: (0..32).filter(|b| threads & (1 << b) != 0).collect(),
+        };
+        warnings.push(format!(
+            "spin-wait loop at {}: {} pause instructions and about {} instructions of \
+             spinning in thread(s) {:?}, traced as work (isim replays pthread, OpenMP and \
+             futex synchronization, not spinning on atomics)",
+            line.place, line.pauses, line.instructions, line.threads
+        ));
+        c.summary.spin_loops.push(line);
+    }
+    if plan.hand_barriers > 0 {
+        c.summary.hand_barriers = plan.hand_barriers;
+    }
+    for m in c.resolver.modules() {
+        let name = m
+            .path
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_default();
+        let runtime = [
+            ("libomp.so", "LLVM's OpenMP runtime (libomp)"),
+            ("libiomp5.so", "Intel's OpenMP runtime (libiomp5)"),
+            ("libtbb.so", "Intel TBB"),
+            ("libtbb12.so", "oneTBB"),
+            ("libcilkrts.so", "the Cilk runtime"),
+        ]
+        .into_iter()
+        .find(|(p, _)| name.starts_with(p));
+        if let Some((_, what)) = runtime
+            && !warnings.iter().any(|w| w.contains(what))
+        {
+            warnings.push(format!(
+                "the program uses {what} ({}), which isim does not recognise: its threads \
+                 and its futex waits and wakes are traced, but its own barriers and task \
+                 scheduling are not replayed as such, and its spinning is traced as work",
+                m.path.display()
+            ));
+        }
     }
     if opts.roi == RoiMode::Markers && !saw_roi_marker {
         return Err(TraceError::at(

@@ -10,3 +10,4 @@ pub mod inside;
 /// interposition library).
 pub use isim_trace_protocol as raw;
 pub mod srcmap;
+pub mod sync;

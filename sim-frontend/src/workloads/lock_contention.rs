@@ -8,7 +8,7 @@ use super::asm::{Asm, Em, reg};
 use super::{DATA_BASE, Frame, Params, Workload};
 use crate::error::TraceError;
 use crate::format::writer::TraceWriter;
-use crate::model::{BranchKind, Marker, OpClass};
+use crate::model::{BranchKind, Marker, OpClass, Order};
 
 /// Register-only instructions of private work per iteration.
 pub const PRIVATE_OPS: usize = 32;
@@ -81,7 +81,13 @@ fn emit(p: &Params, w: &mut TraceWriter) -> Result<(), TraceError> {
             }
             em.m(t, call, &[sp])?;
             em.x(t, lock)?;
-            em.mark(t, Marker::MutexLock { addr: LOCK_ADDR })?;
+            em.mark(
+                t,
+                Marker::MutexLock {
+                    addr: LOCK_ADDR,
+                    order: Order::SIM,
+                },
+            )?;
             em.m(t, ld, &[shared])?;
             em.x(t, add)?;
             em.m(t, st, &[shared])?;

@@ -204,6 +204,7 @@ impl Frame {
                 Marker::Barrier {
                     id,
                     participants: p,
+                    lead: false,
                 },
             )?;
         }

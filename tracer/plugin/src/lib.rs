@@ -27,7 +27,7 @@ use std::ffi::{CStr, c_char, c_int, c_uint, c_void};
 use std::fs::File;
 use std::io::Write;
 use std::path::PathBuf;
-use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU8, AtomicU32, AtomicU64, Ordering};
 use std::sync::{Mutex, OnceLock};
 
 use isim_trace_protocol::{Op, word};
@@ -128,13 +128,31 @@ const SYS_FORK: i64 = 57;
 const SYS_VFORK: i64 = 58;
 const SYS_EXECVE: i64 = 59;
 const SYS_EXECVEAT: i64 = 322;
+const SYS_FUTEX: i64 = 202;
 const CLONE_THREAD: u64 = 0x10000;
 
 const FLUSH_AT: usize = 1 << 20;
 
+/// The sequence number of the next marker, shared by all threads (see
+/// `isim_trace_protocol::Word::Mark`): taken in the system-call callback, which runs on the
+/// guest thread at the moment of the call, so the numbers follow the traced run's real order.
+static SEQ: AtomicU64 = AtomicU64::new(0);
+
+/// Per vCPU: whether another thread may write out this one's buffer at process exit.
+/// [`ACTIVE`]: only the owner touches it. [`PARKED`]: the owner is inside an untraced call
+/// (a synchronization wait, an idle thread pool) and writes nothing until it claims the state
+/// back with a compare-and-swap. [`TAKEN`]: the exiting thread wrote it out and closed it; the
+/// owner never touches it again.
+static PARK: [AtomicU8; MAX_VCPUS] = [const { AtomicU8::new(ACTIVE) }; MAX_VCPUS];
+const ACTIVE: u8 = 0;
+const PARKED: u8 = 1;
+const TAKEN: u8 = 2;
+
 struct ThreadState {
     /// Flags of this thread's last `clone` call (to tell a fork from a thread creation).
     clone_flags: u64,
+    /// A futex wait of traced code is in progress (its result becomes a `Done` marker).
+    futex_wait: bool,
     tid: u32,
     recording: bool,
     buf: Vec<u8>,
@@ -146,6 +164,7 @@ impl ThreadState {
     const fn new() -> Self {
         ThreadState {
             clone_flags: 0,
+            futex_wait: false,
             tid: u32::MAX,
             recording: false,
             buf: Vec::new(),
@@ -162,6 +181,15 @@ impl ThreadState {
     #[inline(always)]
     fn put64(&mut self, v: u64) {
         self.buf.extend_from_slice(&v.to_le_bytes());
+    }
+
+    /// Appends a marker with its arguments and the next sequence number.
+    fn mark(&mut self, op: Op, args: &[u64]) {
+        self.put((op as u32) << 2 | word::MARK);
+        for &a in &args[..op.nargs()] {
+            self.put64(a);
+        }
+        self.put64(SEQ.fetch_add(1, Ordering::SeqCst));
     }
 
     fn start(&mut self, tid: u32) {
@@ -202,6 +230,14 @@ impl ThreadState {
     }
 
     fn finish(&mut self, state: &'static str) {
+        self.close(state);
+        // The vCPU index may serve a later thread.
+        self.tid = u32::MAX;
+        self.failed = false;
+    }
+
+    /// Writes out the buffer, closes the file and records the thread's final state.
+    fn close(&mut self, state: &'static str) {
         self.flush();
         self.recording = false;
         self.file = None;
@@ -216,9 +252,6 @@ impl ThreadState {
         {
             e.1 = if self.failed { "write-error" } else { state };
         }
-        // The vCPU index may serve a later thread.
-        self.tid = u32::MAX;
-        self.failed = false;
     }
 }
 
@@ -239,6 +272,50 @@ fn with_state<R: Default>(vcpu: c_uint, f: impl FnOnce(&mut ThreadState) -> R) -
         // SAFETY: only this vCPU's host thread uses this entry, and callbacks do not nest.
         Some(s) => f(unsafe { &mut *s.get() }),
         None => R::default(),
+    }
+}
+
+/// At a normal process exit (`main` returned, or `exit`), writes out every other thread that
+/// is parked in an untraced call: an idle thread pool, a detached thread waiting on a
+/// condition. Their streams are complete (the converter ends them at their last event); only
+/// a thread running traced code at that moment is cut.
+fn write_out_parked(me: c_uint) {
+    for (i, p) in PARK.iter().enumerate() {
+        if i == me as usize || p.load(Ordering::Acquire) != PARKED {
+            continue;
+        }
+        if p.compare_exchange(PARKED, TAKEN, Ordering::AcqRel, Ordering::Acquire)
+            .is_ok()
+        {
+            // SAFETY: the owner parked this state (it writes nothing until it claims it back,
+            // which now fails), so this thread is its only user.
+            let t = unsafe { &mut *STATES.0[i].get() };
+            if t.tid != u32::MAX && t.file.is_some() {
+                t.close("parked");
+            }
+        }
+    }
+}
+
+/// Called by the owner before it writes to its state from a system-call callback: false if
+/// the exiting thread has taken the state (then the owner leaves it alone).
+fn claim(vcpu: c_uint) -> bool {
+    let Some(p) = PARK.get(vcpu as usize) else {
+        return false;
+    };
+    match p.compare_exchange(PARKED, ACTIVE, Ordering::AcqRel, Ordering::Acquire) {
+        Ok(_) => true,
+        Err(v) => v != TAKEN,
+    }
+}
+
+/// Called by the owner after a system-call callback: an untraced thread parks its state.
+fn park(vcpu: c_uint, t: &ThreadState) {
+    if !t.recording
+        && t.file.is_some()
+        && let Some(p) = PARK.get(vcpu as usize)
+    {
+        p.store(PARKED, Ordering::Release);
     }
 }
 
@@ -296,8 +373,21 @@ extern "C" fn on_syscall(
     _a7: u64,
     _a8: u64,
 ) {
+    if !claim(vcpu) {
+        return;
+    }
+    syscall_entry(vcpu, num, [a1, a2, a3, a4, a5, a6]);
+    with_state(vcpu, |t| park(vcpu, t));
+}
+
+fn syscall_entry(vcpu: c_uint, num: i64, args: [u64; 6]) {
+    let [a1, a2, _, _, a5, _] = args;
     if num == SYS_CLONE {
         with_state(vcpu, |t| t.clone_flags = a1);
+    }
+    if num == SYS_FUTEX {
+        with_state(vcpu, |t| futex(t, a1, a2, a5));
+        return;
     }
     if (num == SYS_EXECVE || num == SYS_EXECVEAT) && !FORKED_CHILD.load(Ordering::Relaxed) {
         // The process image is about to be replaced: save what was recorded.
@@ -315,6 +405,9 @@ extern "C" fn on_syscall(
     ) {
         // The process or thread may end without another callback (a signal to itself, a
         // thread exit that bypasses the wrapper): write out what is buffered.
+        if num == SYS_EXIT_GROUP && !FORKED_CHILD.load(Ordering::Relaxed) {
+            write_out_parked(vcpu);
+        }
         with_state(vcpu, |t| {
             if num == SYS_EXIT_GROUP && t.tid != u32::MAX && t.file.is_some() {
                 // The process ends here; the at-exit callback cannot name this thread.
@@ -330,7 +423,6 @@ extern "C" fn on_syscall(
     if STOPPED.load(Ordering::Relaxed) {
         return;
     }
-    let args = [a1, a2, a3, a4, a5, a6];
     with_state(vcpu, |t| {
         match op {
             Op::MainBegin if t.tid == u32::MAX && !MAIN_SEEN.swap(true, Ordering::Relaxed) => {
@@ -348,10 +440,7 @@ extern "C" fn on_syscall(
         if t.tid == u32::MAX || t.file.is_none() {
             return;
         }
-        t.put((op as u32) << 2 | word::MARK);
-        for &a in &args[..op.nargs()] {
-            t.put64(a);
-        }
+        t.mark(op, &args);
         if op.suppresses() {
             t.recording = false;
         }
@@ -367,10 +456,53 @@ extern "C" fn on_syscall(
             }
             _ => {}
         }
-    })
+    });
+    if op == Op::MainEnd && !FORKED_CHILD.load(Ordering::Relaxed) {
+        // Threads still parked (a thread pool, detached waiters) will never be recorded
+        // again: `main` has returned.
+        write_out_parked(vcpu);
+    }
+}
+
+/// A `futex` system call of traced code (pthread and OpenMP calls are untraced and replayed
+/// from their own markers): waits and wakes become markers, so that synchronization built on
+/// futexes directly (C++20 `std::barrier` and `atomic::wait`, Rust's `std::sync`) replays
+/// with its recorded wake edges.
+fn futex(t: &mut ThreadState, addr: u64, op: u64, addr2: u64) {
+    if !t.recording {
+        return;
+    }
+    // The command, without FUTEX_PRIVATE_FLAG (128) and FUTEX_CLOCK_REALTIME (256).
+    match op & 0x7f {
+        // WAIT, LOCK_PI, WAIT_BITSET, WAIT_REQUEUE_PI, LOCK_PI2
+        0 | 6 | 9 | 11 | 13 => {
+            t.mark(Op::FutexWait, &[addr]);
+            t.futex_wait = true;
+        }
+        // WAKE, UNLOCK_PI, WAKE_BITSET
+        1 | 7 | 10 => t.mark(Op::FutexWake, &[addr]),
+        // REQUEUE, CMP_REQUEUE, WAKE_OP, CMP_REQUEUE_PI: wake on both addresses.
+        3 | 4 | 5 | 12 => {
+            t.mark(Op::FutexWake, &[addr]);
+            t.mark(Op::FutexWake, &[addr2]);
+        }
+        _ => {}
+    }
 }
 
 extern "C" fn on_syscall_ret(_id: PluginId, vcpu: c_uint, num: i64, ret: i64) {
+    if num == SYS_FUTEX {
+        if claim(vcpu) {
+            with_state(vcpu, |t| {
+                if t.futex_wait && t.tid != u32::MAX && t.file.is_some() {
+                    t.futex_wait = false;
+                    t.mark(Op::Done, &[ret as u64]);
+                }
+                park(vcpu, t);
+            });
+        }
+        return;
+    }
     let forked = match num {
         SYS_FORK | SYS_VFORK => true,
         SYS_CLONE => with_state(vcpu, |t| t.clone_flags & CLONE_THREAD == 0),
@@ -461,8 +593,9 @@ extern "C" fn on_exit(_id: PluginId, _udata: *mut c_void) {
     if FORKED_CHILD.load(Ordering::Relaxed) {
         return;
     }
-    // The exiting thread flushed its buffer at its exit_group call; threads still running
-    // elsewhere cannot be touched safely and are reported as cut.
+    // The exiting thread flushed its buffer at its exit_group call, and the threads parked in
+    // untraced calls with it; threads still running traced code elsewhere cannot be touched
+    // safely and are reported as cut.
     write_threads_file("exit");
 }
 

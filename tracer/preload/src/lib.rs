@@ -22,13 +22,18 @@ use std::cell::Cell;
 use std::ffi::{CStr, c_char, c_int, c_void};
 use std::io::Write;
 use std::sync::Mutex;
-use std::sync::atomic::{AtomicU32, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicU32, AtomicU64, AtomicUsize, Ordering};
 
 use isim_trace_protocol::{Op, SYS_BASE};
 use libc::{pthread_attr_t, pthread_t};
 
 #[inline(always)]
 fn magic(op: Op, a1: u64, a2: u64) {
+    magic3(op, a1, a2, 0);
+}
+
+#[inline(always)]
+fn magic3(op: Op, a1: u64, a2: u64, a3: u64) {
     let num = SYS_BASE + op as i64;
     // SAFETY: a system call with an unused number; the kernel (or QEMU) returns -ENOSYS and
     // touches nothing but rax, rcx and r11.
@@ -38,11 +43,54 @@ fn magic(op: Op, a1: u64, a2: u64) {
             inout("rax") num => _,
             in("rdi") a1,
             in("rsi") a2,
+            in("rdx") a3,
             out("rcx") _,
             out("r11") _,
             options(nostack),
         );
     }
+}
+
+thread_local! {
+    /// How many wrapped calls the thread is inside: recording stops when the first is entered
+    /// and resumes when the last returns, so a runtime call that makes others (libgomp's
+    /// `GOMP_parallel` creating its threads) stays untraced as a whole.
+    static DEPTH: Cell<u32> = const { Cell::new(0) };
+    /// The OpenMP region the thread works in (its id, team size), for its barriers.
+    static REGION: Cell<(u64, u64)> = const { Cell::new((0, 1)) };
+}
+
+/// Entering a wrapped call: stops recording (before touching thread-local storage, whose
+/// accesses run code of the dynamic loader); returns how many wrapped calls the thread was
+/// already inside.
+#[inline(always)]
+fn enter() -> u32 {
+    magic(Op::Suppress, 0, 0);
+    DEPTH.with(|c| {
+        let d = c.get();
+        c.set(d + 1);
+        d
+    })
+}
+
+/// Leaving a wrapped call: resumes recording when it was the outermost one.
+#[inline(always)]
+fn leave() {
+    let d = DEPTH.with(|c| {
+        let d = c.get().saturating_sub(1);
+        c.set(d);
+        d
+    });
+    if d == 0 {
+        magic(Op::Resume, 0, 0);
+    }
+}
+
+/// The blocking call named by the last marker returned with `r` (its sequence number is the
+/// moment, e.g. of a mutex acquisition).
+#[inline(always)]
+fn done(r: c_int) {
+    magic(Op::Done, r as i64 as u64, 0);
 }
 
 /// Looks up the next definition of `name` (the real function behind this wrapper).
@@ -223,6 +271,9 @@ struct Start {
     f: extern "C" fn(*mut c_void) -> *mut c_void,
     arg: *mut c_void,
     seq: u32,
+    /// Created inside another wrapped call (a threading runtime's own thread, e.g. libgomp's
+    /// pool): the thread starts untraced, until the runtime runs the program's code in it.
+    quiet: bool,
 }
 
 extern "C" fn trampoline(p: *mut c_void) -> *mut c_void {
@@ -230,6 +281,9 @@ extern "C" fn trampoline(p: *mut c_void) -> *mut c_void {
     let s = unsafe { Box::from_raw(p as *mut Start) };
     SEQ.with(|c| c.set(s.seq));
     magic(Op::ThreadStart, s.seq as u64, 0);
+    if s.quiet {
+        enter();
+    }
     let r = (s.f)(s.arg);
     magic(Op::ThreadEnd, 0, 0);
     r
@@ -249,10 +303,15 @@ pub unsafe extern "C" fn pthread_create(
     start: extern "C" fn(*mut c_void) -> *mut c_void,
     arg: *mut c_void,
 ) -> c_int {
-    magic(Op::Suppress, 0, 0);
+    let quiet = enter() > 0;
     let real = real!(c"pthread_create", CreateFn);
     let seq = NEXT_SEQ.fetch_add(1, Ordering::Relaxed);
-    let boxed = Box::into_raw(Box::new(Start { f: start, arg, seq })) as *mut c_void;
+    let boxed = Box::into_raw(Box::new(Start {
+        f: start,
+        arg,
+        seq,
+        quiet,
+    })) as *mut c_void;
     let r = unsafe { real(thread, attr, trampoline, boxed) };
     if r == 0 {
         CREATED.lock().unwrap().push((unsafe { *thread }, seq));
@@ -261,13 +320,13 @@ pub unsafe extern "C" fn pthread_create(
         // SAFETY: the thread was not created, so the box is still ours.
         drop(unsafe { Box::from_raw(boxed as *mut Start) });
     }
-    magic(Op::Resume, 0, 0);
+    leave();
     r
 }
 
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn pthread_join(thread: pthread_t, retval: *mut *mut c_void) -> c_int {
-    magic(Op::Suppress, 0, 0);
+    enter();
     let real = real!(
         c"pthread_join",
         unsafe extern "C" fn(pthread_t, *mut *mut c_void) -> c_int
@@ -282,13 +341,16 @@ pub unsafe extern "C" fn pthread_join(thread: pthread_t, retval: *mut *mut c_voi
         magic(Op::Join, s as u64, 0);
     }
     let r = unsafe { real(thread, retval) };
-    magic(Op::Resume, 0, 0);
+    if seq.is_some() {
+        done(r);
+    }
+    leave();
     r
 }
 
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn pthread_exit(retval: *mut c_void) -> ! {
-    magic(Op::Suppress, 0, 0);
+    enter();
     let real = real!(c"pthread_exit", unsafe extern "C" fn(*mut c_void) -> !);
     if SEQ.with(|c| c.get()) == 0 {
         magic(Op::MainEnd, 0, 0);
@@ -304,7 +366,7 @@ pub unsafe extern "C" fn pthread_barrier_init(
     attr: *const libc::pthread_barrierattr_t,
     count: libc::c_uint,
 ) -> c_int {
-    magic(Op::Suppress, 0, 0);
+    enter();
     let real = real!(
         c"pthread_barrier_init",
         unsafe extern "C" fn(
@@ -319,13 +381,13 @@ pub unsafe extern "C" fn pthread_barrier_init(
         t.retain(|e| e.0 != b as usize);
         t.push((b as usize, count));
     }
-    magic(Op::Resume, 0, 0);
+    leave();
     r
 }
 
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn pthread_barrier_wait(b: *mut libc::pthread_barrier_t) -> c_int {
-    magic(Op::Suppress, 0, 0);
+    enter();
     let real = real!(
         c"pthread_barrier_wait",
         unsafe extern "C" fn(*mut libc::pthread_barrier_t) -> c_int
@@ -338,7 +400,8 @@ pub unsafe extern "C" fn pthread_barrier_wait(b: *mut libc::pthread_barrier_t) -
         .map_or(0, |e| e.1);
     magic(Op::Barrier, b as u64, count as u64);
     let r = unsafe { real(b) };
-    magic(Op::Resume, 0, 0);
+    done(r);
+    leave();
     r
 }
 
@@ -346,11 +409,12 @@ macro_rules! one_object {
     ($name:ident, $sym:literal, $ty:ty, $op:expr) => {
         #[unsafe(no_mangle)]
         pub unsafe extern "C" fn $name(m: *mut $ty) -> c_int {
-            magic(Op::Suppress, 0, 0);
+            enter();
             let real = real!($sym, unsafe extern "C" fn(*mut $ty) -> c_int);
             magic($op, m as u64, 0);
             let r = unsafe { real(m) };
-            magic(Op::Resume, 0, 0);
+            done(r);
+            leave();
             r
         }
     };
@@ -383,7 +447,7 @@ one_object!(
 
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn pthread_mutex_trylock(m: *mut libc::pthread_mutex_t) -> c_int {
-    magic(Op::Suppress, 0, 0);
+    enter();
     let real = real!(
         c"pthread_mutex_trylock",
         unsafe extern "C" fn(*mut libc::pthread_mutex_t) -> c_int
@@ -391,8 +455,9 @@ pub unsafe extern "C" fn pthread_mutex_trylock(m: *mut libc::pthread_mutex_t) ->
     let r = unsafe { real(m) };
     if r == 0 {
         magic(Op::MutexLock, m as u64, 0);
+        done(r);
     }
-    magic(Op::Resume, 0, 0);
+    leave();
     r
 }
 
@@ -401,14 +466,15 @@ pub unsafe extern "C" fn pthread_cond_wait(
     c: *mut libc::pthread_cond_t,
     m: *mut libc::pthread_mutex_t,
 ) -> c_int {
-    magic(Op::Suppress, 0, 0);
+    enter();
     let real = real!(
         c"pthread_cond_wait",
         unsafe extern "C" fn(*mut libc::pthread_cond_t, *mut libc::pthread_mutex_t) -> c_int
     );
     magic(Op::CondWait, c as u64, m as u64);
     let r = unsafe { real(c, m) };
-    magic(Op::Resume, 0, 0);
+    done(r);
+    leave();
     r
 }
 
@@ -418,7 +484,7 @@ pub unsafe extern "C" fn pthread_cond_timedwait(
     m: *mut libc::pthread_mutex_t,
     t: *const libc::timespec,
 ) -> c_int {
-    magic(Op::Suppress, 0, 0);
+    enter();
     let real = real!(
         c"pthread_cond_timedwait",
         unsafe extern "C" fn(
@@ -429,6 +495,337 @@ pub unsafe extern "C" fn pthread_cond_timedwait(
     );
     magic(Op::CondWait, c as u64, m as u64);
     let r = unsafe { real(c, m, t) };
-    magic(Op::Resume, 0, 0);
+    done(r);
+    leave();
     r
 }
+
+// ---------------------------------------------------------------------------------------------
+// OpenMP (gcc's libgomp): the entry points the compiler emits. A parallel region's outlined
+// function is wrapped so that every team thread marks where the region's body begins (the
+// team's fork, replayed as a barrier of the team: a pool thread's idle time before it is
+// synchronization, not work) and ends (the region's implicit barrier); libgomp's own code,
+// its spinning and its futex waits stay untraced. Worksharing-loop chunk calls
+// (`GOMP_loop_*_start`/`_next`) are not wrapped: their few instructions are traced as the
+// runtime's work, and each thread's trace holds the chunks it took.
+
+/// Region ids: one per `GOMP_parallel*` call, tagged so they never equal a barrier address.
+static NEXT_REGION: AtomicU64 = AtomicU64::new(1);
+const REGION_TAG: u64 = 0x6f6d_7000_0000_0000;
+
+/// What the wrapper of an outlined function needs (on the encountering thread's stack, which
+/// outlives the region).
+#[repr(C)]
+struct Region {
+    f: extern "C" fn(*mut c_void),
+    data: *mut c_void,
+    id: u64,
+}
+
+type OmpInt = unsafe extern "C" fn() -> c_int;
+
+extern "C" fn omp_body(p: *mut c_void) {
+    // SAFETY: `p` is the `Region` of the GOMP_parallel* call running this region.
+    let r = unsafe { &*(p as *const Region) };
+    let (f, data, id) = (r.f, r.data, r.id);
+    let num_threads = real!(c"omp_get_num_threads", OmpInt);
+    let thread_num = real!(c"omp_get_thread_num", OmpInt);
+    // SAFETY: plain libgomp queries, called inside the region.
+    let (team, me) = unsafe { (num_threads().max(1) as u64, thread_num().max(0) as u64) };
+    let saved_region = REGION.with(|c| c.replace((id, team)));
+    let saved = DEPTH.with(|c| c.replace(1));
+    magic3(Op::OmpBegin, id, me, team);
+    leave();
+    f(data);
+    enter();
+    magic(Op::OmpEnd, id, team);
+    DEPTH.with(|c| c.set(saved));
+    REGION.with(|c| c.set(saved_region));
+}
+
+fn new_region(f: extern "C" fn(*mut c_void), data: *mut c_void) -> Region {
+    Region {
+        f,
+        data,
+        id: REGION_TAG | NEXT_REGION.fetch_add(1, Ordering::Relaxed),
+    }
+}
+
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn GOMP_parallel(
+    f: extern "C" fn(*mut c_void),
+    data: *mut c_void,
+    num_threads: libc::c_uint,
+    flags: libc::c_uint,
+) {
+    enter();
+    let real = real!(
+        c"GOMP_parallel",
+        unsafe extern "C" fn(extern "C" fn(*mut c_void), *mut c_void, libc::c_uint, libc::c_uint)
+    );
+    let mut r = new_region(f, data);
+    unsafe {
+        real(
+            omp_body,
+            &mut r as *mut Region as *mut c_void,
+            num_threads,
+            flags,
+        )
+    };
+    leave();
+}
+
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn GOMP_parallel_sections(
+    f: extern "C" fn(*mut c_void),
+    data: *mut c_void,
+    num_threads: libc::c_uint,
+    count: libc::c_uint,
+    flags: libc::c_uint,
+) {
+    enter();
+    let real = real!(
+        c"GOMP_parallel_sections",
+        unsafe extern "C" fn(
+            extern "C" fn(*mut c_void),
+            *mut c_void,
+            libc::c_uint,
+            libc::c_uint,
+            libc::c_uint,
+        )
+    );
+    let mut r = new_region(f, data);
+    unsafe {
+        real(
+            omp_body,
+            &mut r as *mut Region as *mut c_void,
+            num_threads,
+            count,
+            flags,
+        )
+    };
+    leave();
+}
+
+/// `GOMP_parallel_loop_<schedule>(fn, data, num_threads, start, end, incr, chunk, flags)`.
+macro_rules! omp_parallel_loop {
+    ($name:ident, $sym:literal) => {
+        #[unsafe(no_mangle)]
+        pub unsafe extern "C" fn $name(
+            f: extern "C" fn(*mut c_void),
+            data: *mut c_void,
+            num_threads: libc::c_uint,
+            start: libc::c_long,
+            end: libc::c_long,
+            incr: libc::c_long,
+            chunk: libc::c_long,
+            flags: libc::c_uint,
+        ) {
+            enter();
+            let real = real!(
+                $sym,
+                unsafe extern "C" fn(
+                    extern "C" fn(*mut c_void),
+                    *mut c_void,
+                    libc::c_uint,
+                    libc::c_long,
+                    libc::c_long,
+                    libc::c_long,
+                    libc::c_long,
+                    libc::c_uint,
+                )
+            );
+            let mut r = new_region(f, data);
+            let p = &mut r as *mut Region as *mut c_void;
+            unsafe { real(omp_body, p, num_threads, start, end, incr, chunk, flags) };
+            leave();
+        }
+    };
+}
+
+/// `GOMP_parallel_loop_<runtime schedule>(fn, data, num_threads, start, end, incr, flags)`.
+macro_rules! omp_parallel_loop_runtime {
+    ($name:ident, $sym:literal) => {
+        #[unsafe(no_mangle)]
+        pub unsafe extern "C" fn $name(
+            f: extern "C" fn(*mut c_void),
+            data: *mut c_void,
+            num_threads: libc::c_uint,
+            start: libc::c_long,
+            end: libc::c_long,
+            incr: libc::c_long,
+            flags: libc::c_uint,
+        ) {
+            enter();
+            let real = real!(
+                $sym,
+                unsafe extern "C" fn(
+                    extern "C" fn(*mut c_void),
+                    *mut c_void,
+                    libc::c_uint,
+                    libc::c_long,
+                    libc::c_long,
+                    libc::c_long,
+                    libc::c_uint,
+                )
+            );
+            let mut r = new_region(f, data);
+            let p = &mut r as *mut Region as *mut c_void;
+            unsafe { real(omp_body, p, num_threads, start, end, incr, flags) };
+            leave();
+        }
+    };
+}
+
+omp_parallel_loop!(GOMP_parallel_loop_static, c"GOMP_parallel_loop_static");
+omp_parallel_loop!(GOMP_parallel_loop_dynamic, c"GOMP_parallel_loop_dynamic");
+omp_parallel_loop!(GOMP_parallel_loop_guided, c"GOMP_parallel_loop_guided");
+omp_parallel_loop!(
+    GOMP_parallel_loop_nonmonotonic_dynamic,
+    c"GOMP_parallel_loop_nonmonotonic_dynamic"
+);
+omp_parallel_loop!(
+    GOMP_parallel_loop_nonmonotonic_guided,
+    c"GOMP_parallel_loop_nonmonotonic_guided"
+);
+omp_parallel_loop_runtime!(GOMP_parallel_loop_runtime, c"GOMP_parallel_loop_runtime");
+omp_parallel_loop_runtime!(
+    GOMP_parallel_loop_nonmonotonic_runtime,
+    c"GOMP_parallel_loop_nonmonotonic_runtime"
+);
+omp_parallel_loop_runtime!(
+    GOMP_parallel_loop_maybe_nonmonotonic_runtime,
+    c"GOMP_parallel_loop_maybe_nonmonotonic_runtime"
+);
+
+/// A team barrier: explicit, or the end of a worksharing construct without `nowait`.
+macro_rules! omp_barrier {
+    ($name:ident, $sym:literal) => {
+        #[unsafe(no_mangle)]
+        pub unsafe extern "C" fn $name() {
+            enter();
+            let real = real!($sym, unsafe extern "C" fn());
+            let (id, team) = REGION.with(|c| c.get());
+            magic(Op::OmpBarrier, id, team);
+            unsafe { real() };
+            done(0);
+            leave();
+        }
+    };
+}
+
+omp_barrier!(GOMP_barrier, c"GOMP_barrier");
+omp_barrier!(GOMP_loop_end, c"GOMP_loop_end");
+omp_barrier!(GOMP_sections_end, c"GOMP_sections_end");
+
+/// A runtime call with no synchronization to replay, kept out of the trace.
+macro_rules! omp_quiet {
+    ($name:ident, $sym:literal) => {
+        #[unsafe(no_mangle)]
+        pub unsafe extern "C" fn $name() {
+            enter();
+            let real = real!($sym, unsafe extern "C" fn());
+            unsafe { real() };
+            leave();
+        }
+    };
+}
+
+omp_quiet!(GOMP_loop_end_nowait, c"GOMP_loop_end_nowait");
+omp_quiet!(GOMP_sections_end_nowait, c"GOMP_sections_end_nowait");
+omp_quiet!(GOMP_taskwait, c"GOMP_taskwait");
+
+/// Identities of libgomp's global locks (unnamed `critical`, `atomic`).
+static CRITICAL: u8 = 0;
+static ATOMIC: u8 = 0;
+
+/// A lock taken or released through a runtime entry point without arguments.
+macro_rules! omp_global_lock {
+    ($name:ident, $sym:literal, $op:expr, $id:expr) => {
+        #[unsafe(no_mangle)]
+        pub unsafe extern "C" fn $name() {
+            enter();
+            let real = real!($sym, unsafe extern "C" fn());
+            magic($op, $id, 0);
+            unsafe { real() };
+            done(0);
+            leave();
+        }
+    };
+}
+
+omp_global_lock!(
+    GOMP_critical_start,
+    c"GOMP_critical_start",
+    Op::MutexLock,
+    &CRITICAL as *const u8 as u64
+);
+omp_global_lock!(
+    GOMP_critical_end,
+    c"GOMP_critical_end",
+    Op::MutexUnlock,
+    &CRITICAL as *const u8 as u64
+);
+omp_global_lock!(
+    GOMP_atomic_start,
+    c"GOMP_atomic_start",
+    Op::MutexLock,
+    &ATOMIC as *const u8 as u64
+);
+omp_global_lock!(
+    GOMP_atomic_end,
+    c"GOMP_atomic_end",
+    Op::MutexUnlock,
+    &ATOMIC as *const u8 as u64
+);
+
+/// A lock named by a pointer argument (named `critical`, `omp_*_lock`).
+macro_rules! omp_object_lock {
+    ($name:ident, $sym:literal, $op:expr) => {
+        #[unsafe(no_mangle)]
+        pub unsafe extern "C" fn $name(p: *mut c_void) {
+            enter();
+            let real = real!($sym, unsafe extern "C" fn(*mut c_void));
+            magic($op, p as u64, 0);
+            unsafe { real(p) };
+            done(0);
+            leave();
+        }
+    };
+}
+
+omp_object_lock!(
+    GOMP_critical_name_start,
+    c"GOMP_critical_name_start",
+    Op::MutexLock
+);
+omp_object_lock!(
+    GOMP_critical_name_end,
+    c"GOMP_critical_name_end",
+    Op::MutexUnlock
+);
+omp_object_lock!(omp_set_lock, c"omp_set_lock", Op::MutexLock);
+omp_object_lock!(omp_unset_lock, c"omp_unset_lock", Op::MutexUnlock);
+omp_object_lock!(omp_set_nest_lock, c"omp_set_nest_lock", Op::MutexLock);
+omp_object_lock!(omp_unset_nest_lock, c"omp_unset_nest_lock", Op::MutexUnlock);
+
+/// `omp_test_lock` / `omp_test_nest_lock`: a lock only when it succeeded.
+macro_rules! omp_test_lock {
+    ($name:ident, $sym:literal) => {
+        #[unsafe(no_mangle)]
+        pub unsafe extern "C" fn $name(p: *mut c_void) -> c_int {
+            enter();
+            let real = real!($sym, unsafe extern "C" fn(*mut c_void) -> c_int);
+            let r = unsafe { real(p) };
+            if r != 0 {
+                magic(Op::MutexLock, p as u64, 0);
+                done(0);
+            }
+            leave();
+            r
+        }
+    };
+}
+
+omp_test_lock!(omp_test_lock, c"omp_test_lock");
+omp_test_lock!(omp_test_nest_lock, c"omp_test_nest_lock");

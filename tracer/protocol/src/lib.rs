@@ -62,11 +62,29 @@ pub enum Op {
     /// A fatal signal arrived (the interposition library's handler): write out what the
     /// calling thread recorded, since the process dies without running exit handlers.
     Crash = 18,
+    /// The blocking call named by the thread's previous marker returned (its sequence number
+    /// is when: a mutex acquired, a condition wait woken with its mutex re-held, a barrier or
+    /// join passed). `a1` = the call's return value.
+    Done = 19,
+    /// A `futex` wait system call made by traced code on address `a1` (the plugin's own
+    /// marker; its [`Op::Done`] carries the result: 0 woken, negative errno otherwise).
+    FutexWait = 20,
+    /// A `futex` wake system call made by traced code on address `a1`.
+    FutexWake = 21,
+    /// An OpenMP team thread starts the body of parallel region `a1` as thread `a2` of a team
+    /// of `a3` (the interposer's wrapper around the outlined function).
+    OmpBegin = 22,
+    /// The thread finished the body of region `a1` (team of `a2`): it arrives at the region's
+    /// implicit barrier.
+    OmpEnd = 23,
+    /// An OpenMP barrier of region `a1` (team of `a2`): explicit, or the end of a worksharing
+    /// construct without `nowait`.
+    OmpBarrier = 24,
 }
 
 impl Op {
     /// Every operation, indexed by its number.
-    pub const ALL: [Op; 19] = [
+    pub const ALL: [Op; 25] = [
         Op::MainBegin,
         Op::MainEnd,
         Op::ThreadStart,
@@ -86,6 +104,12 @@ impl Op {
         Op::Resume,
         Op::Suppress,
         Op::Crash,
+        Op::Done,
+        Op::FutexWait,
+        Op::FutexWake,
+        Op::OmpBegin,
+        Op::OmpEnd,
+        Op::OmpBarrier,
     ];
 
     /// The operation of a system call number, if it is a magic one.
@@ -99,7 +123,9 @@ impl Op {
         match self {
             Op::ThreadStart | Op::Create | Op::Join => 1,
             Op::MutexLock | Op::MutexUnlock | Op::CondSignal | Op::CondBroadcast => 1,
-            Op::Barrier | Op::CondWait => 2,
+            Op::Barrier | Op::CondWait | Op::OmpEnd | Op::OmpBarrier => 2,
+            Op::Done | Op::FutexWait | Op::FutexWake => 1,
+            Op::OmpBegin => 3,
             Op::SectionBegin | Op::SectionEnd => 6,
             _ => 0,
         }
@@ -119,6 +145,8 @@ impl Op {
                 | Op::CondSignal
                 | Op::CondBroadcast
                 | Op::Suppress
+                | Op::OmpEnd
+                | Op::OmpBarrier
         )
     }
 }
@@ -129,7 +157,8 @@ pub mod word {
     pub const EXEC: u32 = 0;
     /// `size_shift << 2 | store << 5 | 1`, then the address as two words (low, high).
     pub const MEM: u32 = 1;
-    /// `op << 2 | 2`, then [`super::Op::nargs`] arguments, two words each.
+    /// `op << 2 | 2`, then [`super::Op::nargs`] arguments, two words each, then the marker's
+    /// sequence number (two words).
     pub const MARK: u32 = 2;
 }
 
@@ -147,7 +176,11 @@ pub enum Word {
         /// True for a store.
         store: bool,
     },
-    /// A magic system call; its arguments are in [`RawReader::args`] until the next one.
+    /// A magic system call; its arguments are in [`RawReader::args`] until the next one, and
+    /// its sequence number in [`RawReader::seq`]: the plugin numbers the markers of all threads
+    /// from one atomic counter at the moment each is recorded, so if one marker's event
+    /// happened before another's in the traced run, its number is smaller. The converter
+    /// derives replay's happens-before edges from these numbers.
     Mark(Op),
 }
 
@@ -173,6 +206,8 @@ pub struct RawReader<R> {
     pub word: u64,
     /// Arguments of the last marker read.
     pub args: [u64; 6],
+    /// Sequence number of the last marker read (see [`Word::Mark`]).
+    pub seq: u64,
     /// Why the stream stopped early, if it did (an I/O error or a word no writer makes).
     pub error: Option<String>,
 }
@@ -188,6 +223,7 @@ impl<R: std::io::Read> RawReader<R> {
             eof: false,
             word: 0,
             args: [0; 6],
+            seq: 0,
             error: None,
         }
     }
@@ -278,15 +314,16 @@ impl<R: std::io::Read> RawReader<R> {
             return None;
         };
         let k = op.nargs();
-        if !self.have(4 + 8 * k) {
+        if !self.have(12 + 8 * k) {
             return None;
         }
         self.args = [0; 6];
         for j in 0..k {
             self.args[j] = self.u64_at(self.pos + 4 + 8 * j);
         }
-        self.pos += 4 + 8 * k;
-        self.word += 1 + 2 * k as u64;
+        self.seq = self.u64_at(self.pos + 4 + 8 * k);
+        self.pos += 12 + 8 * k;
+        self.word += 3 + 2 * k as u64;
         Some(Word::Mark(op))
     }
 }
@@ -330,7 +367,7 @@ mod tests {
         put(0x1000);
         put(0x1);
         put((Op::Barrier as u32) << 2 | word::MARK);
-        for v in [0x20u32, 0, 4, 0] {
+        for v in [0x20u32, 0, 4, 0, 77, 0] {
             put(v);
         }
         put(9 << 2);
@@ -356,6 +393,16 @@ mod tests {
         // Cut inside the barrier's arguments: the events before it survive.
         let mut got = Vec::new();
         decode(&b[..b.len() - 12], |w, _| got.push(w)).unwrap();
+        assert_eq!(got.len(), 2);
+        // The sequence number is read with the marker.
+        let mut r = RawReader::new(&b[..]);
+        while let Some(w) = r.next_word() {
+            if w == Word::Mark(Op::Barrier) {
+                assert_eq!(r.seq, 77);
+            }
+        }
+        let mut got = Vec::new();
+        decode(&b[..b.len() - 20], |w, _| got.push(w)).unwrap();
         assert_eq!(got.len(), 2);
         assert!(decode(&[3, 0, 0, 0], |_, _| {}).is_err());
         assert_eq!(Op::from_syscall(SYS_BASE + 6), Some(Op::Barrier));
