@@ -193,6 +193,8 @@ pub(crate) fn marker_heading(kind: &str) -> &str {
         "roi-begin" => "roi+",
         "roi-end" => "roi-",
         "section-begin" => "sect",
+        "futex-wait" => "fwait",
+        "futex-wake" => "fwake",
         other => other,
     }
 }

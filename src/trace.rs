@@ -112,8 +112,25 @@ pub struct TraceReport {
     pub convert_seconds: f64,
     /// Instructions per wall second, capture and conversion together.
     pub instructions_per_second: f64,
+    /// Barrier episodes recognised in condition variables.
+    pub hand_barriers: u64,
+    /// Spin-wait loops traced as work.
+    pub spin_loops: Vec<SpinLine>,
     /// Warnings.
     pub warnings: Vec<String>,
+}
+
+/// A spin-wait loop of the summary.
+#[derive(Debug, Clone, Serialize)]
+pub struct SpinLine {
+    /// `file:line (function)` of its `pause`.
+    pub place: String,
+    /// Executions of the `pause`.
+    pub pauses: u64,
+    /// Instructions spent in the loop.
+    pub instructions: u64,
+    /// Threads that spun there.
+    pub threads: Vec<u32>,
 }
 
 fn find_on_path(name: &str) -> Option<PathBuf> {
@@ -358,6 +375,17 @@ fn report(
         convert_seconds,
         instructions_per_second: instructions as f64
             / (capture_seconds + convert_seconds).max(1e-9),
+        hand_barriers: s.hand_barriers,
+        spin_loops: s
+            .spin_loops
+            .iter()
+            .map(|l| SpinLine {
+                place: l.place.clone(),
+                pauses: l.pauses,
+                instructions: l.instructions,
+                threads: l.threads.clone(),
+            })
+            .collect(),
         warnings,
     })
 }
@@ -383,6 +411,8 @@ impl TraceReport {
             "cond-wait",
             "cond-signal",
             "cond-broadcast",
+            "futex-wait",
+            "futex-wake",
             "create",
             "join",
             "roi-begin",
@@ -424,6 +454,13 @@ impl TraceReport {
             self.convert_seconds,
             self.instructions_per_second / 1e6
         );
+        if self.hand_barriers > 0 {
+            let _ = writeln!(
+                s,
+                "barriers built from a condition variable: {} episodes (counted under barrier)",
+                self.hand_barriers
+            );
+        }
         for w in &self.warnings {
             let _ = writeln!(s, "warning: {w}");
         }

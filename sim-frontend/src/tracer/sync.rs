@@ -165,7 +165,13 @@ pub fn plan(marks: &[Vec<RawMark>], simple: &mut Simple<'_>) -> Plan {
                     m.op == Op::CondBroadcast,
                     at,
                 )),
-                Op::FutexWake => wakes.entry(m.args[0]).or_default().push((m.seq, false, at)),
+                // A wake of (nearly) every waiter is a broadcast; others wake one each.
+                Op::FutexWake => {
+                    wakes
+                        .entry(m.args[0])
+                        .or_default()
+                        .push((m.seq, m.args[1] >= 1 << 30, at))
+                }
                 Op::FutexWait => {
                     if let Some(b) = b
                         && b.ret == 0
@@ -279,14 +285,20 @@ pub fn plan(marks: &[Vec<RawMark>], simple: &mut Simple<'_>) -> Plan {
         }
     }
 
-    // 4. Barriers built from condition variables.
+    // 4. Barriers built from condition variables (and from futexes the same way: Rust's
+    //    `Barrier` is a mutex and a condition variable on futexes).
     let mut barrier_of: HashMap<At, (u64, u32, bool)> = HashMap::new();
     let mut hand_barriers = 0u64;
     let mut hand_barrier_conds = 0usize;
-    let mut conds: Vec<u64> = signals.keys().copied().collect();
-    conds.sort_unstable();
-    for c in conds {
-        let src = &signals[&c];
+    let mut objs: Vec<(bool, u64)> = signals.keys().map(|&c| (false, c)).collect();
+    objs.extend(wakes.keys().map(|&a| (true, a)));
+    objs.sort_unstable();
+    for (is_futex, c) in objs {
+        let (src, woken_by) = if is_futex {
+            (&wakes[&c], &futex_woken)
+        } else {
+            (&signals[&c], &woken_by)
+        };
         if src.iter().any(|s| !s.1) {
             continue;
         }
@@ -405,6 +417,13 @@ pub fn plan(marks: &[Vec<RawMark>], simple: &mut Simple<'_>) -> Plan {
                 }
                 Op::FutexWait => {
                     if b.is_some() {
+                        if let Some(&(id, n, lead)) = barrier_of.get(&at) {
+                            v.push(Marker::Barrier {
+                                id,
+                                participants: n,
+                                lead,
+                            });
+                        }
                         v.push(Marker::FutexWait {
                             addr: a0,
                             wake: order_of(wake_edge.get(&at)),
@@ -412,6 +431,13 @@ pub fn plan(marks: &[Vec<RawMark>], simple: &mut Simple<'_>) -> Plan {
                     }
                 }
                 Op::FutexWake => {
+                    if let Some(&(id, n, lead)) = barrier_of.get(&at) {
+                        v.push(Marker::Barrier {
+                            id,
+                            participants: n,
+                            lead,
+                        });
+                    }
                     v.push(Marker::FutexWake { addr: a0 });
                     release(at, v);
                 }

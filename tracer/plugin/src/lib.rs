@@ -386,7 +386,7 @@ fn syscall_entry(vcpu: c_uint, num: i64, args: [u64; 6]) {
         with_state(vcpu, |t| t.clone_flags = a1);
     }
     if num == SYS_FUTEX {
-        with_state(vcpu, |t| futex(t, a1, a2, a5));
+        with_state(vcpu, |t| futex(t, a1, a2, args[2], a5));
         return;
     }
     if (num == SYS_EXECVE || num == SYS_EXECVEAT) && !FORKED_CHILD.load(Ordering::Relaxed) {
@@ -468,7 +468,7 @@ fn syscall_entry(vcpu: c_uint, num: i64, args: [u64; 6]) {
 /// from their own markers): waits and wakes become markers, so that synchronization built on
 /// futexes directly (C++20 `std::barrier` and `atomic::wait`, Rust's `std::sync`) replays
 /// with its recorded wake edges.
-fn futex(t: &mut ThreadState, addr: u64, op: u64, addr2: u64) {
+fn futex(t: &mut ThreadState, addr: u64, op: u64, count: u64, addr2: u64) {
     if !t.recording {
         return;
     }
@@ -480,11 +480,11 @@ fn futex(t: &mut ThreadState, addr: u64, op: u64, addr2: u64) {
             t.futex_wait = true;
         }
         // WAKE, UNLOCK_PI, WAKE_BITSET
-        1 | 7 | 10 => t.mark(Op::FutexWake, &[addr]),
+        1 | 7 | 10 => t.mark(Op::FutexWake, &[addr, count]),
         // REQUEUE, CMP_REQUEUE, WAKE_OP, CMP_REQUEUE_PI: wake on both addresses.
         3 | 4 | 5 | 12 => {
-            t.mark(Op::FutexWake, &[addr]);
-            t.mark(Op::FutexWake, &[addr2]);
+            t.mark(Op::FutexWake, &[addr, count]);
+            t.mark(Op::FutexWake, &[addr2, 0]);
         }
         _ => {}
     }

@@ -69,7 +69,8 @@ pub enum Op {
     /// A `futex` wait system call made by traced code on address `a1` (the plugin's own
     /// marker; its [`Op::Done`] carries the result: 0 woken, negative errno otherwise).
     FutexWait = 20,
-    /// A `futex` wake system call made by traced code on address `a1`.
+    /// A `futex` wake system call made by traced code on address `a1`, waking at most `a2`
+    /// threads.
     FutexWake = 21,
     /// An OpenMP team thread starts the body of parallel region `a1` as thread `a2` of a team
     /// of `a3` (the interposer's wrapper around the outlined function).
@@ -124,7 +125,8 @@ impl Op {
             Op::ThreadStart | Op::Create | Op::Join => 1,
             Op::MutexLock | Op::MutexUnlock | Op::CondSignal | Op::CondBroadcast => 1,
             Op::Barrier | Op::CondWait | Op::OmpEnd | Op::OmpBarrier => 2,
-            Op::Done | Op::FutexWait | Op::FutexWake => 1,
+            Op::Done | Op::FutexWait => 1,
+            Op::FutexWake => 2,
             Op::OmpBegin => 3,
             Op::SectionBegin | Op::SectionEnd => 6,
             _ => 0,
