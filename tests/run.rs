@@ -120,6 +120,91 @@ fn pointer_chase_to_dram_costs_the_dram_latency_per_load() {
     );
 }
 
+/// A one-thread trace of a chase through `nodes` 64-byte nodes in one random cycle, loading
+/// each node's value (offset 8) and then its `next` pointer (offset 0) from the same line: the
+/// value load misses and the `next` load, issued right after it, finds the line in flight.
+fn two_load_chase_trace(path: &Path, nodes: u64) {
+    let mut w = TraceWriter::create(
+        path,
+        TraceMeta {
+            isa: "test".into(),
+            workload: "chase2".into(),
+            params: vec![],
+            producer: "test".into(),
+        },
+    )
+    .unwrap();
+    let (rax, rbx, flags) = (0u8, 3u8, 40u8);
+    let load = |pc: u64, dst: u8| {
+        let mut s = StaticInst::new(pc, 4, OpClass::Load);
+        s.srcs = vec![rax];
+        s.dsts = vec![dst];
+        s.mem = vec![sim_frontend::model::MemSpec {
+            size: 8,
+            write: false,
+        }];
+        s
+    };
+    let val = w.add_static(load(0x1000, rbx)).unwrap();
+    let next = w.add_static(load(0x1004, rax)).unwrap();
+    let mut cmp = StaticInst::new(0x1008, 4, OpClass::IntAlu);
+    cmp.srcs = vec![rax];
+    cmp.dsts = vec![flags];
+    let cmp = w.add_static(cmp).unwrap();
+    let mut br = StaticInst::new(0x100c, 4, OpClass::CondBranch);
+    br.branch = BranchKind::Conditional;
+    br.target = 0x1000;
+    br.srcs = vec![flags];
+    let br = w.add_static(br).unwrap();
+    let order = sim_frontend::workloads::micro::chase_cycle(nodes, 1, 0);
+    let base = 0x4000_0000u64;
+    let acc = |addr| sim_frontend::model::MemAccess {
+        addr,
+        size: 8,
+        write: false,
+    };
+    w.marker(0, Marker::ThreadStart).unwrap();
+    w.marker(0, Marker::RoiBegin).unwrap();
+    let mut node = 0u64;
+    for i in 0..nodes {
+        w.inst(0, val, false, &[acc(base + node * 64 + 8)]).unwrap();
+        w.inst(0, next, false, &[acc(base + node * 64)]).unwrap();
+        node = order[node as usize];
+        w.inst(0, cmp, false, &[]).unwrap();
+        w.inst(0, br, i + 1 < nodes, &[]).unwrap();
+    }
+    w.marker(0, Marker::RoiEnd).unwrap();
+    w.marker(0, Marker::ThreadEnd).unwrap();
+    w.finish().unwrap();
+}
+
+#[test]
+fn a_second_load_of_a_line_in_flight_waits_for_it() {
+    // Two loads per node of a pointer chase over 64 MiB: the `next` load follows the value
+    // load of the same line, whose miss is still in flight, so it completes when the line
+    // arrives. Formula: cycles per node = latency of one idle DRAM access (as for one load
+    // per node), charged to mem-dram — not the L1 hit latency, which would run the chain
+    // ~40x too fast.
+    let dir = tempfile::tempdir().unwrap();
+    let p = dir.path().join("chase2.itrace");
+    let nodes = 20_000u64;
+    two_load_chase_trace(&p, nodes);
+    let trace = Trace::open(&p).unwrap();
+    let cfg = engine_config();
+    let (r, _) = Engine::new(&trace, &cfg, ()).unwrap().run(|_| {}).unwrap();
+    let mut mem = sim_memory::Memory::new(cfg.memory.clone()).unwrap();
+    let idle = mem
+        .access(0, 0, 0x5000_0000, 8, sim_memory::Kind::Load, 0)
+        .latency as f64;
+    let s = &r.threads[0].stack;
+    let per = s.total() / nodes as f64;
+    assert!(
+        (per - idle).abs() / idle < 0.05,
+        "{per:.1} cycles per node, idle DRAM latency {idle}"
+    );
+    assert!(s.get(Component::MemDram) / s.total() > 0.9, "{s:?}");
+}
+
 #[test]
 fn independent_stream_misses_overlap_up_to_the_window_or_the_miss_slots() {
     // stream: 8 instructions and 2 loads per iteration; each load touches a new line every 8

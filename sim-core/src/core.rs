@@ -8,7 +8,8 @@
 //! latency). It starts when its sources are ready (`max(d_i, ready(srcs))`; a serializing
 //! instruction also waits for everything older to commit), completes after its latency (loads:
 //! the memory model's latency; a long-latency load needs one of `outstanding_loads` miss
-//! slots), and commits in order. Independent long-latency loads within the window therefore
+//! slots, unless it merges into a miss in flight to the same line, whose arrival it waits
+//! for), and commits in order. Independent long-latency loads within the window therefore
 //! overlap (memory-level parallelism), bounded by the miss slots and the window; a dependence
 //! chain limits the rate to window ÷ chain length; an independent stream runs at the dispatch
 //! width.
@@ -278,8 +279,9 @@ impl Core {
                 ready as u64,
             );
             let l = o.latency;
-            if l > self.p.long_latency_cutoff as u64 {
-                // A long-latency miss needs a miss slot.
+            if l > self.p.long_latency_cutoff as u64 && !o.merged {
+                // A long-latency miss needs a miss slot (an access merged into a miss in
+                // flight shares that miss's slot).
                 let slot = self.load_slots[self.load_next];
                 if slot > ready {
                     ready = slot;
@@ -312,7 +314,7 @@ impl Core {
             for (i, m) in o.missed.iter().enumerate() {
                 r.misses[i] += *m as u32;
             }
-            if o.latency > self.p.long_latency_cutoff as u64 {
+            if o.latency > self.p.long_latency_cutoff as u64 && !o.merged {
                 // Stores retire through the store buffer; a full one stalls.
                 let slot = self.store_slots[self.store_next];
                 if slot > ready {

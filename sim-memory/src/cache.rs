@@ -4,6 +4,10 @@
 //!
 //! An invalidated line keeps its tag with state `I`, so a later miss on it can be recognised
 //! as a coherence miss.
+//!
+//! Each slot also remembers its fill in flight, as a miss-status holding register does: when
+//! the fill was requested, when the line arrives and where it comes from, so that an access
+//! to a line that is present but not yet arrived waits for it (see [`Cache::pending`]).
 
 use crate::config::CacheParams;
 use crate::replacement::{Policy, Replacement};
@@ -42,6 +46,11 @@ pub struct Cache {
     state: Vec<u8>,
     dirty: Vec<bool>,
     sharers: Vec<u64>,
+    /// Per slot: the cycle the fill was requested and the cycle the line arrives (equal, 0,
+    /// when no fill is in flight), and where the fill is served from (a `Served` index).
+    fill_start: Vec<u64>,
+    fill_done: Vec<u64>,
+    fill_src: Vec<u8>,
     policy: Policy,
     /// Counters of this instance.
     pub stats: CacheStats,
@@ -65,6 +74,9 @@ impl Cache {
             state: vec![INVALID; n],
             dirty: vec![false; n],
             sharers: vec![0; n],
+            fill_start: vec![0; n],
+            fill_done: vec![0; n],
+            fill_src: vec![0; n],
             policy: Policy::new(params.replacement, sets, ways),
             stats: CacheStats::default(),
         }
@@ -172,8 +184,30 @@ impl Cache {
         self.state[slot] = st;
         self.dirty[slot] = false;
         self.sharers[slot] = 0;
+        self.fill_start[slot] = 0;
+        self.fill_done[slot] = 0;
         self.policy.insert(set, slot - base);
         (slot, victim)
+    }
+
+    /// Records that the line in `slot` was requested at cycle `start` and arrives at `done`,
+    /// served from `src` (a `Served` index).
+    #[inline]
+    pub fn set_fill(&mut self, slot: usize, start: u64, done: u64, src: u8) {
+        self.fill_start[slot] = start;
+        self.fill_done[slot] = done;
+        self.fill_src[slot] = src;
+    }
+
+    /// For an access at cycle `t` to the line in `slot`: if the line has not arrived by `t`,
+    /// the cycles until it is usable and where its fill is served from. An access made after
+    /// the fill was requested merges into it and waits for the arrival; one made (in simulated
+    /// time) before the request would have missed itself, so it takes the fill's whole
+    /// latency.
+    #[inline]
+    pub fn pending(&self, slot: usize, t: u64) -> Option<(u64, u8)> {
+        let done = self.fill_done[slot];
+        (done > t).then(|| (done - t.max(self.fill_start[slot]), self.fill_src[slot]))
     }
 
     /// Every valid line, for invariant checks.

@@ -106,6 +106,14 @@ pub struct Outcome {
     pub erased: bool,
     /// For an erased access: where it would have been served.
     pub would_serve: Served,
+    /// The line was in the L1 but its fill still in flight: the access merged into that miss
+    /// (needing no miss slot of its own) and waited for the line; `served` is where the fill
+    /// comes from. (An L1 miss that finds the line arriving in a farther level waits for it
+    /// too, but is a miss of its own: `missed[0]` and not `merged`.)
+    pub merged: bool,
+    /// The access found its line still arriving, at any level, and waited for it (for an
+    /// erased access: would have waited; `would_serve` is then where the fill comes from).
+    pub waited: bool,
 }
 
 const NONE: u32 = u32::MAX;
@@ -331,10 +339,13 @@ impl Memory {
             o.served = o.served.max(o2.served);
             o.would_serve = o.would_serve.max(o2.would_serve);
             o.erased |= o2.erased;
+            // Merged only if neither line needed a miss of its own.
+            o.merged = (o.merged || o2.merged) && !o.missed[0] && !o2.missed[0];
             for i in 0..3 {
                 o.missed[i] |= o2.missed[i];
             }
             o.coherence |= o2.coherence;
+            o.waited |= o2.waited;
         }
         let cs = &mut self.core_stats[core as usize];
         match kind {
@@ -399,14 +410,33 @@ impl Memory {
             l1.stats.accesses += 1;
             l1.stats.hits += 1;
             let lat = l1.params.data_latency as u64;
-            return Outcome {
+            let mut o = Outcome {
                 latency: lat,
                 served: Served::L1,
                 missed: [false; 3],
                 coherence: false,
                 erased: false,
                 would_serve: Served::L1,
+                merged: false,
+                waited: false,
             };
+            // A line whose fill is still in flight: wait for it, charged to where it comes from.
+            if let Some((wait, src)) = l1.pending(slot, t)
+                && wait > lat
+            {
+                let src = Served::ALL[src as usize];
+                o.would_serve = src;
+                o.waited = true;
+                if erased {
+                    o.erased = true;
+                } else {
+                    l1.stats.merged += 1;
+                    o.latency = wait;
+                    o.served = src;
+                    o.merged = true;
+                }
+            }
+            return o;
         }
         let o = self.slow(core, path, line, kind, t, erased);
         debug_assert_eq!(
@@ -529,8 +559,12 @@ impl Memory {
         let timing = !erased;
         let plen = path.len;
         let mut st = [INVALID; 3];
-        for (i, s) in st.iter_mut().enumerate().take(plen) {
-            *s = self.node(path.nodes[i]).cache.state_of(line);
+        let mut slots = [usize::MAX; 3];
+        for i in 0..plen {
+            if let Some(slot) = self.node(path.nodes[i]).cache.find(line) {
+                slots[i] = slot;
+                st[i] = self.node(path.nodes[i]).cache.state(slot);
+            }
         }
         let good = |s: u8| if write { s == MODIFIED } else { s != INVALID };
         let hit = (0..plen).find(|&i| good(st[i]));
@@ -572,7 +606,7 @@ impl Memory {
             }
         }
         let mut lat = tag(self, 0);
-        let served;
+        let mut served;
         match hit {
             Some(k) => {
                 for i in 1..k {
@@ -592,8 +626,6 @@ impl Memory {
                     served = Self::level_served(p_level);
                     lat += data(self, p_level);
                 }
-                let new = if write { MODIFIED } else { SHARED };
-                self.install(&path, k, line, new, timing, core, t);
             }
             None => {
                 for i in 1..plen {
@@ -665,10 +697,31 @@ impl Memory {
                         lat = done - t;
                     }
                 }
-                let new = if write { MODIFIED } else { SHARED };
-                self.install(&path, plen - 1, line, new, timing, core, t);
             }
         }
+        // A copy on the path still arriving (from another core's or an earlier miss; for a
+        // store, the line it upgrades): the access waits for it, charged to where it comes
+        // from (an erased access reports that place as where it would have been served).
+        // (The coherence actions above touched only copies off the path, so `slots` stand.)
+        let mut waited = false;
+        for (i, &n) in path.nodes.iter().enumerate().take(plen) {
+            if st[i] != INVALID
+                && let Some((wait, src)) = self.node(n).cache.pending(slots[i], t)
+                && wait > lat
+            {
+                lat = wait;
+                served = Served::ALL[src as usize];
+                waited = true;
+                if timing {
+                    self.cache(n).stats.merged += 1;
+                }
+            }
+        }
+        // The levels that did not hold the line now get it, in flight until it arrives (an
+        // upgrade leaves the arrival of the data as it was).
+        let new = if write { MODIFIED } else { SHARED };
+        let fill = timing.then_some((t, t + lat, served as u8));
+        self.install(&path, hit.unwrap_or(plen - 1), line, new, fill, core, t);
         let missed = [true, hit.is_none_or(|k| k > 1), hit.is_none() && plen == 3];
         if erased {
             Outcome {
@@ -678,6 +731,8 @@ impl Memory {
                 coherence: false,
                 erased: true,
                 would_serve: served,
+                merged: false,
+                waited,
             }
         } else {
             Outcome {
@@ -687,6 +742,8 @@ impl Memory {
                 coherence,
                 erased: false,
                 would_serve: served,
+                merged: false,
+                waited,
             }
         }
     }
@@ -701,7 +758,8 @@ impl Memory {
 
     /// Makes `line` valid in `path[0..=top]` with state `new` (`M` for a store, `S` for a
     /// load: nodes already valid keep their state on a load), top-down so inclusion holds at
-    /// every step, handling the victims of each fill.
+    /// every step, handling the victims of each fill. With timing, `fill` is the (request,
+    /// arrival, source) every newly filled node records as its fill in flight.
     #[allow(clippy::too_many_arguments)]
     fn install(
         &mut self,
@@ -709,10 +767,11 @@ impl Memory {
         top: usize,
         line: u64,
         new: u8,
-        timing: bool,
+        fill: Option<(u64, u64, u8)>,
         core: u32,
         t: u64,
     ) {
+        let timing = fill.is_some();
         for i in (0..=top).rev() {
             let n = path.nodes[i];
             let slot = match self.node(n).cache.find(line) {
@@ -726,6 +785,9 @@ impl Memory {
                 }
                 None => {
                     let (slot, victim) = self.cache(n).fill(line, new);
+                    if let Some((start, done, src)) = fill {
+                        self.cache(n).set_fill(slot, start, done, src);
+                    }
                     if let Some(v) = victim {
                         self.evict(n, v, timing, core, t);
                     }

@@ -19,6 +19,9 @@ pub struct CacheStats {
     pub misses_store: u64,
     /// Misses on a line this cache lost to an invalidation (subset of the three above).
     pub coherence_misses: u64,
+    /// Hits on a line whose fill was still in flight: the access merged into the outstanding
+    /// miss and waited for the line (counted in `hits`, not as a miss).
+    pub merged: u64,
     /// Dirty lines written back to the level above on eviction.
     pub writebacks: u64,
     /// Copies invalidated by another core's store or by an inclusive eviction above.
@@ -40,6 +43,7 @@ impl AddAssign for CacheStats {
         self.misses_load += o.misses_load;
         self.misses_store += o.misses_store;
         self.coherence_misses += o.coherence_misses;
+        self.merged += o.merged;
         self.writebacks += o.writebacks;
         self.invalidations += o.invalidations;
     }

@@ -902,3 +902,104 @@ fn a_late_early_request_uses_an_idle_slot() {
         }
     }
 }
+
+// ---------------------------------------------------------------------------------------------
+// Misses in flight
+// ---------------------------------------------------------------------------------------------
+
+/// A second access to a line whose miss is still in flight merges into that miss (as an MSHR
+/// does) and completes when the line arrives, charged to where the line comes from; one made
+/// at or after the arrival is an L1 hit. Both sides of the boundary, for loads and stores
+/// after a load or store miss. A store to a line a load is still bringing in shared state
+/// is an upgrade (a miss of its own under MSI), which also waits for the data.
+#[test]
+fn an_access_to_a_line_in_flight_completes_when_the_line_arrives() {
+    let cfg = MemoryConfig::small(1, 1);
+    let d = dram_latency(&cfg);
+    let hit = cfg.l1d.data_latency as u64;
+    for (first_kind, kind) in [
+        (Kind::Load, Kind::Load),
+        (Kind::Store, Kind::Store),
+        (Kind::Store, Kind::Load),
+        (Kind::Load, Kind::Store),
+    ] {
+        for (i, k) in [1, d / 2, d - hit - 1, d - hit, d, d + 1]
+            .into_iter()
+            .enumerate()
+        {
+            let mut mem = Memory::new(cfg.clone()).unwrap();
+            let a = 0x70_0000 + 4096 * i as u64;
+            let t0 = GAP;
+            let first = mem.access(0, 0, a, 8, first_kind, t0);
+            assert_eq!((first.served, first.latency), (Served::Dram, d));
+            // Another word of the same line, `k` cycles after the miss was issued.
+            let o = mem.access(0, 0, a + 8, 8, kind, t0 + k);
+            let what = format!("{kind:?} {k} cycles after a {first_kind:?} miss of {d}: {o:?}");
+            let wait = d.saturating_sub(k);
+            let upgrade = first_kind == Kind::Load && kind == Kind::Store;
+            if upgrade {
+                // Ownership from the L3 (the only holder) costs the tags and a bus slot.
+                let own = (cfg.l1d.tag_latency + cfg.l2.tag_latency + cfg.l3.unwrap().tag_latency)
+                    as u64
+                    + slot(&cfg, cfg.bus_bytes_per_cycle);
+                assert!(o.missed[0] && !o.merged, "{what}");
+                assert_eq!(o.latency, wait.max(own), "{what}");
+                assert_eq!(o.waited, wait > own, "{what}");
+                continue;
+            }
+            if wait > hit {
+                // Still arriving: wait for it, served by DRAM, no miss of its own.
+                assert_eq!((o.served, o.latency), (Served::Dram, wait), "{what}");
+                assert!(o.merged && o.waited && o.missed == [false; 3], "{what}");
+                assert_eq!(l1d(&mem, 0).merged, 1, "{what}");
+            } else {
+                assert_eq!((o.served, o.latency), (Served::L1, hit), "{what}");
+                assert!(!o.merged && !o.waited, "{what}");
+                assert_eq!(l1d(&mem, 0).merged, 0, "{what}");
+            }
+            assert_eq!(
+                l1d(&mem, 0).misses(),
+                1,
+                "{what}: a merged access is no miss"
+            );
+        }
+    }
+}
+
+/// The same at a shared level: another core whose access finds the line in the shared L3 but
+/// still arriving there waits for it (its own L1 and L2 miss); after the arrival it is an L3
+/// hit. An access presented in simulated time before the miss was issued (cores run ahead of
+/// each other) takes the whole fill latency, as if it had missed itself.
+#[test]
+fn another_core_waits_for_a_line_arriving_in_the_shared_l3() {
+    let cfg = MemoryConfig::small(1, 2);
+    let d = dram_latency(&cfg);
+    let l3 = cfg.l3.unwrap();
+    // As `l3_hit_costs_tags_bus_slot_and_l3_data` computes it.
+    let l3_hit = (cfg.l1d.tag_latency + cfg.l2.tag_latency + l3.data_latency) as u64
+        + slot(&cfg, cfg.bus_bytes_per_cycle);
+    let t0 = GAP;
+    for (i, at) in [t0 - 50, t0 + 20, t0 + d - l3_hit - 1, t0 + d, t0 + 10 * d]
+        .into_iter()
+        .enumerate()
+    {
+        let mut mem = Memory::new(cfg.clone()).unwrap();
+        let a = 0x80_0000 + 4096 * i as u64;
+        assert_eq!(mem.access(0, 0, a, 8, Kind::Load, t0).latency, d);
+        let o = mem.access(1, 0, a, 8, Kind::Load, at);
+        let what = format!(
+            "core 1 at {at}, core 0's miss at {t0} arriving at {}: {o:?}",
+            t0 + d
+        );
+        assert_eq!(o.missed, [true, true, false], "{what}");
+        assert!(!o.merged, "{what}: an L1 miss needs a miss slot of its own");
+        let wait = (t0 + d).saturating_sub(at.max(t0));
+        if wait > l3_hit {
+            assert_eq!((o.served, o.latency), (Served::Dram, wait), "{what}");
+            assert!(o.waited, "{what}");
+        } else {
+            assert_eq!((o.served, o.latency), (Served::L3, l3_hit), "{what}");
+            assert!(!o.waited, "{what}");
+        }
+    }
+}
