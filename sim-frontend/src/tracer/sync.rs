@@ -23,7 +23,8 @@
 //!
 //! **Barriers built by hand.** A condition variable that is only ever broadcast (never
 //! signalled), where every broadcast woke at least one waiter and each broadcast's episode
-//! (the broadcaster plus the waiters it woke) has the same size `n ≥ 2`, is the classic
+//! (the broadcaster plus the waiters it woke) involves the same `n ≥ 2` distinct threads (a
+//! team: a hand-off that wakes changing threads is no barrier), is the classic
 //! mutex + condition + counter barrier: each episode becomes one barrier of `n` participants
 //! (the waiters at their wait, the broadcaster at its broadcast, which names the episode).
 //!
@@ -310,13 +311,19 @@ pub fn plan(marks: &[Vec<RawMark>], simple: &mut Simple<'_>) -> Plan {
         if n < 2 || sizes.iter().any(|&k| k + 1 != n) {
             continue;
         }
-        let distinct = src.iter().all(|s| {
+        // Each episode's threads (broadcaster and waiters) are distinct, and every episode
+        // involves the same threads: a team. (A broadcast hand-off between changing pairs of
+        // threads — a producer waking one consumer of several, as pigz's work queue does —
+        // has episodes of one size too, but is no barrier.)
+        let team = |s: &(u64, bool, At)| {
             let mut ts: Vec<u32> = woken_by[&s.2].iter().map(|w| w.0).collect();
             ts.push(s.2.0);
             ts.sort_unstable();
-            ts.windows(2).all(|w| w[0] != w[1])
-        });
-        if !distinct {
+            ts
+        };
+        let first = team(&src[0]);
+        let is_team = first.windows(2).all(|w| w[0] != w[1]);
+        if !is_team || src.iter().any(|s| team(s) != first) {
             continue;
         }
         hand_barrier_conds += 1;
@@ -561,6 +568,41 @@ mod tests {
             ]
         );
         assert!(p.at(1, 3).is_empty(), "a Done writes nothing");
+    }
+
+    /// Broadcast episodes of one size are a barrier only if every episode involves the same
+    /// threads. A producer (t0) that broadcasts each item to whichever single consumer is
+    /// waiting — t1, then t2 — has two episodes of two threads each, but no team: no barrier
+    /// (the waits keep their wake edges). The same two episodes between t0 and t1 only are a
+    /// barrier episode each.
+    #[test]
+    fn a_broadcast_hand_off_between_changing_threads_is_no_barrier() {
+        const C: u64 = 0x20;
+        let consumer = |wait: u64| vec![mk(Op::CondWait, [C, 0x10, 0], wait), done(wait + 2)];
+        let producer = vec![
+            mk(Op::CondBroadcast, [C, 0, 0], 1),
+            done(2),
+            mk(Op::CondBroadcast, [C, 0, 0], 11),
+            done(12),
+        ];
+        // t1 waits at 0 (woken by the broadcast at 1); t2 at 10 (woken by the one at 11).
+        let p = plan(&[producer.clone(), consumer(0), consumer(10)], &mut none);
+        assert_eq!(p.hand_barriers, 0, "changing pairs are no team");
+        for t in [1, 2] {
+            assert!(
+                matches!(p.at(t, 0).last(), Some(Marker::CondWait { wake, .. }) if *wake != Order::NONE),
+                "thread {t}: {:?}",
+                p.at(t, 0)
+            );
+        }
+        // The same pair twice: t1 waits at 0 and again at 10.
+        let mut t1 = consumer(0);
+        t1.extend(consumer(10));
+        let p = plan(&[producer, t1], &mut none);
+        assert_eq!(
+            p.hand_barriers, 2,
+            "one episode per broadcast of the same team"
+        );
     }
 
     /// Signals are taken one per waiter, earliest first; a wait with no signal in its interval
