@@ -192,7 +192,7 @@ shared_by = 4
 replacement = "mru"
 
 [coherence]
-protocol = "mesi"
+protocol = "moesi"
 
 [bus]
 arbitration = "lottery"
@@ -226,7 +226,7 @@ interleave = "32B"
             .map(|e| e.message.clone())
             .unwrap_or_default()
     };
-    assert!(message("coherence.protocol").contains("allowed: \"msi\""));
+    assert!(message("coherence.protocol").contains("allowed: \"msi\", \"mesi\""));
     assert!(message("cache.l2.shared_by").contains("allowed 1, 2, 3, 6, or \"socket\""));
     assert!(message("branch_predictor.entries").contains("nearest: 512 or 1024"));
     assert!(message("system.frequency").contains("needs a unit"));

@@ -48,6 +48,17 @@ pub enum Arbitration {
     FixedPriority,
 }
 
+/// The coherence protocol.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Protocol {
+    /// Modified / Shared / Invalid: a load always fills in `S`, so a store to a line the core
+    /// loaded first is an upgrade on the bus.
+    Msi,
+    /// MSI plus Exclusive: a load that finds no other copy anywhere fills with ownership
+    /// (clean `E`), so a later store by the same core is an L1 hit with no bus transaction.
+    Mesi,
+}
+
 /// The whole memory system.
 #[derive(Debug, Clone, PartialEq)]
 pub struct MemoryConfig {
@@ -79,6 +90,8 @@ pub struct MemoryConfig {
     pub dram_interleave: u64,
     /// Extra cycles for an access served by another socket.
     pub off_socket_latency: u32,
+    /// Coherence protocol.
+    pub protocol: Protocol,
 }
 
 impl MemoryConfig {
@@ -89,7 +102,7 @@ impl MemoryConfig {
 
     /// A small machine for tests and examples: `sockets` × `cores_per_socket` cores, 32 KiB
     /// 8-way L1s (3 cycles), 256 KiB 8-way private L2s (12), a 2 MiB-per-core 16-way L3 (40),
-    /// 64-byte lines, a 32 B/cycle FIFO bus, 200-cycle DRAM at 16 B/cycle per controller.
+    /// 64-byte lines, a 32 B/cycle FIFO bus, 200-cycle DRAM at 16 B/cycle per controller, MSI.
     pub fn small(sockets: u32, cores_per_socket: u32) -> MemoryConfig {
         let c = |size, associativity, data_latency, tag_latency| CacheParams {
             size,
@@ -114,6 +127,7 @@ impl MemoryConfig {
             dram_controllers: 1,
             dram_interleave: 4096,
             off_socket_latency: 100,
+            protocol: Protocol::Msi,
         }
     }
 }

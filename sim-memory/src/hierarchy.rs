@@ -1,6 +1,6 @@
 //! The memory system of the whole machine: per-core L1I/L1D, L2s shared by groups of cores,
 //! an optional L3 per socket, one bus per socket between the L2s and the level above, DRAM
-//! controllers, and MSI coherence across all of it. `docs/memory.md` describes the model;
+//! controllers, and MSI or MESI coherence across all of it. `docs/memory.md` describes the model;
 //! the essentials:
 //!
 //! **A tree of inclusive caches.** Each cache instance is a node; an L1's parent is its L2,
@@ -13,12 +13,15 @@
 //! **States.** `M` in a node means "the only copies in the machine are in this node's
 //! subtree"; `S` means other copies may exist. So a node in `M` has all its ancestors in `M`,
 //! an L1 in `M` is the only private cache holding the line, and at most one top-level node
-//! holds a line in `M`.
+//! holds a line in `M`. Dirtiness is a separate bit, so `M` is ownership, clean or not: under
+//! MESI a load that finds no copy anywhere fills with ownership and a clean L1 copy — the
+//! `E` state — and a later store by the same core is an L1 hit; under MSI every load fills
+//! in `S` and that store is an upgrade on the bus.
 //!
 //! **Where an access is served.** A load is served by the nearest node on the core's path
 //! holding the line — unless a node *not* on the path but below that one holds it in `M`, in
-//! which case that neighbour supplies the data (L1- or L2-neighbour, by the neighbour's level)
-//! and is downgraded to `S`. A store needs the nearest node on its path in `M`; if there is
+//! which case that neighbour supplies the data (L1- or L2-neighbour, by the neighbour's level;
+//! under MESI only if its copy is dirty) and is downgraded to `S`. A store needs the nearest node on its path in `M`; if there is
 //! none, every other top-level node holding the line is invalidated (another socket:
 //! off-socket; the same socket: neighbour) and the path becomes `M`. Lines nobody holds come
 //! from DRAM.
@@ -30,7 +33,7 @@
 //! the same states.
 
 use crate::cache::{Cache, INVALID, MODIFIED, SHARED, Victim};
-use crate::config::MemoryConfig;
+use crate::config::{MemoryConfig, Protocol};
 use crate::slots::Slots;
 use crate::stats::{CacheStats, CoreStats};
 
@@ -617,7 +620,12 @@ impl Memory {
                     lat = self.buses[socket as usize].request(cis, t + lat) - t;
                 }
                 let f = self.siblings(&path, k, line, write);
-                let neighbor_supplies = f.m_level != 0 && (!write || st[0] == INVALID);
+                // A neighbour holding the line in M supplies it — under MESI only if it is
+                // dirty (a clean exclusive copy is just downgraded or invalidated; the data
+                // comes from the level that hit).
+                let neighbor_supplies = f.m_level != 0
+                    && (!write || st[0] == INVALID)
+                    && (f.dirty || self.cfg.protocol == Protocol::Msi);
                 if neighbor_supplies {
                     served = Self::neighbor(f.m_level);
                     lat += self.node(path.nodes[k]).cache.params.tag_latency as u64
@@ -719,9 +727,24 @@ impl Memory {
         }
         // The levels that did not hold the line now get it, in flight until it arrives (an
         // upgrade leaves the arrival of the data as it was).
-        let new = if write { MODIFIED } else { SHARED };
+        // A store takes ownership (M, dirty). Under MESI a load that found no copy anywhere
+        // takes ownership too, clean (the E state), so a later store of the core hits.
+        let exclusive = !write
+            && hit.is_none()
+            && served == Served::Dram
+            && self.cfg.protocol == Protocol::Mesi;
+        let new = if write || exclusive { MODIFIED } else { SHARED };
         let fill = timing.then_some((t, t + lat, served as u8));
-        self.install(&path, hit.unwrap_or(plen - 1), line, new, fill, core, t);
+        self.install(
+            &path,
+            hit.unwrap_or(plen - 1),
+            line,
+            new,
+            write,
+            fill,
+            core,
+            t,
+        );
         let missed = [true, hit.is_none_or(|k| k > 1), hit.is_none() && plen == 3];
         if erased {
             Outcome {
@@ -758,8 +781,9 @@ impl Memory {
 
     /// Makes `line` valid in `path[0..=top]` with state `new` (`M` for a store, `S` for a
     /// load: nodes already valid keep their state on a load), top-down so inclusion holds at
-    /// every step, handling the victims of each fill. With timing, `fill` is the (request,
-    /// arrival, source) every newly filled node records as its fill in flight.
+    /// every step, handling the victims of each fill; the L1 copy becomes dirty if `dirty`
+    /// (a store). With timing, `fill` is the (request, arrival, source) every newly filled
+    /// node records as its fill in flight.
     #[allow(clippy::too_many_arguments)]
     fn install(
         &mut self,
@@ -767,6 +791,7 @@ impl Memory {
         top: usize,
         line: u64,
         new: u8,
+        dirty: bool,
         fill: Option<(u64, u64, u8)>,
         core: u32,
         t: u64,
@@ -794,7 +819,7 @@ impl Memory {
                     slot
                 }
             };
-            if i == 0 && new == MODIFIED {
+            if i == 0 && dirty {
                 self.cache(n).set_dirty(slot, true);
             }
             if i + 1 < path.len {

@@ -16,6 +16,6 @@ pub mod replacement;
 pub mod slots;
 pub mod stats;
 
-pub use config::{Arbitration, CacheParams, MemoryConfig, ReplacementKind};
+pub use config::{Arbitration, CacheParams, MemoryConfig, Protocol, ReplacementKind};
 pub use hierarchy::{Kind, Memory, Outcome, Served};
 pub use stats::{CacheStats, CoreStats};

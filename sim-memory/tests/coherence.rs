@@ -1,6 +1,6 @@
 //! The memory hierarchy's coherence and erasure under test. Coherence: for several machine
 //! shapes (one socket with private L2s, two sockets, L2s shared by two cores, no L3, two
-//! sockets with shared L2s and no L3), all with tiny caches so that evictions and inclusive
+//! sockets with shared L2s and no L3; MSI, and MESI on two of them), all with tiny caches so that evictions and inclusive
 //! back-invalidations are frequent, random loads, stores and instruction fetches by random
 //! cores over a small set of lines keep `check_all` true after every access (never two
 //! modified copies, a modified line in no other private cache, inclusion and sharer masks).
@@ -16,7 +16,9 @@ use std::collections::BTreeMap;
 use proptest::collection::vec;
 use proptest::prelude::*;
 use proptest::test_runner::{Config, TestRunner};
-use sim_memory::{CacheParams, Kind, Memory, MemoryConfig, Outcome, ReplacementKind, Served};
+use sim_memory::{
+    CacheParams, Kind, Memory, MemoryConfig, Outcome, Protocol, ReplacementKind, Served,
+};
 
 /// The machines under test.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -31,14 +33,20 @@ enum Shape {
     NoL3,
     /// Two sockets of four cores, L2s shared by two, no L3.
     TwoSocketsSharedNoL3,
+    /// As `Private`, under MESI.
+    MesiPrivate,
+    /// Two sockets of four cores, L2s shared by two, an L3, under MESI.
+    MesiTwoSocketsShared,
 }
 
-const SHAPES: [Shape; 5] = [
+const SHAPES: [Shape; 7] = [
     Shape::Private,
     Shape::TwoSockets,
     Shape::SharedL2,
     Shape::NoL3,
     Shape::TwoSocketsSharedNoL3,
+    Shape::MesiPrivate,
+    Shape::MesiTwoSocketsShared,
 ];
 
 /// Caches small enough that a few dozen lines overflow them: L1s 1 KiB 2-way (8 sets), L2s
@@ -50,6 +58,8 @@ fn machine(shape: Shape) -> MemoryConfig {
         Shape::SharedL2 => (1, 2, true),
         Shape::NoL3 => (1, 1, false),
         Shape::TwoSocketsSharedNoL3 => (2, 2, false),
+        Shape::MesiPrivate => (1, 1, true),
+        Shape::MesiTwoSocketsShared => (2, 2, true),
     };
     let mut c = MemoryConfig::small(sockets, 4);
     let sized = |p: CacheParams, size, associativity| CacheParams {
@@ -71,6 +81,9 @@ fn machine(shape: Shape) -> MemoryConfig {
         Shape::SharedL2 => Some(ReplacementKind::TreePlru),
         _ => None,
     };
+    if matches!(shape, Shape::MesiPrivate | Shape::MesiTwoSocketsShared) {
+        c.protocol = Protocol::Mesi;
+    }
     if let Some(r) = policy {
         c.l2.replacement = r;
         if let Some(l3) = &mut c.l3 {
@@ -264,6 +277,16 @@ fn invariants_hold_after_every_access_without_l3() {
 #[test]
 fn invariants_hold_after_every_access_two_sockets_shared_l2_without_l3() {
     invariants(Shape::TwoSocketsSharedNoL3, 32);
+}
+
+#[test]
+fn invariants_hold_after_every_access_under_mesi() {
+    invariants(Shape::MesiPrivate, 48);
+}
+
+#[test]
+fn invariants_hold_after_every_access_under_mesi_two_sockets_shared_l2() {
+    invariants(Shape::MesiTwoSocketsShared, 32);
 }
 
 /// A shape, a random history, and a line of the universe (possibly untouched by it).

@@ -15,7 +15,7 @@
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
 
-use sim_memory::{Arbitration, CacheStats, Kind, Memory, MemoryConfig, Served};
+use sim_memory::{Arbitration, CacheStats, Kind, Memory, MemoryConfig, Protocol, Served};
 
 /// Gap between the accesses of the coherence and latency tests: far longer than any latency,
 /// so every access finds the bus and the DRAM idle.
@@ -1001,5 +1001,62 @@ fn another_core_waits_for_a_line_arriving_in_the_shared_l3() {
             assert_eq!((o.served, o.latency), (Served::L3, l3_hit), "{what}");
             assert!(!o.waited, "{what}");
         }
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// MSI and MESI
+// ---------------------------------------------------------------------------------------------
+
+/// A core that loads a line nobody else holds and then stores to it: under MSI the store is an
+/// upgrade (an L1 miss and a bus transaction for ownership); under MESI the load filled in the
+/// exclusive state and the store is an L1 hit with no bus transaction. Once another core has
+/// read the line, it is shared under both, and a store is an upgrade again. Under MESI a clean
+/// exclusive line another core reads comes from the shared level, not from the neighbour.
+#[test]
+fn a_private_load_then_store_needs_no_bus_transaction_under_mesi() {
+    for protocol in [Protocol::Msi, Protocol::Mesi] {
+        let mut cfg = MemoryConfig::small(1, 2);
+        cfg.protocol = protocol;
+        let mut mem = Memory::new(cfg.clone()).unwrap();
+        let mut t = 0;
+        let a = 0x90_0000;
+        let bus = |m: &Memory| m.bus_stats()[0].0;
+        assert_eq!(load(&mut mem, 0, a, &mut t).served, Served::Dram);
+        let before = bus(&mem);
+        let st = store(&mut mem, 0, a, &mut t);
+        let what = format!("{protocol:?}: {st:?}");
+        if protocol == Protocol::Mesi {
+            assert_eq!((st.served, st.missed), (Served::L1, [false; 3]), "{what}");
+            assert_eq!(st.latency, cfg.l1d.data_latency as u64, "{what}");
+            assert_eq!(bus(&mem), before, "{what}: no bus transaction");
+        } else {
+            assert!(st.missed[0], "{what}: an upgrade");
+            assert_eq!(bus(&mem), before + 1, "{what}: one bus transaction");
+        }
+        // The dirty line is supplied to core 1 by core 0's L1 under both.
+        assert_eq!(
+            load(&mut mem, 1, a, &mut t).served,
+            Served::L1Neighbor,
+            "{protocol:?}"
+        );
+        // Both share it now: core 0's next store is an upgrade under both.
+        assert!(store(&mut mem, 0, a, &mut t).missed[0], "{protocol:?}");
+
+        // A clean line core 0 loaded first: under MESI core 0 holds it exclusive but clean,
+        // and core 1's load is served by the L3 (the copy is downgraded); under MSI it is
+        // shared from the start, an L3 hit as well.
+        let b = a + 64 * 1024;
+        load(&mut mem, 0, b, &mut t);
+        assert_eq!(
+            load(&mut mem, 1, b, &mut t).served,
+            Served::L3,
+            "{protocol:?}"
+        );
+        assert!(
+            store(&mut mem, 0, b, &mut t).missed[0],
+            "{protocol:?}: shared now"
+        );
+        assert_eq!(mem.check_all(), Ok(()));
     }
 }

@@ -77,7 +77,8 @@ pub(super) fn machine() -> MachineConfig {
             l3: Some(l3()),
         },
         coherence: CoherenceConfig {
-            protocol: CoherenceProtocol::Msi,
+            // A modern part keeps an exclusive state (Intel's MESIF, AMD's MOESI).
+            protocol: CoherenceProtocol::Mesi,
         },
         bus: BusConfig {
             bandwidth: Bandwidth(64_000_000_000),

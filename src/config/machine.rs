@@ -323,6 +323,8 @@ named_enum!(
     CoherenceProtocol {
         /// Modified / Shared / Invalid.
         Msi = "msi",
+        /// MSI plus Exclusive: a load that finds no other copy fills with clean ownership.
+        Mesi = "mesi",
     }
 );
 
@@ -341,7 +343,7 @@ named_enum!(
 /// `[coherence]`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct CoherenceConfig {
-    /// The protocol (only MSI exists).
+    /// The protocol.
     pub protocol: CoherenceProtocol,
 }
 

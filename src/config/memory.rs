@@ -1,9 +1,11 @@
 //! From the validated machine description to the memory model's own configuration: units
 //! become cycles and bytes per cycle at the core clock, names become enums.
 
-use sim_memory::{Arbitration as MemArbitration, CacheParams, MemoryConfig, ReplacementKind};
+use sim_memory::{
+    Arbitration as MemArbitration, CacheParams, MemoryConfig, Protocol, ReplacementKind,
+};
 
-use super::machine::{Arbitration, CacheConfig, MachineConfig, Replacement};
+use super::machine::{Arbitration, CacheConfig, CoherenceProtocol, MachineConfig, Replacement};
 
 fn params(c: &CacheConfig) -> CacheParams {
     CacheParams {
@@ -55,6 +57,10 @@ impl MachineConfig {
             dram_controllers: self.dram.controllers,
             dram_interleave: self.dram.interleave.bytes(),
             off_socket_latency: self.off_socket.latency.to_cycles(f) as u32,
+            protocol: match self.coherence.protocol {
+                CoherenceProtocol::Msi => Protocol::Msi,
+                CoherenceProtocol::Mesi => Protocol::Mesi,
+            },
         })
     }
 }
