@@ -24,7 +24,8 @@
 //! **Barriers built by hand.** A condition variable that is only ever broadcast (never
 //! signalled), where every broadcast woke at least one waiter and each broadcast's episode
 //! (the broadcaster plus the waiters it woke) involves the same `n ≥ 2` distinct threads (a
-//! team: a hand-off that wakes changing threads is no barrier), is the classic
+//! team: a hand-off that wakes changing threads is no barrier), over at least two episodes
+//! (one cannot tell a barrier from a hand-off to the one thread waiting), is the classic
 //! mutex + condition + counter barrier: each episode becomes one barrier of `n` participants
 //! (the waiters at their wait, the broadcaster at its broadcast, which names the episode).
 //!
@@ -300,7 +301,9 @@ pub fn plan(marks: &[Vec<RawMark>], simple: &mut Simple<'_>) -> Plan {
         } else {
             (&signals[&c], &woken_by)
         };
-        if src.iter().any(|s| !s.1) {
+        // One episode cannot tell a barrier from a hand-off (a broadcast that woke the one
+        // thread waiting for an item); a barrier is used at least twice.
+        if src.len() < 2 || src.iter().any(|s| !s.1) {
             continue;
         }
         let sizes: Vec<usize> = src
@@ -492,12 +495,13 @@ mod tests {
 
     /// The classic barrier: thread 1 waits (releasing the mutex), thread 0 arrives last and
     /// broadcasts; the wait becomes a barrier of 2 named by the broadcaster, with the wake and
-    /// re-lock edges pointing at the broadcast and the broadcaster's unlock.
+    /// re-lock edges pointing at the broadcast and the broadcaster's unlock. A second episode
+    /// (the roles swapped) follows: one episode alone is no barrier.
     #[test]
     fn a_condition_only_broadcast_to_everyone_else_is_a_barrier() {
         const M: u64 = 0x10;
         const C: u64 = 0x20;
-        let t0 = vec![
+        let mut t0 = vec![
             mk(Op::MutexLock, [M, 0, 0], 3),
             done(4),
             mk(Op::CondBroadcast, [C, 0, 0], 5),
@@ -505,7 +509,7 @@ mod tests {
             mk(Op::MutexUnlock, [M, 0, 0], 7),
             done(8),
         ];
-        let t1 = vec![
+        let mut t1 = vec![
             mk(Op::MutexLock, [M, 0, 0], 0),
             done(1),
             mk(Op::CondWait, [C, M, 0], 2),
@@ -513,8 +517,26 @@ mod tests {
             mk(Op::MutexUnlock, [M, 0, 0], 10),
             done(11),
         ];
+        let first = plan(&[t0.clone(), t1.clone()], &mut none);
+        assert_eq!(first.hand_barriers, 0, "one episode is no barrier");
+        t0.extend([
+            mk(Op::MutexLock, [M, 0, 0], 12),
+            done(13),
+            mk(Op::CondWait, [C, M, 0], 14),
+            done(21),
+            mk(Op::MutexUnlock, [M, 0, 0], 22),
+            done(23),
+        ]);
+        t1.extend([
+            mk(Op::MutexLock, [M, 0, 0], 15),
+            done(16),
+            mk(Op::CondBroadcast, [C, 0, 0], 17),
+            done(18),
+            mk(Op::MutexUnlock, [M, 0, 0], 19),
+            done(20),
+        ]);
         let p = plan(&[t0, t1], &mut none);
-        assert_eq!(p.hand_barriers, 1);
+        assert_eq!(p.hand_barriers, 2);
         let id = HAND_BARRIER;
         // Releases in sequence order: t1's wait start (2), the broadcast (5), t0's unlock (7).
         assert_eq!(
