@@ -38,6 +38,9 @@ enum Cmd {
     /// Import another simulator's trace.
     #[command(subcommand)]
     Import(ImportCmd),
+    /// Export a thread of an isim trace for another simulator.
+    #[command(subcommand)]
+    Export(ExportCmd),
     /// Show what a trace holds: header, static table, per-thread instruction and marker counts.
     /// Decodes every record, so it also checks the whole file.
     TraceInfo {
@@ -139,6 +142,26 @@ enum ImportCmd {
         #[arg(required = true)]
         files: Vec<PathBuf>,
         /// Output trace file.
+        #[arg(long = "out", short = 'o')]
+        out: PathBuf,
+    },
+}
+
+#[derive(Subcommand)]
+enum ExportCmd {
+    /// Write one thread as ChampSim `input_instr` records (.xz or .gz compressed by the
+    /// output's extension, raw otherwise): a Pin-free way to run a traced program through
+    /// ChampSim. Synchronization markers have no place in the format and are left out.
+    Champsim {
+        /// The isim trace.
+        trace: PathBuf,
+        /// The thread to export.
+        #[arg(long, default_value_t = 0)]
+        thread: u32,
+        /// Only the instructions between the thread's region-of-interest markers.
+        #[arg(long)]
+        roi: bool,
+        /// Output file (e.g. `thread0.champsimtrace.xz`).
         #[arg(long = "out", short = 'o')]
         out: PathBuf,
     },
@@ -270,6 +293,39 @@ fn run(cli: Cli) -> Result<ExitCode> {
             pb.finish_and_clear();
             r?;
             println!("{}", summary_line(&out)?);
+        }
+        Cmd::Export(ExportCmd::Champsim {
+            trace,
+            thread,
+            roi,
+            out,
+        }) => {
+            let t = Trace::open(&trace)?;
+            let pb = spinner("exporting ChampSim records".into());
+            let r = sim_frontend::champsim::export(&t, thread, roi, &out, |n| {
+                pb.set_message(format!("exporting ChampSim records: {n}"))
+            });
+            pb.finish_and_clear();
+            let c = r?;
+            println!(
+                "wrote {}: thread {thread}, {} instructions ({} loads, {} stores, {} branches, {} taken)",
+                out.display(),
+                c.instructions,
+                c.loads,
+                c.stores,
+                c.branches,
+                c.taken
+            );
+            if c.mem_dropped + c.regs_dropped > 0 {
+                println!(
+                    "left out (the format holds 4 loads, 2 stores, 4 sources, 2 destinations per instruction, no address 0): {} memory operands, {} register operands",
+                    c.mem_dropped, c.regs_dropped
+                );
+            }
+            println!(
+                "left out (no place in the format): {} markers",
+                c.markers_dropped
+            );
         }
         Cmd::TraceInfo {
             file,

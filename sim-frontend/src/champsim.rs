@@ -14,6 +14,13 @@
 //! The first pass over the input learns the static table, the second writes the streams. Each
 //! input file becomes one thread; thread 0 creates the others at the start and joins them at
 //! the end, with no other synchronization.
+//!
+//! [`export`] goes the other way: one thread of any isim trace (a traced real program, a
+//! built-in workload) becomes an `input_instr` file that ChampSim runs, with the registers
+//! each branch kind reads and writes in ChampSim's convention, so that ChampSim infers the
+//! same kinds. What the format cannot hold is counted, not hidden: synchronization markers,
+//! memory operands beyond 4 loads or 2 stores, accesses at address 0, source registers
+//! beyond 4 and destinations beyond 2.
 
 use std::collections::HashMap;
 use std::fs::File;
@@ -67,6 +74,20 @@ impl ChampRecord {
             dst_mem: [u64_at(16), u64_at(24)],
             src_mem: [u64_at(32), u64_at(40), u64_at(48), u64_at(56)],
         }
+    }
+
+    /// The 64-byte record (the inverse of [`ChampRecord::parse`]).
+    pub fn to_bytes(&self) -> [u8; RECORD] {
+        let mut b = [0u8; RECORD];
+        b[0..8].copy_from_slice(&self.ip.to_le_bytes());
+        b[8] = self.is_branch;
+        b[9] = self.taken;
+        b[10..12].copy_from_slice(&self.dst_regs);
+        b[12..16].copy_from_slice(&self.src_regs);
+        for (i, a) in self.dst_mem.iter().chain(&self.src_mem).enumerate() {
+            b[16 + 8 * i..24 + 8 * i].copy_from_slice(&a.to_le_bytes());
+        }
+        b
     }
 
     /// The branch kind, inferred from the registers as ChampSim does.
@@ -370,4 +391,179 @@ pub fn import(
     w.finish()?;
     progress(done);
     Ok(counts)
+}
+
+/// What [`export`] wrote and what the format could not hold.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct ExportCounts {
+    /// Records written (= instructions exported).
+    pub instructions: u64,
+    /// Load operands written.
+    pub loads: u64,
+    /// Store operands written.
+    pub stores: u64,
+    /// Branch records.
+    pub branches: u64,
+    /// Taken branches.
+    pub taken: u64,
+    /// Markers (synchronization, ROI, thread events) left out: the format has none.
+    pub markers_dropped: u64,
+    /// Memory operands left out (beyond 4 loads or 2 stores, or at address 0).
+    pub mem_dropped: u64,
+    /// Register operands left out (beyond 4 sources or 2 destinations).
+    pub regs_dropped: u64,
+}
+
+/// ChampSim's register for isim register `r`: isim's stack pointer (4) and flags (17) become
+/// ChampSim's SP and FLAGS; every other register moves above ChampSim's special ones, so it
+/// never reads as SP, FLAGS or IP.
+fn champ_reg(r: u8) -> u8 {
+    match r {
+        4 => REG_SP,
+        17 => REG_FLAGS,
+        _ => 27 + (r % 229),
+    }
+}
+
+/// The record of one executed instruction of static `s`.
+fn record_of(s: &StaticInst, taken: bool, mem: &[MemAccess], c: &mut ExportCounts) -> ChampRecord {
+    let mut r = ChampRecord {
+        ip: s.pc,
+        ..ChampRecord::default()
+    };
+    let other = || {
+        s.srcs
+            .iter()
+            .map(|&x| champ_reg(x))
+            .find(|&x| x != REG_SP && x != REG_FLAGS)
+            .unwrap_or(27)
+    };
+    // Registers per kind as ChampSim classifies them (see `branch_kind`).
+    let (srcs, dsts): (Vec<u8>, Vec<u8>) = match s.branch {
+        BranchKind::None => {
+            let mut srcs: Vec<u8> = s.srcs.iter().map(|&x| champ_reg(x)).collect();
+            let mut dsts: Vec<u8> = s.dsts.iter().map(|&x| champ_reg(x)).collect();
+            srcs.dedup();
+            dsts.dedup();
+            (srcs, dsts)
+        }
+        BranchKind::Conditional => (vec![REG_IP, REG_FLAGS], vec![REG_IP]),
+        BranchKind::DirectJump => (vec![], vec![REG_IP]),
+        BranchKind::IndirectJump => (vec![other()], vec![REG_IP]),
+        BranchKind::DirectCall => (vec![REG_IP, REG_SP], vec![REG_IP, REG_SP]),
+        BranchKind::IndirectCall => (vec![REG_IP, REG_SP, other()], vec![REG_IP, REG_SP]),
+        BranchKind::Return => (vec![REG_SP], vec![REG_IP, REG_SP]),
+    };
+    for (i, &x) in srcs.iter().enumerate() {
+        match r.src_regs.get_mut(i) {
+            Some(slot) => *slot = x,
+            None => c.regs_dropped += 1,
+        }
+    }
+    for (i, &x) in dsts.iter().enumerate() {
+        match r.dst_regs.get_mut(i) {
+            Some(slot) => *slot = x,
+            None => c.regs_dropped += 1,
+        }
+    }
+    if s.branch != BranchKind::None {
+        r.is_branch = 1;
+        r.taken = (s.branch != BranchKind::Conditional || taken) as u8;
+        c.branches += 1;
+        c.taken += r.taken as u64;
+    }
+    let (mut nl, mut ns) = (0, 0);
+    for a in mem {
+        let slots: &mut [u64] = if a.write {
+            &mut r.dst_mem
+        } else {
+            &mut r.src_mem
+        };
+        let n = if a.write { &mut ns } else { &mut nl };
+        if a.addr == 0 || *n >= slots.len() {
+            c.mem_dropped += 1;
+            continue;
+        }
+        slots[*n] = a.addr;
+        *n += 1;
+    }
+    c.loads += nl as u64;
+    c.stores += ns as u64;
+    c.instructions += 1;
+    r
+}
+
+/// Writes thread `tid` of `trace` to `out` as ChampSim `input_instr` records: xz-compressed
+/// when `out` ends in `.xz`, gzip when `.gz`, raw otherwise. With `roi_only`, only the
+/// instructions between the thread's region-of-interest markers. The file is written as
+/// `<out>.partial` and renamed into place when complete. `progress` gets the instructions
+/// exported so far.
+pub fn export(
+    trace: &crate::Trace,
+    tid: u32,
+    roi_only: bool,
+    out: &Path,
+    mut progress: impl FnMut(u64),
+) -> Result<ExportCounts, TraceError> {
+    use crate::model::{Batch, Record};
+    use std::io::Write;
+    let mut stream = trace.stream(tid)?;
+    let mut tmp = out.as_os_str().to_owned();
+    tmp.push(".partial");
+    let tmp = PathBuf::from(tmp);
+    let file =
+        File::create(&tmp).map_err(|e| TraceError::io(&tmp, 0, "cannot create output", e))?;
+    let name = out.to_string_lossy();
+    let mut w: Box<dyn Write> = if name.ends_with(".xz") {
+        Box::new(xz2::write::XzEncoder::new(std::io::BufWriter::new(file), 6))
+    } else if name.ends_with(".gz") {
+        Box::new(flate2::write::GzEncoder::new(
+            std::io::BufWriter::new(file),
+            flate2::Compression::default(),
+        ))
+    } else {
+        Box::new(std::io::BufWriter::new(file))
+    };
+    let mut c = ExportCounts::default();
+    let mut batch = Batch::default();
+    let mut in_roi = !roi_only;
+    let result = (|| -> Result<(), TraceError> {
+        while stream.next_batch(&mut batch)? {
+            for rec in &batch.records {
+                match rec {
+                    Record::Marker(m) => {
+                        match m {
+                            Marker::RoiBegin if roi_only => in_roi = true,
+                            Marker::RoiEnd if roi_only => in_roi = false,
+                            _ => {}
+                        }
+                        c.markers_dropped += 1;
+                    }
+                    Record::Inst(i) if in_roi => {
+                        let s = &trace.program.insts[i.sidx as usize];
+                        let r = record_of(s, i.taken, batch.mem_of(i), &mut c);
+                        w.write_all(&r.to_bytes()).map_err(|e| {
+                            TraceError::io(&tmp, c.instructions * RECORD as u64, "cannot write", e)
+                        })?;
+                        if c.instructions % (1 << 20) == 0 {
+                            progress(c.instructions);
+                        }
+                    }
+                    Record::Inst(_) => {}
+                }
+            }
+        }
+        w.flush()
+            .map_err(|e| TraceError::io(&tmp, 0, "cannot write", e))?;
+        drop(std::mem::replace(&mut w, Box::new(std::io::sink())));
+        Ok(())
+    })();
+    if let Err(e) = result {
+        let _ = std::fs::remove_file(&tmp);
+        return Err(e);
+    }
+    std::fs::rename(&tmp, out)
+        .map_err(|e| TraceError::io(out, 0, "cannot rename into place", e))?;
+    progress(c.instructions);
+    Ok(c)
 }
