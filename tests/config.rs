@@ -464,6 +464,101 @@ fn a_parameter_of_another_predictor_type_is_rejected() {
     assert!(errors[0].message.contains("\"gshare\""), "{}", errors[0]);
 }
 
+/// `type = "tage"` alone gets the documented defaults; each out-of-range parameter is one
+/// error on its own key, and a history range too short for the table count is reported on
+/// `max_history`.
+#[test]
+fn tage_parameters_default_and_are_validated() {
+    let m = config::load_str("[branch_predictor]\ntype = \"tage\"\n", "x.toml", &[])
+        .unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(
+        m.branch_predictor,
+        BranchPredictorConfig::Tage {
+            tables: 7,
+            table_entries: 1024,
+            tag_bits: 11,
+            min_history: 5,
+            max_history: 130,
+            base_entries: 4096,
+            loop_entries: 64,
+        }
+    );
+    assert_eq!(m.bpred().type_name(), "tage");
+
+    let errors = errors_of(
+        "[branch_predictor]\ntype = \"tage\"\ntables = 17\ntable_entries = 1000\n\
+         tag_bits = 1\nmin_history = 0\nmax_history = 2000\nbase_entries = 3\n\
+         loop_entries = 0\n",
+        &[],
+    );
+    let mut keys: Vec<&str> = errors.iter().map(|e| e.key.as_str()).collect();
+    keys.sort_unstable();
+    assert_eq!(
+        keys,
+        [
+            "branch_predictor.base_entries",
+            "branch_predictor.loop_entries",
+            "branch_predictor.max_history",
+            "branch_predictor.min_history",
+            "branch_predictor.table_entries",
+            "branch_predictor.tables",
+            "branch_predictor.tag_bits",
+        ],
+        "{errors:#?}"
+    );
+    let message = |key: &str| {
+        errors
+            .iter()
+            .find(|e| e.key == format!("branch_predictor.{key}"))
+            .map(|e| e.to_string())
+            .unwrap_or_default()
+    };
+    assert!(
+        message("tables").contains("between 2 and 16"),
+        "{errors:#?}"
+    );
+    assert!(
+        message("tag_bits").contains("between 2 and 16"),
+        "{errors:#?}"
+    );
+    assert!(
+        message("max_history").contains("between 1 and 1024"),
+        "{errors:#?}"
+    );
+    assert!(
+        message("table_entries").contains("power of two"),
+        "{errors:#?}"
+    );
+
+    let errors = errors_of(
+        "[branch_predictor]\ntype = \"tage\"\ntables = 8\nmin_history = 5\nmax_history = 10\n",
+        &[],
+    );
+    assert_eq!(errors.len(), 1, "{errors:#?}");
+    assert_eq!(errors[0].key, "branch_predictor.max_history");
+    assert!(
+        errors[0]
+            .message
+            .contains("at least min_history + tables - 1 = 12"),
+        "{}",
+        errors[0]
+    );
+
+    // A gshare parameter on a TAGE predictor names its owner.
+    let errors = errors_of(
+        "[branch_predictor]\ntype = \"tage\"\nhistory_bits = 12\n",
+        &[],
+    );
+    assert_eq!(errors.len(), 1, "{errors:#?}");
+    assert!(
+        errors[0]
+            .message
+            .contains("\"tage\" takes: tables, table_entries"),
+        "{}",
+        errors[0]
+    );
+}
+
 #[test]
 fn an_l3_must_serve_whole_l2_groups() {
     let text =
@@ -601,7 +696,14 @@ fn the_reference_documents_every_key() {
         std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("docs/config.md"))
             .expect("docs/config.md exists");
     let mut resolved = Vec::new();
-    for kind in ["static", "bimodal", "gshare", "tournament", "pentium-m"] {
+    for kind in [
+        "static",
+        "bimodal",
+        "gshare",
+        "tournament",
+        "pentium-m",
+        "tage",
+    ] {
         let set = format!("branch_predictor.type={kind}");
         resolved.push(load_shipped("default.toml", &[&set]).to_toml());
         assert!(

@@ -78,6 +78,23 @@ impl MachineConfig {
                 btb_entries,
                 history_bits,
             },
+            B::Tage {
+                tables,
+                table_entries,
+                tag_bits,
+                min_history,
+                max_history,
+                base_entries,
+                loop_entries,
+            } => BpredConfig::Tage {
+                tables,
+                table_entries,
+                tag_bits,
+                min_history,
+                max_history,
+                base_entries,
+                loop_entries,
+            },
         }
     }
 

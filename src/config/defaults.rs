@@ -138,6 +138,18 @@ pub(super) const PREDICTOR_PARAMS: &[(&str, &[&str])] = &[
             "history_bits",
         ],
     ),
+    (
+        "tage",
+        &[
+            "tables",
+            "table_entries",
+            "tag_bits",
+            "min_history",
+            "max_history",
+            "base_entries",
+            "loop_entries",
+        ],
+    ),
 ];
 
 /// The predictor of type `name` with that type's default parameters, or `None` for an
@@ -169,6 +181,25 @@ pub(super) fn predictor(name: &str) -> Option<BranchPredictorConfig> {
             loop_entries: 128,
             btb_entries: 2048,
             history_bits: 15,
+        },
+        "tage" => BranchPredictorConfig::Tage {
+            // Seznec & Michaud, JILP 2006: the 8-component TAGE (bimodal base + 7 tagged
+            // tables) whose history lengths run geometrically from 5 to 130 outcomes
+            // (5, 9, 15, 25, 44, 76, 130).
+            tables: 7,
+            min_history: 5,
+            max_history: 130,
+            // isim's choice: 1 K entries per tagged table, between the 2006 paper's 64 Kbit
+            // designs and L-TAGE's 256 Kbit budget (Seznec, CBP-2 2006); about 115 Kbit of
+            // tagged entries in all.
+            table_entries: 1024,
+            // isim's choice: one tag width for every table, within the 8 to 15 bits of the
+            // TAGE papers (which widen the tags with the history length).
+            tag_bits: 11,
+            // isim's choice: the same size as the "bimodal" predictor's default table.
+            base_entries: 4096,
+            // L-TAGE's 64-entry loop predictor (Seznec, CBP-2 2006); isim's is direct-mapped.
+            loop_entries: 64,
         },
         _ => return None,
     })

@@ -155,6 +155,25 @@ pub enum BranchPredictorConfig {
         /// Bits of path history.
         history_bits: u32,
     },
+    /// TAGE (Seznec & Michaud, JILP 2006) with L-TAGE's loop predictor: a bimodal base
+    /// table, tagged tables indexed by geometrically longer global histories, a loop
+    /// predictor.
+    Tage {
+        /// Tagged tables.
+        tables: u32,
+        /// Entries of each tagged table.
+        table_entries: u32,
+        /// Bits of each tagged entry's partial tag.
+        tag_bits: u32,
+        /// Global history length of the shortest-history tagged table.
+        min_history: u32,
+        /// Global history length of the longest-history tagged table.
+        max_history: u32,
+        /// Counters of the bimodal base table.
+        base_entries: u32,
+        /// Entries of the loop predictor.
+        loop_entries: u32,
+    },
 }
 
 impl BranchPredictorConfig {
@@ -166,6 +185,7 @@ impl BranchPredictorConfig {
             Self::Gshare { .. } => "gshare",
             Self::Tournament { .. } => "tournament",
             Self::PentiumM { .. } => "pentium-m",
+            Self::Tage { .. } => "tage",
         }
     }
 }

@@ -67,11 +67,17 @@ pub(super) struct RawBranchPredictor {
     pub bimodal_entries: Option<u32>,
     pub loop_entries: Option<u32>,
     pub btb_entries: Option<u32>,
+    pub tables: Option<u32>,
+    pub table_entries: Option<u32>,
+    pub tag_bits: Option<u32>,
+    pub min_history: Option<u32>,
+    pub max_history: Option<u32>,
+    pub base_entries: Option<u32>,
 }
 
 impl RawBranchPredictor {
     /// Every parameter (not `type`) with its name, in declaration order.
-    pub fn params(&self) -> [(&'static str, Option<u32>); 10] {
+    pub fn params(&self) -> [(&'static str, Option<u32>); 16] {
         [
             ("entries", self.entries),
             ("history_bits", self.history_bits),
@@ -83,6 +89,12 @@ impl RawBranchPredictor {
             ("bimodal_entries", self.bimodal_entries),
             ("loop_entries", self.loop_entries),
             ("btb_entries", self.btb_entries),
+            ("tables", self.tables),
+            ("table_entries", self.table_entries),
+            ("tag_bits", self.tag_bits),
+            ("min_history", self.min_history),
+            ("max_history", self.max_history),
+            ("base_entries", self.base_entries),
         ]
     }
 }

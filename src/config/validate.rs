@@ -16,6 +16,7 @@ use super::machine::{
 };
 use super::raw::{KeyPositions, RawBranchPredictor, RawCache, RawMachine, RawScalar};
 use super::units::{self, Bandwidth, Frequency, Size, Time, UnitError};
+use sim_core::bpred::{TAGE_MAX_HISTORY, TAGE_MAX_TABLES, TAGE_MAX_TAG_BITS, TAGE_MIN_TAG_BITS};
 
 /// Where errors are attributed: the file, or `--set` for keys an override wrote.
 pub(super) struct Ctx<'a> {
@@ -80,6 +81,23 @@ impl Ctx<'_> {
         let v = raw.unwrap_or(default);
         if !(1..=64).contains(&v) {
             self.error(key, v, "must be between 1 and 64 bits");
+            return None;
+        }
+        Some(v)
+    }
+
+    /// An integer key within `lo..=hi`: `raw` or `default`.
+    fn range(
+        &mut self,
+        key: &str,
+        raw: Option<u32>,
+        default: u32,
+        lo: u32,
+        hi: u32,
+    ) -> Option<u32> {
+        let v = raw.unwrap_or(default);
+        if !(lo..=hi).contains(&v) {
+            self.error(key, v, format!("must be between {lo} and {hi}"));
             return None;
         }
         Some(v)
@@ -517,6 +535,67 @@ fn branch_predictor(raw: RawBranchPredictor, ctx: &mut Ctx<'_>) -> Option<Branch
                 loop_entries: loop_entries?,
                 btb_entries: btb_entries?,
                 history_bits: history_bits?,
+            })
+        }
+        BranchPredictorConfig::Tage {
+            tables,
+            table_entries,
+            tag_bits,
+            min_history,
+            max_history,
+            base_entries,
+            loop_entries,
+        } => {
+            let tables = ctx.range(&key("tables"), raw.tables, tables, 2, TAGE_MAX_TABLES);
+            let table_entries = ctx.pow2(&key("table_entries"), raw.table_entries, table_entries);
+            let tag_bits = ctx.range(
+                &key("tag_bits"),
+                raw.tag_bits,
+                tag_bits,
+                TAGE_MIN_TAG_BITS,
+                TAGE_MAX_TAG_BITS,
+            );
+            let min_history = ctx.range(
+                &key("min_history"),
+                raw.min_history,
+                min_history,
+                1,
+                TAGE_MAX_HISTORY,
+            );
+            let mut max_history = ctx.range(
+                &key("max_history"),
+                raw.max_history,
+                max_history,
+                1,
+                TAGE_MAX_HISTORY,
+            );
+            // Each table needs a longer history than the one before it.
+            let too_short = match (tables, min_history, max_history) {
+                (Some(n), Some(min), Some(max)) if max < min + (n - 1) => Some((n, min, max)),
+                _ => None,
+            };
+            if let Some((n, min, max)) = too_short {
+                ctx.error(
+                    &key("max_history"),
+                    max,
+                    format!(
+                        "must be at least min_history + tables - 1 = {}, so that each of the \
+                         {n} tagged tables has a longer history than the one before",
+                        min + (n - 1)
+                    ),
+                );
+                max_history = None;
+            }
+            let base_entries = ctx.pow2(&key("base_entries"), raw.base_entries, base_entries);
+            let loop_entries = ctx.pow2(&key("loop_entries"), raw.loop_entries, loop_entries);
+            Some(BranchPredictorConfig::Tage {
+                tables: tables?,
+                table_entries: table_entries?,
+                tag_bits: tag_bits?,
+                min_history: min_history?,
+                max_history: max_history?,
+                base_entries: base_entries?,
+                loop_entries: loop_entries?,
             })
         }
     };

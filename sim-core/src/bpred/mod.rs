@@ -2,7 +2,8 @@
 //! [`Predictor`] enum that the config selects through [`build`], so the per-branch call is a
 //! `match`, not a virtual call. The parts every predictor shares — the return-address stack,
 //! the branch target buffer, tables of saturating counters, history registers and the index
-//! hashes — live here, so no predictor copies another's code.
+//! hashes — live here, and the loop predictor of the Pentium M model and TAGE lives in
+//! `loop_pred.rs`, so no predictor copies another's code.
 //!
 //! Contract (every implementation):
 //! * `predict_and_update` is called once per executed branch of one hardware thread, in
@@ -27,13 +28,16 @@
 //! * `BranchKind::None` is answered `false` and changes nothing.
 //! * No allocation after [`build`], no randomness: the same branch stream gives the same
 //!   answers. Tables are flat `Vec`s sized at build time; every size is a power of two and
-//!   every history length is 1..=64 bits (the isim config layer validates both; [`build`]
-//!   panics on a violation, which is a bug in the caller).
+//!   every history length is 1..=64 bits, except TAGE's geometric history lengths, which
+//!   reach [`TAGE_MAX_HISTORY`] outcomes in a circular buffer (the isim config layer
+//!   validates all of these; [`build`] panics on a violation, which is a bug in the caller).
 
 mod bimodal;
 mod gshare;
+mod loop_pred;
 mod pentium_m;
 mod static_pred;
+mod tage;
 mod tournament;
 
 #[cfg(test)]
@@ -43,6 +47,7 @@ pub use bimodal::Bimodal;
 pub use gshare::Gshare;
 pub use pentium_m::PentiumM;
 pub use static_pred::StaticPredictor;
+pub use tage::{TAGE_MAX_HISTORY, TAGE_MAX_TABLES, TAGE_MAX_TAG_BITS, TAGE_MIN_TAG_BITS, Tage};
 pub use tournament::Tournament;
 
 use sim_frontend::model::BranchKind;
@@ -52,7 +57,7 @@ use sim_frontend::model::BranchKind;
 pub const RAS_ENTRIES: usize = 16;
 
 /// Entries of the branch target buffer of the predictors whose config does not size one
-/// (static, bimodal, gshare, tournament).
+/// (static, bimodal, gshare, tournament, TAGE).
 pub const DEFAULT_BTB_ENTRIES: u32 = 512;
 
 /// Which predictor and its table sizes (all powers of two; validated by the isim config
@@ -102,6 +107,27 @@ pub enum BpredConfig {
         /// Bits of path history.
         history_bits: u32,
     },
+    /// TAGE (Seznec & Michaud, JILP 2006) with L-TAGE's loop predictor: a bimodal base
+    /// table, tagged tables indexed by geometrically longer global histories, a loop
+    /// predictor; the default BTB.
+    Tage {
+        /// Tagged tables (2..=[`TAGE_MAX_TABLES`]).
+        tables: u32,
+        /// Entries of each tagged table.
+        table_entries: u32,
+        /// Bits of each tagged entry's partial tag
+        /// ([`TAGE_MIN_TAG_BITS`]..=[`TAGE_MAX_TAG_BITS`]).
+        tag_bits: u32,
+        /// History length of the shortest-history tagged table (>= 1).
+        min_history: u32,
+        /// History length of the longest-history tagged table (<= [`TAGE_MAX_HISTORY`], at
+        /// least `min_history + tables - 1`).
+        max_history: u32,
+        /// 2-bit counters of the bimodal base table.
+        base_entries: u32,
+        /// Entries of the loop predictor.
+        loop_entries: u32,
+    },
 }
 
 impl BpredConfig {
@@ -113,6 +139,7 @@ impl BpredConfig {
             BpredConfig::Gshare { .. } => "gshare",
             BpredConfig::Tournament { .. } => "tournament",
             BpredConfig::PentiumM { .. } => "pentium-m",
+            BpredConfig::Tage { .. } => "tage",
         }
     }
 }
@@ -143,13 +170,16 @@ pub enum Predictor {
     Tournament(Tournament),
     /// Loop + tagged global + bimodal.
     PentiumM(PentiumM),
+    /// Bimodal base + geometric-history tagged tables + loop.
+    Tage(Tage),
 }
 
 /// Builds the predictor `cfg` describes, with every table allocated and reset.
 ///
 /// # Panics
-/// If a table size is not a power of two or a history length is outside 1..=64 bits (the
-/// config layer rejects both before this is called).
+/// If a table size is not a power of two, a history length is outside 1..=64 bits, or a
+/// TAGE parameter is outside the ranges [`Tage::new`] states (the config layer rejects all
+/// of these before this is called).
 pub fn build(cfg: &BpredConfig) -> Predictor {
     match *cfg {
         BpredConfig::Static => Predictor::Static(StaticPredictor::new()),
@@ -186,6 +216,23 @@ pub fn build(cfg: &BpredConfig) -> Predictor {
             btb_entries,
             history_bits,
         )),
+        BpredConfig::Tage {
+            tables,
+            table_entries,
+            tag_bits,
+            min_history,
+            max_history,
+            base_entries,
+            loop_entries,
+        } => Predictor::Tage(Tage::new(
+            tables,
+            table_entries,
+            tag_bits,
+            min_history,
+            max_history,
+            base_entries,
+            loop_entries,
+        )),
     }
 }
 
@@ -198,6 +245,7 @@ impl BranchPredictor for Predictor {
             Predictor::Gshare(p) => p.predict_and_update(pc, kind, taken, target),
             Predictor::Tournament(p) => p.predict_and_update(pc, kind, taken, target),
             Predictor::PentiumM(p) => p.predict_and_update(pc, kind, taken, target),
+            Predictor::Tage(p) => p.predict_and_update(pc, kind, taken, target),
         }
     }
 
@@ -209,6 +257,7 @@ impl BranchPredictor for Predictor {
             Predictor::Gshare(p) => p.note_call(return_addr),
             Predictor::Tournament(p) => p.note_call(return_addr),
             Predictor::PentiumM(p) => p.note_call(return_addr),
+            Predictor::Tage(p) => p.note_call(return_addr),
         }
     }
 }

@@ -1,5 +1,6 @@
 //! Accuracy tests of every predictor on synthetic branch streams whose best achievable
-//! accuracy is known: constant, alternating, loop, random, call/return and indirect streams.
+//! accuracy is known: constant, alternating, loop, random, call/return and indirect streams,
+//! and for TAGE nested loops and a correlation further back than gshare's history.
 //! Each stream runs a warm-up of [`WARMUP`] branches, then mispredictions are counted over
 //! [`MEASURE`] branches. Predictors use isim's default table sizes (`src/config/defaults.rs`).
 
@@ -47,23 +48,37 @@ fn pentium_m_cfg() -> BpredConfig {
     }
 }
 
-fn all_cfgs() -> [BpredConfig; 5] {
+fn tage_cfg() -> BpredConfig {
+    BpredConfig::Tage {
+        tables: 7,
+        table_entries: 1024,
+        tag_bits: 11,
+        min_history: 5,
+        max_history: 130,
+        base_entries: 4096,
+        loop_entries: 64,
+    }
+}
+
+fn all_cfgs() -> [BpredConfig; 6] {
     [
         static_cfg(),
         bimodal_cfg(),
         gshare_cfg(),
         tournament_cfg(),
         pentium_m_cfg(),
+        tage_cfg(),
     ]
 }
 
 /// The dynamic predictors (everything but static).
-fn learning_cfgs() -> [BpredConfig; 4] {
+fn learning_cfgs() -> [BpredConfig; 5] {
     [
         bimodal_cfg(),
         gshare_cfg(),
         tournament_cfg(),
         pentium_m_cfg(),
+        tage_cfg(),
     ]
 }
 
@@ -145,7 +160,7 @@ fn bimodal_on_alternation_is_wrong_always_or_half_the_time_depending_on_phase() 
 
 #[test]
 fn history_predictors_learn_alternation() {
-    for cfg in [gshare_cfg(), tournament_cfg(), pentium_m_cfg()] {
+    for cfg in [gshare_cfg(), tournament_cfg(), pentium_m_cfg(), tage_cfg()] {
         for phase in 0..2 {
             let wrong = run_cond(&cfg, FWD_PC, FWD_TARGET, |i| i % 2 == phase);
             assert!(
@@ -217,6 +232,233 @@ fn pentium_m_loop_predictor_handles_loops_longer_than_its_history() {
 fn pentium_m_loop_predictor_handles_forward_exit_branches() {
     let wrong = run_cond(&pentium_m_cfg(), FWD_PC, FWD_TARGET, |i| i % 40 == 39);
     assert_eq!(wrong, 0);
+}
+
+// --- TAGE ---------------------------------------------------------------------------------
+
+/// Loop executions before counting, and counted, in the TAGE loop tests.
+const WARMUP_LOOPS: usize = 200;
+const MEASURED_LOOPS: usize = 2_000;
+
+/// Runs `WARMUP_LOOPS + MEASURED_LOOPS` executions of a loop whose closing branch runs `n`
+/// times (`n - 1` taken, then the not-taken exit); returns the mispredictions of the
+/// measured loop executions.
+fn loop_misses(cfg: &BpredConfig, n: usize) -> usize {
+    let mut p = build(cfg);
+    let mut wrong = 0;
+    for l in 0..WARMUP_LOOPS + MEASURED_LOOPS {
+        for i in 0..n {
+            let w = p.predict_and_update(LOOP_PC, BranchKind::Conditional, i != n - 1, LOOP_TARGET);
+            if l >= WARMUP_LOOPS && w {
+                wrong += 1;
+            }
+        }
+    }
+    wrong
+}
+
+/// After warm-up TAGE predicts every iteration of loops of 16, 32 and 64, exit included (at
+/// most one miss per 1000 loop executions), where the tournament predictor, whose 10-bit
+/// local histories cannot see 32 or 64 iterations back, misses every exit.
+#[test]
+fn tage_predicts_loops_of_16_32_and_64_after_warm_up() {
+    for n in [16, 32, 64] {
+        let tage = loop_misses(&tage_cfg(), n);
+        assert!(
+            tage * 1000 <= MEASURED_LOOPS,
+            "loop of {n}: TAGE missed {tage} in {MEASURED_LOOPS} loop executions"
+        );
+        if n > 16 {
+            let tournament = loop_misses(&tournament_cfg(), n);
+            assert!(
+                tournament >= MEASURED_LOOPS * 9 / 10 && tage * 100 <= tournament,
+                "loop of {n}: TAGE missed {tage}, tournament {tournament}"
+            );
+        }
+    }
+}
+
+/// A loop of 16 whose body holds another branch (taken every third iteration), nested in an
+/// outer loop of 8 that also runs a branch alternating per outer iteration: every pattern is
+/// fixed, so after warm-up TAGE predicts all of them, the inner loop's exit included. The
+/// tournament predictor cannot: 12 bits of global history look the same at the 13th and
+/// 16th inner iterations, and the inner branch's local history is all taken at both.
+#[test]
+fn tage_predicts_a_loop_of_16_nested_in_a_loop_with_other_branches() {
+    const X_PC: u64 = 0x40_1010;
+    const INNER_PC: u64 = 0x40_1030;
+    const Y_PC: u64 = 0x40_1050;
+    const OUTER_PC: u64 = 0x40_1070;
+    fn run(cfg: &BpredConfig) -> (usize, usize) {
+        let mut p = build(cfg);
+        let (mut inner_wrong, mut all_wrong) = (0, 0);
+        for o in 0..WARMUP_LOOPS + MEASURED_LOOPS {
+            let counted = o >= WARMUP_LOOPS;
+            let mut branch = |pc: u64, taken: bool, target: u64| {
+                let w = p.predict_and_update(pc, BranchKind::Conditional, taken, target);
+                if counted && w {
+                    all_wrong += 1;
+                }
+                w
+            };
+            for i in 0..16 {
+                branch(X_PC, i % 3 == 0, X_PC + 0x10);
+                if branch(INNER_PC, i != 15, X_PC - 0x10) && counted {
+                    inner_wrong += 1;
+                }
+            }
+            branch(Y_PC, o % 2 == 0, Y_PC + 0x10);
+            branch(OUTER_PC, o % 8 != 7, LOOP_TARGET);
+        }
+        (inner_wrong, all_wrong)
+    }
+    let (tage_inner, tage_all) = run(&tage_cfg());
+    let (tournament_inner, _) = run(&tournament_cfg());
+    assert!(
+        tage_inner * 1000 <= MEASURED_LOOPS,
+        "TAGE missed {tage_inner} inner-loop branches in {MEASURED_LOOPS} inner loops"
+    );
+    assert!(
+        tage_all * 1000 <= MEASURED_LOOPS * 34,
+        "TAGE missed {tage_all} of {} branches",
+        MEASURED_LOOPS * 34
+    );
+    assert!(
+        tournament_inner >= MEASURED_LOOPS / 2,
+        "tournament missed only {tournament_inner} inner-loop branches"
+    );
+}
+
+/// Branch B repeats the random outcome of branch A from 24 branches earlier; the 23
+/// branches between are always taken. gshare's 14 bits and the tournament's 12 bits of
+/// global history see only those 23; TAGE's 25-outcome table sees A and learns B. (The
+/// tournament does better than a coin toss for another reason: A and B have the same local
+/// history, so they share a local counter, and A's update, just before B, leans it towards
+/// B's outcome.)
+#[test]
+fn tage_learns_a_correlation_24_branches_back() {
+    const K: u64 = 24;
+    fn run(cfg: &BpredConfig) -> usize {
+        let mut p = build(cfg);
+        let mut x = 0x9e37_79b9_7f4a_7c15u64;
+        let mut wrong_b = 0;
+        for i in 0..5000 {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            let a = x >> 63 == 1;
+            p.predict_and_update(0x2000, BranchKind::Conditional, a, 0x2100);
+            for j in 1..K {
+                p.predict_and_update(0x3000 + 0x10 * j, BranchKind::Conditional, true, 0x2f00);
+            }
+            let w = p.predict_and_update(0x2040, BranchKind::Conditional, a, 0x2100);
+            if i >= 2000 && w {
+                wrong_b += 1;
+            }
+        }
+        wrong_b
+    }
+    let tage = run(&tage_cfg());
+    let gshare = run(&gshare_cfg());
+    let tournament = run(&tournament_cfg());
+    assert!(
+        tage < 3000 / 50,
+        "TAGE missed {tage} of 3000 correlated branches"
+    );
+    assert!(
+        gshare > 3000 * 4 / 10,
+        "gshare missed only {gshare} of 3000"
+    );
+    assert!(
+        tournament > 3000 * 3 / 10,
+        "tournament missed only {tournament} of 3000"
+    );
+}
+
+/// Four branches with independent coin-flip outcomes stay between 40 % and 60 % wrong:
+/// neither the tagged tables nor the loop predictor invent a pattern.
+#[test]
+fn tage_stays_near_half_wrong_on_random_branches() {
+    for seed in [3u64, 0xdead_beef_cafe_f00d] {
+        let mut p = build(&tage_cfg());
+        let mut x = seed;
+        let (warmup, measured) = (5_000, 50_000);
+        let mut wrong = 0;
+        for i in 0..warmup + measured {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            let pc = 0x40_3000 + 0x40 * (i as u64 % 4);
+            let w = p.predict_and_update(pc, BranchKind::Conditional, x >> 63 == 1, pc + 0x80);
+            if i >= warmup && w {
+                wrong += 1;
+            }
+        }
+        assert!(
+            (measured * 40 / 100..=measured * 60 / 100).contains(&wrong),
+            "seed {seed:#x}: {wrong} of {measured} wrong"
+        );
+    }
+}
+
+/// The same stream gives the same answers: two predictors, and a clone taken half-way,
+/// agree on every branch of a mixed stream of loops, coin flips, calls, returns and
+/// indirect jumps long enough to cross the usefulness reset (2^18 conditional branches).
+#[test]
+fn tage_is_deterministic() {
+    let mut a = build(&tage_cfg());
+    let mut b = build(&tage_cfg());
+    let mut c: Option<Predictor> = None;
+    let mut x = 11u64;
+    let mut answers = Vec::new();
+    for i in 0..400_000u64 {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        let (pc, kind, taken, target) = match i % 10 {
+            0..=5 => (LOOP_PC, BranchKind::Conditional, i % 37 != 36, LOOP_TARGET),
+            6 => (
+                FWD_PC + (x & 0x70),
+                BranchKind::Conditional,
+                x >> 63 == 1,
+                FWD_TARGET,
+            ),
+            7 => {
+                a.note_call(0x50_0005);
+                b.note_call(0x50_0005);
+                if let Some(c) = c.as_mut() {
+                    BranchPredictor::note_call(c, 0x50_0005);
+                }
+                (0x50_0000, BranchKind::DirectCall, true, 0x60_0000)
+            }
+            8 => (0x60_0040, BranchKind::Return, true, 0x50_0005),
+            _ => (
+                0x70_0000,
+                BranchKind::IndirectJump,
+                true,
+                0x71_0000 + (x & 0x40),
+            ),
+        };
+        let wa = a.predict_and_update(pc, kind, taken, target);
+        assert_eq!(
+            wa,
+            b.predict_and_update(pc, kind, taken, target),
+            "branch {i}"
+        );
+        if let Some(c) = c.as_mut() {
+            assert_eq!(
+                wa,
+                c.predict_and_update(pc, kind, taken, target),
+                "clone, branch {i}"
+            );
+        }
+        if i == 200_000 {
+            c = Some(a.clone());
+        }
+        answers.push(wa);
+    }
+    let wrong = answers.iter().filter(|&&w| w).count();
+    assert!(wrong > 0 && wrong < answers.len() / 4, "{wrong} wrong");
 }
 
 // --- random ------------------------------------------------------------------------------
@@ -348,7 +590,13 @@ fn btb_second_pass_misses(cfg: &BpredConfig, n: u64) -> usize {
 #[test]
 fn btb_capacity_is_as_documented() {
     let n = DEFAULT_BTB_ENTRIES as u64;
-    for cfg in [static_cfg(), bimodal_cfg(), gshare_cfg(), tournament_cfg()] {
+    for cfg in [
+        static_cfg(),
+        bimodal_cfg(),
+        gshare_cfg(),
+        tournament_cfg(),
+        tage_cfg(),
+    ] {
         assert_eq!(btb_second_pass_misses(&cfg, n), 0, "{cfg:?}");
         assert_eq!(
             btb_second_pass_misses(&cfg, 2 * n),

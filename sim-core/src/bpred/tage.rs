@@ -1,0 +1,559 @@
+//! A TAGE-class predictor with a loop component, designed from the published descriptions:
+//! Seznec & Michaud, "A case for (partially) TAgged GEometric history length branch
+//! prediction", JILP 8, 2006 (the TAGE structure, its update and allocation rules), and
+//! Seznec, "A 256 Kbits L-TAGE branch predictor", CBP-2, 2006/JILP 9, 2007 (the loop
+//! predictor, the path history, the counter deciding whether new entries defer to the
+//! alternate prediction). The choices the papers leave open, and the departures from them,
+//! are isim's own and are marked as such below.
+//!
+//! Components:
+//! * A **base** bimodal table (`base_entries` 2-bit counters indexed by PC).
+//! * `tables` **tagged tables** of `table_entries` entries each. Table `i` is indexed by a
+//!   hash of the PC, the newest `L(i)` conditional-branch outcomes (global history) and up to
+//!   16 bits of path history (bit 0 of the PC of each recent conditional branch), and tagged
+//!   with a `tag_bits`-bit partial tag from a second hash of the same. The lengths form the
+//!   geometric series `L(1) = min_history`, `L(tables) = max_history`,
+//!   `L(i) = round(min_history * (max_history / min_history)^((i-1)/(tables-1)))`, nudged
+//!   apart where rounding would make two equal. An entry holds a 3-bit signed prediction
+//!   counter (taken iff >= 0) and a 2-bit "useful" counter. Histories longer than the index
+//!   or the tag are folded (XOR of the history's index-wide chunks) in circular registers
+//!   updated incrementally, a rotation and two XORs per branch and register, as the 2006
+//!   paper describes: nothing is recomputed from the whole history.
+//! * A **loop predictor** (`loop_entries`, the direct-mapped, fully tagged table of
+//!   `loop_pred.rs`, shared with the Pentium M model) with L-TAGE's 10-bit iteration
+//!   counters, so loops of up to 1024 executions with a constant trip count are predicted
+//!   exactly, whatever other branches their bodies hold.
+//!
+//! Prediction: the *provider* is the matching tagged entry with the longest history; the
+//! *alternate* prediction is the next matching one, or the base table. When the provider's
+//! entry is newly allocated (weak counter, usefulness 0) the alternate prediction is used
+//! instead if a 4-bit counter says that has been the better policy for new entries. A
+//! confident loop-predictor entry overrides all of this while it has been right at least as
+//! often as TAGE where the two disagreed. L-TAGE keeps that score in one 7-bit counter for
+//! the whole loop predictor; isim keeps a 4-bit one per loop entry, because with one global
+//! score a single branch that looks like a loop without being one (a "taken every third
+//! time" pattern restarted every 16 iterations, which TAGE predicts) loses often enough to
+//! switch the loop predictor off for every real loop too.
+//!
+//! Update: the provider's counter learns the outcome (and, while it is new, the alternate's
+//! too, since the alternate may be what is used); the base table learns only when there is
+//! no provider. The provider's usefulness counter moves up when its prediction was right and
+//! the alternate's wrong, down in the opposite case. When the TAGE prediction and the
+//! provider were both wrong, one entry is allocated in a table of longer history than the
+//! provider's, among those whose usefulness is 0: the shortest such table twice as often as
+//! the next (the paper draws this at random; isim takes every third allocation to the
+//! second candidate, so the predictor stays deterministic). If none is free, the usefulness
+//! of every longer-history candidate drops by one instead. Every 2^18 (256 K) conditional
+//! branches, the high bit, then (the next time) the low bit, of every usefulness counter is
+//! cleared, so entries that stopped being useful can be replaced (the 2006 paper's reset).
+//!
+//! Only conditional branches enter the histories; unconditional ones are predicted by the
+//! shared BTB and return stack. The global history is a circular bit buffer of the next
+//! power of two above `max_history`, allocated at build time like every table.
+
+use super::loop_pred::LoopTable;
+use super::{
+    BranchPredictor, CounterTable, DEFAULT_BTB_ENTRIES, TargetPredictor, fold, low_mask, pc_index,
+    table_bits,
+};
+use sim_frontend::model::BranchKind;
+
+/// Most tagged tables a TAGE predictor may have.
+pub const TAGE_MAX_TABLES: u32 = 16;
+
+/// Longest global history, in conditional-branch outcomes, a tagged table may use.
+pub const TAGE_MAX_HISTORY: u32 = 1024;
+
+/// Narrowest partial tag (two folded history registers feed it, one `tag_bits - 1` wide).
+pub const TAGE_MIN_TAG_BITS: u32 = 2;
+
+/// Widest partial tag.
+pub const TAGE_MAX_TAG_BITS: u32 = 16;
+
+/// Bounds of the 3-bit signed prediction counters (2006 paper).
+const CTR_MIN: i8 = -4;
+const CTR_MAX: i8 = 3;
+
+/// Saturation of the 2-bit usefulness counters (2006 paper).
+const U_MAX: u8 = 3;
+
+/// Conditional branches between two usefulness resets (the 2006 paper's 256 K).
+const U_RESET_PERIOD: u32 = 1 << 18;
+
+/// Bounds of the 4-bit counter choosing the alternate prediction for new entries.
+const ALT_MIN: i8 = -8;
+const ALT_MAX: i8 = 7;
+
+/// Bits of path history (L-TAGE's 16).
+const PATH_BITS: u32 = 16;
+
+/// Width of the loop predictor's iteration counters (L-TAGE's 10).
+const LOOP_COUNT_BITS: u32 = 10;
+
+/// One tagged entry.
+#[derive(Debug, Clone, Copy)]
+struct TaggedEntry {
+    /// Partial tag; [`TaggedEntry::EMPTY`]'s never matches (tags have at most 16 bits).
+    tag: u32,
+    /// 3-bit signed prediction counter: taken iff >= 0.
+    ctr: i8,
+    /// 2-bit usefulness counter.
+    u: u8,
+}
+
+impl TaggedEntry {
+    const EMPTY: TaggedEntry = TaggedEntry {
+        tag: u32::MAX,
+        ctr: 0,
+        u: 0,
+    };
+
+    /// A weak counter and no proven usefulness: the entry was (as good as) just allocated.
+    #[inline]
+    fn is_new(&self) -> bool {
+        (self.ctr == 0 || self.ctr == -1) && self.u == 0
+    }
+}
+
+/// The newest `length` history bits folded into `width` bits, kept incrementally: bit `k`
+/// of the history (0 = newest) is XOR-ed into bit `k mod width`.
+#[derive(Debug, Clone, Copy)]
+struct FoldedHistory {
+    value: u64,
+    width: u32,
+    /// Where the bit leaving the window lands after the rotation: `length mod width`.
+    out_pos: u32,
+}
+
+impl FoldedHistory {
+    fn new(length: u32, width: u32) -> FoldedHistory {
+        let width = width.max(1);
+        FoldedHistory {
+            value: 0,
+            width,
+            out_pos: length % width,
+        }
+    }
+
+    /// Shifts in `newest`; `oldest` is the bit that falls out of the window (the history's
+    /// bit `length - 1` before the shift).
+    #[inline]
+    fn push(&mut self, newest: bool, oldest: bool) {
+        // Rotate left by one within `width` bits, insert the new bit, remove the old one.
+        let mut v = (self.value << 1) | newest as u64;
+        v ^= v >> self.width;
+        v &= low_mask(self.width);
+        v ^= (oldest as u64) << self.out_pos;
+        self.value = v;
+    }
+}
+
+/// One tagged table's history folded to its index width, to `tag_bits` and to
+/// `tag_bits - 1` (the two tag registers differ, so the tag is not just the index again).
+#[derive(Debug, Clone)]
+struct TableFolds {
+    index: FoldedHistory,
+    tag: FoldedHistory,
+    tag2: FoldedHistory,
+}
+
+/// A circular buffer of conditional-branch outcomes, newest at `head`.
+#[derive(Debug, Clone)]
+struct GlobalHistory {
+    bits: Vec<bool>,
+    mask: usize,
+    head: usize,
+}
+
+impl GlobalHistory {
+    /// All not-taken, holding at least `length + 1` outcomes.
+    fn new(length: u32) -> GlobalHistory {
+        let size = (length as usize + 1).next_power_of_two();
+        GlobalHistory {
+            bits: vec![false; size],
+            mask: size - 1,
+            head: 0,
+        }
+    }
+
+    /// Outcome `k` (0 = newest).
+    #[inline]
+    fn bit(&self, k: u32) -> bool {
+        self.bits[(self.head + k as usize) & self.mask]
+    }
+
+    #[inline]
+    fn push(&mut self, taken: bool) {
+        self.head = (self.head + self.mask) & self.mask;
+        self.bits[self.head] = taken;
+    }
+}
+
+/// The geometric series of history lengths from `min` to `max` over `tables` tables,
+/// rounded, then made strictly increasing (needs `max - min >= tables - 1`).
+pub(crate) fn geometric_lengths(tables: u32, min: u32, max: u32) -> Vec<u32> {
+    let n = tables as usize;
+    let ratio = f64::from(max) / f64::from(min);
+    let mut lengths: Vec<u32> = (0..n)
+        .map(|i| {
+            if i == n - 1 {
+                max
+            } else {
+                let exp = i as f64 / (n - 1) as f64;
+                (f64::from(min) * ratio.powf(exp)).round() as u32
+            }
+        })
+        .collect();
+    for i in 1..n {
+        lengths[i] = lengths[i].max(lengths[i - 1] + 1);
+    }
+    for i in (0..n - 1).rev() {
+        lengths[i] = lengths[i].min(lengths[i + 1] - 1);
+    }
+    lengths
+}
+
+/// Base bimodal table + geometric-history tagged tables + loop predictor. See the module
+/// documentation.
+#[derive(Debug, Clone)]
+pub struct Tage {
+    /// Number of tagged tables.
+    tables: usize,
+    /// log2 of the entries of one tagged table.
+    index_bits: u32,
+    tag_bits: u32,
+    /// Every tagged table, table `t` at `t << index_bits`.
+    entries: Vec<TaggedEntry>,
+    /// History length of each tagged table, shortest first.
+    lengths: Vec<u32>,
+    /// Each table's folded histories.
+    folds: Vec<TableFolds>,
+    history: GlobalHistory,
+    /// Bit 0 of the PCs of recent conditional branches, newest in bit 0.
+    path: u64,
+    base: CounterTable,
+    /// >= 0: a new provider entry defers to the alternate prediction.
+    use_alt_on_new: i8,
+    loops: LoopTable,
+    /// Conditional branches since the last usefulness reset.
+    u_tick: u32,
+    /// Which bit the next usefulness reset clears.
+    reset_high_next: bool,
+    /// Allocations so far (every third takes the second free candidate).
+    allocations: u32,
+    targets: TargetPredictor,
+}
+
+impl Tage {
+    /// Builds the predictor: `tables` tagged tables (2..=[`TAGE_MAX_TABLES`]) of
+    /// `table_entries` entries (a power of two) with `tag_bits`-bit tags
+    /// ([`TAGE_MIN_TAG_BITS`]..=[`TAGE_MAX_TAG_BITS`]), history lengths from `min_history`
+    /// (>= 1) to `max_history` (<= [`TAGE_MAX_HISTORY`], at least `min_history + tables - 1`),
+    /// a `base_entries`-counter bimodal table, a `loop_entries`-entry loop predictor and a
+    /// [`DEFAULT_BTB_ENTRIES`]-entry BTB.
+    ///
+    /// # Panics
+    /// On any parameter outside those ranges (the isim config layer rejects them first).
+    pub fn new(
+        tables: u32,
+        table_entries: u32,
+        tag_bits: u32,
+        min_history: u32,
+        max_history: u32,
+        base_entries: u32,
+        loop_entries: u32,
+    ) -> Tage {
+        assert!(
+            (2..=TAGE_MAX_TABLES).contains(&tables),
+            "branch predictor: tage tables = {tables} is not between 2 and {TAGE_MAX_TABLES}"
+        );
+        assert!(
+            (TAGE_MIN_TAG_BITS..=TAGE_MAX_TAG_BITS).contains(&tag_bits),
+            "branch predictor: tage tag_bits = {tag_bits} is not between \
+             {TAGE_MIN_TAG_BITS} and {TAGE_MAX_TAG_BITS}"
+        );
+        assert!(
+            min_history >= 1
+                && max_history <= TAGE_MAX_HISTORY
+                && max_history >= min_history + (tables - 1),
+            "branch predictor: tage history lengths {min_history}..={max_history} do not give \
+             {tables} distinct lengths within 1..={TAGE_MAX_HISTORY}"
+        );
+        let index_bits = table_bits("tage table_entries", table_entries);
+        let n = tables as usize;
+        let lengths = geometric_lengths(tables, min_history, max_history);
+        let folds = lengths
+            .iter()
+            .map(|&length| TableFolds {
+                index: FoldedHistory::new(length, index_bits),
+                tag: FoldedHistory::new(length, tag_bits),
+                tag2: FoldedHistory::new(length, tag_bits - 1),
+            })
+            .collect();
+        Tage {
+            tables: n,
+            index_bits,
+            tag_bits,
+            entries: vec![TaggedEntry::EMPTY; n << index_bits],
+            lengths,
+            folds,
+            history: GlobalHistory::new(max_history),
+            path: 0,
+            base: CounterTable::new("tage base_entries", base_entries, 2),
+            use_alt_on_new: 0,
+            loops: LoopTable::new("tage loop_entries", loop_entries, LOOP_COUNT_BITS),
+            u_tick: 0,
+            reset_high_next: true,
+            allocations: 0,
+            targets: TargetPredictor::new(DEFAULT_BTB_ENTRIES),
+        }
+    }
+
+    /// The history length of each tagged table, shortest first.
+    pub fn history_lengths(&self) -> &[u32] {
+        &self.lengths
+    }
+
+    /// Slot in `entries` of index `idx` of table `t`.
+    #[inline]
+    fn slot(&self, t: usize, idx: usize) -> usize {
+        (t << self.index_bits) | idx
+    }
+
+    /// Predicts and learns one conditional branch; returns true if mispredicted.
+    fn conditional(&mut self, pc: u64, taken: bool) -> bool {
+        const N: usize = TAGE_MAX_TABLES as usize;
+        let n = self.tables;
+        let index_mask = low_mask(self.index_bits);
+        let tag_mask = low_mask(self.tag_bits);
+        let pc_idx = pc_index(pc, self.index_bits) as u64;
+        let pc_tag = fold(pc, self.tag_bits);
+
+        // Index and tag of every table; the provider and the alternate.
+        let mut slots = [0usize; N];
+        let mut tags = [0u32; N];
+        let mut provider = None;
+        let mut alt = None;
+        for t in (0..n).rev() {
+            let path = fold(
+                self.path & low_mask(self.lengths[t].min(PATH_BITS)),
+                self.index_bits,
+            );
+            let f = &self.folds[t];
+            let idx = (pc_idx ^ f.index.value ^ path) & index_mask;
+            slots[t] = self.slot(t, idx as usize);
+            tags[t] = ((pc_tag ^ f.tag.value ^ (f.tag2.value << 1)) & tag_mask) as u32;
+            if self.entries[slots[t]].tag == tags[t] {
+                if provider.is_none() {
+                    provider = Some(t);
+                } else if alt.is_none() {
+                    alt = Some(t);
+                }
+            }
+        }
+        let base_idx = pc_index(pc, self.base.bits());
+        let base_pred = self.base.predict(base_idx);
+        let alt_pred = alt.map_or(base_pred, |a| self.entries[slots[a]].ctr >= 0);
+        let (provider_pred, provider_new) = match provider {
+            Some(p) => {
+                let e = self.entries[slots[p]];
+                (e.ctr >= 0, e.is_new())
+            }
+            None => (base_pred, false),
+        };
+        let tage_pred = if provider_new && self.use_alt_on_new >= 0 {
+            alt_pred
+        } else {
+            provider_pred
+        };
+        let loop_look = self.loops.lookup(pc);
+        let predicted = match loop_look.pred {
+            Some(l) if loop_look.trusted => l,
+            _ => tage_pred,
+        };
+        let wrong = predicted != taken;
+
+        // Loop predictor, and whether to believe it.
+        if let Some(l) = loop_look.pred.filter(|&l| l != tage_pred) {
+            self.loops.record_disagreement(loop_look, l == taken);
+        }
+        self.loops.update(pc, loop_look, taken, wrong);
+
+        // Whether new entries should defer to the alternate prediction.
+        if provider_new && provider_pred != alt_pred {
+            self.use_alt_on_new = step(self.use_alt_on_new, alt_pred == taken, ALT_MIN, ALT_MAX);
+        }
+
+        // Allocation in a longer-history table.
+        let from = provider.map_or(0, |p| p + 1);
+        if tage_pred != taken && provider_pred != taken && from < n {
+            let mut free = (from..n).filter(|&t| self.entries[slots[t]].u == 0);
+            match (free.next(), free.next()) {
+                (None, _) => {
+                    for &slot in &slots[from..n] {
+                        let e = &mut self.entries[slot];
+                        e.u = e.u.saturating_sub(1);
+                    }
+                }
+                (Some(first), second) => {
+                    let chosen = match second {
+                        Some(s) if self.allocations % 3 == 2 => s,
+                        _ => first,
+                    };
+                    self.allocations = self.allocations.wrapping_add(1);
+                    self.entries[slots[chosen]] = TaggedEntry {
+                        tag: tags[chosen],
+                        ctr: if taken { 0 } else { -1 },
+                        u: 0,
+                    };
+                }
+            }
+        }
+
+        // Counters.
+        match provider {
+            Some(p) => {
+                let e = &mut self.entries[slots[p]];
+                e.ctr = step(e.ctr, taken, CTR_MIN, CTR_MAX);
+                if provider_pred != alt_pred {
+                    e.u = if provider_pred == taken {
+                        (e.u + 1).min(U_MAX)
+                    } else {
+                        e.u.saturating_sub(1)
+                    };
+                }
+                if provider_new {
+                    match alt {
+                        Some(a) => {
+                            let e = &mut self.entries[slots[a]];
+                            e.ctr = step(e.ctr, taken, CTR_MIN, CTR_MAX);
+                        }
+                        None => self.base.update(base_idx, taken),
+                    }
+                }
+            }
+            None => self.base.update(base_idx, taken),
+        }
+
+        // Periodic usefulness reset.
+        self.u_tick += 1;
+        if self.u_tick == U_RESET_PERIOD {
+            self.u_tick = 0;
+            let keep = if self.reset_high_next { 0b01 } else { 0b10 };
+            for e in &mut self.entries {
+                e.u &= keep;
+            }
+            self.reset_high_next = !self.reset_high_next;
+        }
+
+        // Histories.
+        for (f, &length) in self.folds.iter_mut().zip(&self.lengths) {
+            let oldest = self.history.bit(length - 1);
+            f.index.push(taken, oldest);
+            f.tag.push(taken, oldest);
+            f.tag2.push(taken, oldest);
+        }
+        self.history.push(taken);
+        self.path = ((self.path << 1) | (pc & 1)) & low_mask(PATH_BITS);
+        wrong
+    }
+}
+
+/// `c` moved one step up (`up`) or down, saturating within `min..=max`.
+#[inline]
+fn step(c: i8, up: bool, min: i8, max: i8) -> i8 {
+    if up {
+        (c + 1).min(max)
+    } else {
+        (c - 1).max(min)
+    }
+}
+
+impl BranchPredictor for Tage {
+    #[inline]
+    fn predict_and_update(&mut self, pc: u64, kind: BranchKind, taken: bool, target: u64) -> bool {
+        if kind == BranchKind::Conditional {
+            return self.conditional(pc, taken);
+        }
+        self.targets.predict_and_update(pc, kind, target)
+    }
+
+    #[inline]
+    fn note_call(&mut self, return_addr: u64) {
+        self.targets.note_call(return_addr);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The 2006 paper's 8-component TAGE spans 5 to 130 outcomes over 7 tagged tables.
+    #[test]
+    fn history_lengths_form_the_papers_geometric_series() {
+        assert_eq!(geometric_lengths(7, 5, 130), [5, 9, 15, 25, 44, 76, 130]);
+        assert_eq!(geometric_lengths(4, 5, 130), [5, 15, 44, 130]);
+        // Rounding would repeat lengths: they are pushed apart, the ends kept.
+        assert_eq!(geometric_lengths(5, 1, 5), [1, 2, 3, 4, 5]);
+        assert_eq!(geometric_lengths(4, 2, 6), [2, 3, 4, 6]);
+        let p = Tage::new(7, 1024, 11, 5, 130, 4096, 64);
+        assert_eq!(p.history_lengths(), [5, 9, 15, 25, 44, 76, 130]);
+    }
+
+    /// The incrementally folded register equals the fold computed from the whole history,
+    /// for lengths shorter than, equal to, multiples of and longer than the width.
+    #[test]
+    fn folded_history_matches_a_fold_of_the_whole_history() {
+        let mut x = 0x2545_f491_4f6c_dd1du64;
+        for (length, width) in [(5, 10), (10, 10), (20, 10), (130, 10), (44, 11), (7, 1)] {
+            let mut f = FoldedHistory::new(length, width);
+            let mut h = GlobalHistory::new(length);
+            for _ in 0..1000 {
+                x ^= x << 13;
+                x ^= x >> 7;
+                x ^= x << 17;
+                let b = x & 1 == 1;
+                f.push(b, h.bit(length - 1));
+                h.push(b);
+                let mut want = 0u64;
+                for k in 0..length {
+                    want ^= (h.bit(k) as u64) << (k % width);
+                }
+                assert_eq!(f.value, want, "length {length} width {width}");
+            }
+        }
+    }
+
+    #[test]
+    #[should_panic(expected = "distinct lengths")]
+    fn build_rejects_too_short_a_history_range() {
+        Tage::new(8, 1024, 11, 5, 10, 4096, 64);
+    }
+
+    #[test]
+    #[should_panic(expected = "tag_bits = 1")]
+    fn build_rejects_a_one_bit_tag() {
+        Tage::new(7, 1024, 1, 5, 130, 4096, 64);
+    }
+
+    /// The usefulness counters lose their high bit, then their low bit, every 256 K
+    /// conditional branches.
+    #[test]
+    fn usefulness_is_reset_periodically() {
+        let mut p = Tage::new(2, 2, 8, 1, 2, 2, 1);
+        for e in &mut p.entries {
+            e.u = U_MAX;
+        }
+        // A branch that is always taken: after the first miss no entry changes usefulness.
+        for _ in 0..U_RESET_PERIOD - 1 {
+            p.predict_and_update(0x40, BranchKind::Conditional, true, 0);
+        }
+        assert!(p.entries.iter().any(|e| e.u == U_MAX));
+        p.predict_and_update(0x40, BranchKind::Conditional, true, 0);
+        assert!(p.entries.iter().all(|e| e.u <= 1), "high bit cleared");
+        for _ in 0..U_RESET_PERIOD {
+            p.predict_and_update(0x40, BranchKind::Conditional, true, 0);
+        }
+        assert!(p.entries.iter().all(|e| e.u == 0), "low bit cleared");
+    }
+}
