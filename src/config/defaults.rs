@@ -110,7 +110,8 @@ pub(super) fn l3() -> CacheConfig {
 }
 
 /// The predictor type of the default machine.
-pub(super) const DEFAULT_PREDICTOR: &str = "tournament";
+/// A modern core predicts loops and long correlations: TAGE-class (Seznec, JILP 2006).
+pub(super) const DEFAULT_PREDICTOR: &str = "tage";
 
 /// Each predictor type and the parameters it takes, in the order the docs list them.
 pub(super) const PREDICTOR_PARAMS: &[(&str, &[&str])] = &[
