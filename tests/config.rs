@@ -732,3 +732,62 @@ fn the_reference_documents_every_key() {
         );
     }
 }
+
+#[test]
+fn prefetchers_default_and_are_validated() {
+    // The default machine prefetches by stride at the L1D (degree 2) and the L2 (degree 16), and
+    // those settings reach the memory model.
+    let m = config::load_str("", "x.toml", &[]).unwrap();
+    let mem = m.memory().unwrap();
+    assert_eq!(
+        (mem.l1d_prefetch.kind, mem.l1d_prefetch.degree),
+        (sim_memory::PrefetchKind::Stride, 2)
+    );
+    assert_eq!(
+        (mem.l2_prefetch.kind, mem.l2_prefetch.degree),
+        (sim_memory::PrefetchKind::Stride, 16)
+    );
+    let m = config::load_str(
+        "[cache.l1d]\nprefetcher = \"next-line\"\nprefetch_degree = 3\n[cache.l2]\nprefetcher = \"none\"\n",
+        "x.toml",
+        &[],
+    )
+    .unwrap()
+    .memory()
+    .unwrap();
+    assert_eq!(
+        (
+            m.l1d_prefetch.kind,
+            m.l1d_prefetch.degree,
+            m.l2_prefetch.kind
+        ),
+        (
+            sim_memory::PrefetchKind::NextLine,
+            3,
+            sim_memory::PrefetchKind::None
+        )
+    );
+    // Mistakes: a prefetcher where none is modelled, an unknown kind, a degree out of range.
+    let text = "[cache.l1i]\nprefetcher = \"stride\"\n[cache.l1d]\nprefetcher = \"markov\"\n[cache.l2]\nprefetch_degree = 0\n";
+    let errors = errors_of(text, &[]);
+    let keys: Vec<&str> = errors.iter().map(|e| e.key.as_str()).collect();
+    assert_eq!(
+        keys,
+        [
+            "cache.l1i.prefetcher",
+            "cache.l1d.prefetcher",
+            "cache.l2.prefetch_degree"
+        ],
+        "{errors:#?}"
+    );
+    assert!(
+        errors[0].message.contains("cache.l1d and cache.l2 only"),
+        "{errors:#?}"
+    );
+    assert!(
+        errors[1].message.contains("\"next-line\", \"stride\""),
+        "{errors:#?}"
+    );
+    assert!(errors[2].message.contains("1 to 32"), "{errors:#?}");
+    assert!(errors.iter().all(|e| e.position.is_some()), "{errors:#?}");
+}

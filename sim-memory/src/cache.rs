@@ -51,6 +51,8 @@ pub struct Cache {
     fill_start: Vec<u64>,
     fill_done: Vec<u64>,
     fill_src: Vec<u8>,
+    /// Per slot: brought by a prefetch and not yet used by a demand access.
+    prefetched: Vec<bool>,
     policy: Policy,
     /// Counters of this instance.
     pub stats: CacheStats,
@@ -77,6 +79,7 @@ impl Cache {
             fill_start: vec![0; n],
             fill_done: vec![0; n],
             fill_src: vec![0; n],
+            prefetched: vec![false; n],
             policy: Policy::new(params.replacement, sets, ways),
             stats: CacheStats::default(),
         }
@@ -180,6 +183,10 @@ impl Cache {
             dirty: self.dirty[slot],
             sharers: self.sharers[slot],
         });
+        if self.prefetched[slot] && self.state[slot] != INVALID {
+            self.stats.prefetch_unused += 1;
+        }
+        self.prefetched[slot] = false;
         self.tags[slot] = line;
         self.state[slot] = st;
         self.dirty[slot] = false;
@@ -208,6 +215,26 @@ impl Cache {
     pub fn pending(&self, slot: usize, t: u64) -> Option<(u64, u8)> {
         let done = self.fill_done[slot];
         (done > t).then(|| (done - t.max(self.fill_start[slot]), self.fill_src[slot]))
+    }
+
+    /// Marks the line in `slot` as brought by a prefetch.
+    #[inline]
+    pub fn set_prefetched(&mut self, slot: usize) {
+        self.prefetched[slot] = true;
+        self.stats.prefetches += 1;
+    }
+
+    /// A demand access uses the line in `slot`: true (and the line counted useful, `late` if
+    /// it was still in flight) if this is the first use of a prefetched line.
+    #[inline]
+    pub fn first_use(&mut self, slot: usize, late: bool) -> bool {
+        if !self.prefetched[slot] {
+            return false;
+        }
+        self.prefetched[slot] = false;
+        self.stats.prefetch_useful += 1;
+        self.stats.prefetch_late += late as u64;
+        true
     }
 
     /// Every valid line, for invariant checks.

@@ -92,6 +92,10 @@ pub struct MemoryConfig {
     pub off_socket_latency: u32,
     /// Coherence protocol.
     pub protocol: Protocol,
+    /// The L1D's prefetcher (per core).
+    pub l1d_prefetch: crate::prefetch::PrefetchParams,
+    /// The L2's prefetcher (per core, filling the core's L2).
+    pub l2_prefetch: crate::prefetch::PrefetchParams,
 }
 
 impl MemoryConfig {
@@ -102,7 +106,7 @@ impl MemoryConfig {
 
     /// A small machine for tests and examples: `sockets` × `cores_per_socket` cores, 32 KiB
     /// 8-way L1s (3 cycles), 256 KiB 8-way private L2s (12), a 2 MiB-per-core 16-way L3 (40),
-    /// 64-byte lines, a 32 B/cycle FIFO bus, 200-cycle DRAM at 16 B/cycle per controller, MSI.
+    /// 64-byte lines, a 32 B/cycle FIFO bus, 200-cycle DRAM at 16 B/cycle per controller, MSI, no prefetchers.
     pub fn small(sockets: u32, cores_per_socket: u32) -> MemoryConfig {
         let c = |size, associativity, data_latency, tag_latency| CacheParams {
             size,
@@ -128,6 +132,8 @@ impl MemoryConfig {
             dram_interleave: 4096,
             off_socket_latency: 100,
             protocol: Protocol::Msi,
+            l1d_prefetch: Default::default(),
+            l2_prefetch: Default::default(),
         }
     }
 }

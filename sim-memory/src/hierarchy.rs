@@ -34,6 +34,7 @@
 
 use crate::cache::{Cache, INVALID, MODIFIED, SHARED, Victim};
 use crate::config::{MemoryConfig, Protocol};
+use crate::prefetch::Prefetcher;
 use crate::slots::Slots;
 use crate::stats::{CacheStats, CoreStats};
 
@@ -151,6 +152,18 @@ pub struct Memory {
     drams: Vec<Slots>,
     line_shift: u32,
     erase: Vec<u64>,
+    /// Per core: the L1D's and the L2's prefetcher.
+    prefetchers: Vec<[Prefetcher; 2]>,
+    /// Whether any prefetcher is enabled.
+    prefetching: bool,
+    /// During one access: whether it made the first use of a prefetched line in the L1D, L2.
+    first_use: [bool; 2],
+    /// During one access: whether it missed (or, erased, would have missed) in the L1D, L2.
+    would_miss: [bool; 2],
+    /// Candidate lines of one prefetch decision, per level (reused).
+    candidates: [Vec<u64>; 2],
+    /// The misses per level of the last call of `slow` (for a prefetch's L2 trigger).
+    last_missed: [bool; 3],
     /// Per-core counters.
     pub core_stats: Vec<CoreStats>,
 }
@@ -212,6 +225,14 @@ impl Memory {
             || !cfg.dram_interleave.is_power_of_two()
         {
             return Err("bus and DRAM bandwidths must be positive, controllers ≥ 1, interleave a power of two".into());
+        }
+        for (name, p) in [("L1D", cfg.l1d_prefetch), ("L2", cfg.l2_prefetch)] {
+            if p.kind != crate::prefetch::PrefetchKind::None && !(1..=32).contains(&p.degree) {
+                return Err(format!(
+                    "the {name} prefetcher's degree must be 1 to 32 (got {})",
+                    p.degree
+                ));
+            }
         }
         let cores = cfg.cores() as usize;
         let mut nodes: Vec<Node> = Vec::new();
@@ -292,6 +313,10 @@ impl Memory {
                 )
             })
             .collect();
+        let pf = [
+            Prefetcher::new(cfg.l1d_prefetch),
+            Prefetcher::new(cfg.l2_prefetch),
+        ];
         Ok(Memory {
             line_shift: line.trailing_zeros(),
             cfg,
@@ -302,6 +327,12 @@ impl Memory {
             buses,
             drams,
             erase: Vec::new(),
+            prefetchers: vec![pf.clone(); cores],
+            prefetching: pf.iter().any(Prefetcher::enabled),
+            first_use: [false; 2],
+            would_miss: [false; 2],
+            candidates: [Vec::new(), Vec::new()],
+            last_missed: [false; 3],
             core_stats: vec![CoreStats::default(); cores],
         })
     }
@@ -333,6 +364,8 @@ impl Memory {
         let (first, last) = self.lines(addr, size);
         let erased =
             kind != Kind::IFetch && !self.erase.is_empty() && self.erase.binary_search(&pc).is_ok();
+        self.first_use = [false; 2];
+        self.would_miss = [false; 2];
         let mut o = self.access_line(core, first, kind, time, erased);
         if last != first {
             let o2 = self.access_line(core, last, kind, time, erased);
@@ -361,7 +394,86 @@ impl Memory {
             cs.erased[o.would_serve as usize] += 1;
         }
         cs.latency_cycles += o.latency;
+        if self.prefetching && kind != Kind::IFetch {
+            self.prefetch(core, pc, addr, time, erased);
+        }
         o
+    }
+
+    /// Trains the core's prefetchers on a demand data access and issues what they ask for.
+    /// The L1D's trains on every access; the L2's on every request that reaches the L2: the
+    /// demand's L1 misses and the lines the L1D's prefetcher fetches (as a real L2 streamer
+    /// sees the L1's prefetches, which keeps it ahead of them). A level triggers on a miss
+    /// there or on the first use of a line it prefetched. An erased access trains and
+    /// triggers as it would without erasure, so the caches evolve alike, but its prefetches
+    /// are erased too: they fill at once and take no bandwidth.
+    fn prefetch(&mut self, core: u32, pc: u64, addr: u64, t: u64, erased: bool) {
+        let c = core as usize;
+        if self.prefetchers[c][0].enabled() {
+            let trigger = self.would_miss[0] || self.first_use[0];
+            let mut out = std::mem::take(&mut self.candidates[0]);
+            self.prefetchers[c][0].train(pc, addr, self.line_shift, trigger, &mut out);
+            for &line in &out {
+                if let Some(l2_trigger) = self.prefetch_line(core, 0, line, t, erased) {
+                    self.prefetch_l2(core, pc, line << self.line_shift, l2_trigger, t, erased);
+                }
+            }
+            self.candidates[0] = out;
+        }
+        if self.would_miss[0] {
+            let trigger = self.would_miss[1] || self.first_use[1];
+            self.prefetch_l2(core, pc, addr, trigger, t, erased);
+        }
+    }
+
+    /// The L2 prefetcher's part of [`Memory::prefetch`], for one request reaching the L2.
+    fn prefetch_l2(&mut self, core: u32, pc: u64, addr: u64, trigger: bool, t: u64, erased: bool) {
+        let c = core as usize;
+        if !self.prefetchers[c][1].enabled() {
+            return;
+        }
+        let mut out = std::mem::take(&mut self.candidates[1]);
+        self.prefetchers[c][1].train(pc, addr, self.line_shift, trigger, &mut out);
+        for &line in &out {
+            self.prefetch_line(core, 1, line, t, erased);
+        }
+        self.candidates[1] = out;
+    }
+
+    /// Brings `line` into the core's cache at `level` (0 = L1D, 1 = L2) and every level beyond,
+    /// as a load that uses the bus and DRAM like a miss (unless `erased`), unless that cache
+    /// holds it already. Returns `None` if it did, else whether the request, at the next
+    /// level, missed or made the first use of a line that level prefetched (an L2 trigger).
+    fn prefetch_line(
+        &mut self,
+        core: u32,
+        level: usize,
+        line: u64,
+        t: u64,
+        erased: bool,
+    ) -> Option<bool> {
+        let full = self.dpath[core as usize];
+        let path = match level {
+            0 => full,
+            _ => Path {
+                nodes: [full.nodes[1], full.nodes[2], NONE],
+                len: full.len - 1,
+            },
+        };
+        if self.node(path.nodes[0]).cache.find(line).is_some() {
+            return None;
+        }
+        let saved = self.first_use[1];
+        self.first_use[1] = false;
+        self.slow(core, path, line, Kind::Load, t, erased, true);
+        let next = self.last_missed[1] || self.first_use[1];
+        self.first_use[1] = saved;
+        debug_assert_eq!(
+            self.check_line(line),
+            Ok(()),
+            "after a level-{level} prefetch of line {line:#x} by core {core}"
+        );
+        Some(next)
     }
 
     /// The first and last line an access of `size` bytes at `addr` touches.
@@ -424,9 +536,11 @@ impl Memory {
                 waited: false,
             };
             // A line whose fill is still in flight: wait for it, charged to where it comes from.
-            if let Some((wait, src)) = l1.pending(slot, t)
-                && wait > lat
-            {
+            let pending = l1.pending(slot, t).filter(|&(wait, _)| wait > lat);
+            if l1.first_use(slot, pending.is_some()) {
+                self.first_use[0] = true;
+            }
+            if let Some((wait, src)) = pending {
                 let src = Served::ALL[src as usize];
                 o.would_serve = src;
                 o.waited = true;
@@ -441,7 +555,7 @@ impl Memory {
             }
             return o;
         }
-        let o = self.slow(core, path, line, kind, t, erased);
+        let o = self.slow(core, path, line, kind, t, erased, false);
         debug_assert_eq!(
             self.check_line(line),
             Ok(()),
@@ -557,6 +671,7 @@ impl Memory {
         kind: Kind,
         t: u64,
         erased: bool,
+        prefetch: bool,
     ) -> Outcome {
         let write = kind == Kind::Store;
         let timing = !erased;
@@ -579,13 +694,14 @@ impl Memory {
             2 => m.cfg.l2.data_latency as u64,
             _ => m.cfg.l3.map_or(0, |p| p.data_latency as u64),
         };
-        // Statistics of the levels the access reached (an erased access is an L1 hit).
-        let reached = if erased {
+        // Statistics of the levels the access reached (an erased access is an L1 hit; a
+        // prefetch is counted apart).
+        let reached = if erased || prefetch {
             0
         } else {
             hit.map_or(plen, |k| k + 1)
         };
-        if erased {
+        if erased && !prefetch {
             let c = self.cache(path.nodes[0]);
             c.stats.accesses += 1;
             c.stats.hits += 1;
@@ -725,6 +841,18 @@ impl Memory {
                 }
             }
         }
+        // A request that found a prefetched line in its L1 (a demand) or, as its hit, in its
+        // L2 (a demand or an L1 prefetch) makes that line's first use.
+        for i in usize::from(prefetch)..plen.min(2) {
+            let level = self.node(path.nodes[i]).level as usize;
+            if level <= 2
+                && st[i] != INVALID
+                && (i == 0 || hit == Some(i))
+                && self.cache(path.nodes[i]).first_use(slots[i], waited)
+            {
+                self.first_use[level - 1] = true;
+            }
+        }
         // The levels that did not hold the line now get it, in flight until it arrives (an
         // upgrade leaves the arrival of the data as it was).
         // A store takes ownership (M, dirty). Under MESI a load that found no copy anywhere
@@ -745,7 +873,15 @@ impl Memory {
             core,
             t,
         );
+        if prefetch && let Some(slot) = self.node(path.nodes[0]).cache.find(line) {
+            self.cache(path.nodes[0]).set_prefetched(slot);
+        }
         let missed = [true, hit.is_none_or(|k| k > 1), hit.is_none() && plen == 3];
+        self.last_missed = missed;
+        if !prefetch {
+            self.would_miss[0] |= missed[0];
+            self.would_miss[1] |= missed[1];
+        }
         if erased {
             Outcome {
                 latency: self.node(path.nodes[0]).cache.params.data_latency as u64,

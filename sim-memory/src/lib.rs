@@ -1,6 +1,7 @@
 //! The memory hierarchy of the simulated machine: set-associative caches with pluggable
-//! replacement, MSI coherence across private and shared caches and sockets, a bus per socket
-//! with bandwidth and arbitration, DRAM controllers with bandwidth queues, and miss erasure.
+//! replacement, MSI or MESI coherence across private and shared caches and sockets, misses in
+//! flight that later accesses wait for, L1D and L2 prefetchers, a bus per socket with
+//! bandwidth and arbitration, DRAM controllers with bandwidth queues, and miss erasure.
 //! Every access returns its latency and where it was served, so the core model can attribute
 //! cycles and misses to the instruction that caused them.
 //!
@@ -12,10 +13,12 @@ pub mod cache;
 pub mod callgrind;
 pub mod config;
 pub mod hierarchy;
+pub mod prefetch;
 pub mod replacement;
 pub mod slots;
 pub mod stats;
 
 pub use config::{Arbitration, CacheParams, MemoryConfig, Protocol, ReplacementKind};
 pub use hierarchy::{Kind, Memory, Outcome, Served};
+pub use prefetch::{PrefetchKind, PrefetchParams};
 pub use stats::{CacheStats, CoreStats};

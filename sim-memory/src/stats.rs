@@ -22,6 +22,14 @@ pub struct CacheStats {
     /// Hits on a line whose fill was still in flight: the access merged into the outstanding
     /// miss and waited for the line (counted in `hits`, not as a miss).
     pub merged: u64,
+    /// Lines a prefetcher of this cache brought in (not counted in `accesses`).
+    pub prefetches: u64,
+    /// Prefetched lines a demand access then used (the first use of each).
+    pub prefetch_useful: u64,
+    /// Of those, lines still in flight at their first use (the demand waited for them).
+    pub prefetch_late: u64,
+    /// Prefetched lines evicted before any demand access used them.
+    pub prefetch_unused: u64,
     /// Dirty lines written back to the level above on eviction.
     pub writebacks: u64,
     /// Copies invalidated by another core's store or by an inclusive eviction above.
@@ -44,6 +52,10 @@ impl AddAssign for CacheStats {
         self.misses_store += o.misses_store;
         self.coherence_misses += o.coherence_misses;
         self.merged += o.merged;
+        self.prefetches += o.prefetches;
+        self.prefetch_useful += o.prefetch_useful;
+        self.prefetch_late += o.prefetch_late;
+        self.prefetch_unused += o.prefetch_unused;
         self.writebacks += o.writebacks;
         self.invalidations += o.invalidations;
     }

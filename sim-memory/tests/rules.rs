@@ -15,7 +15,10 @@
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
 
-use sim_memory::{Arbitration, CacheStats, Kind, Memory, MemoryConfig, Protocol, Served};
+use sim_memory::{
+    Arbitration, CacheStats, Kind, Memory, MemoryConfig, PrefetchKind, PrefetchParams, Protocol,
+    Served,
+};
 
 /// Gap between the accesses of the coherence and latency tests: far longer than any latency,
 /// so every access finds the bus and the DRAM idle.
@@ -1059,4 +1062,142 @@ fn a_private_load_then_store_needs_no_bus_transaction_under_mesi() {
         );
         assert_eq!(mem.check_all(), Ok(()));
     }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Prefetchers
+// ---------------------------------------------------------------------------------------------
+
+fn prefetching(l1d: PrefetchParams, l2: PrefetchParams) -> MemoryConfig {
+    let mut cfg = MemoryConfig::small(1, 1);
+    cfg.l1d_prefetch = l1d;
+    cfg.l2_prefetch = l2;
+    cfg
+}
+
+fn pf(kind: PrefetchKind, degree: u32) -> PrefetchParams {
+    PrefetchParams { kind, degree }
+}
+
+fn transfers(mem: &Memory) -> (u64, u64) {
+    (
+        mem.bus_stats().iter().map(|b| b.0).sum(),
+        mem.dram_stats().iter().map(|d| d.0).sum(),
+    )
+}
+
+/// A next-line prefetch is a load: it takes a bus and a DRAM transfer like the miss that
+/// triggered it; a demand access that reaches the line while it is still arriving waits for
+/// the rest of its latency (a late prefetch, still useful) and, as its first use, triggers the
+/// next prefetch; one that comes after the arrival is an L1 hit.
+#[test]
+fn a_next_line_prefetch_moves_a_line_like_a_miss_and_counts_its_use() {
+    let cfg = prefetching(pf(PrefetchKind::NextLine, 1), PrefetchParams::default());
+    let d = dram_latency(&cfg);
+    let mut mem = Memory::new(cfg.clone()).unwrap();
+    let a = 0xa0_0000;
+    let t0 = GAP;
+    let before = transfers(&mem);
+    assert_eq!(mem.access(0, 0, a, 8, Kind::Load, t0).served, Served::Dram);
+    assert_eq!(
+        transfers(&mem),
+        (before.0 + 2, before.1 + 2),
+        "demand + prefetch"
+    );
+    assert_eq!(l1d(&mem, 0).prefetches, 1);
+    // The prefetch of a+64 was issued with the demand; 10 cycles later it is still arriving.
+    let o = mem.access(0, 0, a + 64, 8, Kind::Load, t0 + 10);
+    assert!(o.merged && o.served == Served::Dram, "{o:?}");
+    assert!(
+        o.latency > d - 10 - 1 && o.latency < d + 10,
+        "{o:?}, DRAM {d}"
+    );
+    let s = l1d(&mem, 0);
+    assert_eq!(
+        (s.prefetches, s.prefetch_useful, s.prefetch_late, s.misses()),
+        (2, 1, 1, 1),
+        "{s:?}"
+    );
+    // a+128, prefetched at the first use of a+64, has arrived long before this access.
+    let o = mem.access(0, 0, a + 128, 8, Kind::Load, t0 + 10 * d);
+    assert_eq!(
+        (o.served, o.latency),
+        (Served::L1, cfg.l1d.data_latency as u64)
+    );
+    let s = l1d(&mem, 0);
+    assert_eq!(
+        (s.prefetch_useful, s.prefetch_late, s.misses()),
+        (2, 1, 1),
+        "{s:?}"
+    );
+    assert_eq!(mem.check_all(), Ok(()));
+}
+
+/// A stride prefetcher at the L2 covers a 256-byte-stride stream after a short training:
+/// almost every L2 miss disappears, each line still crosses the bus and DRAM once, and the L1
+/// (which it does not fill) misses as before. On random accesses it issues nothing.
+#[test]
+fn a_stride_prefetcher_covers_a_strided_stream_and_stays_quiet_on_random_accesses() {
+    let n = 400u64;
+    let degree = 4;
+    let run = |l2: PrefetchParams, random: bool| {
+        let cfg = prefetching(PrefetchParams::default(), l2);
+        let mut mem = Memory::new(cfg).unwrap();
+        let mut t = 0;
+        let mut x = 7u64;
+        for i in 0..n {
+            let addr = if random {
+                x = x
+                    .wrapping_mul(6364136223846793005)
+                    .wrapping_add(1442695040888963407);
+                0x1000_0000 + ((x >> 24) % (1 << 20)) * 64
+            } else {
+                0x1000_0000 + 256 * i
+            };
+            t += GAP;
+            mem.access(0, 0x400, addr, 8, Kind::Load, t);
+        }
+        (mem.path_stats(0), transfers(&mem))
+    };
+    let (plain, plain_moves) = run(PrefetchParams::default(), false);
+    let (s, moves) = run(pf(PrefetchKind::Stride, degree), false);
+    assert_eq!(plain[1].misses(), n);
+    assert!(
+        s[1].misses() <= 3,
+        "L2 misses with the prefetcher: {:?}",
+        s[1]
+    );
+    assert!(s[1].prefetch_useful >= n - 3, "{:?}", s[1]);
+    assert_eq!(s[0].misses(), n, "the L2 prefetcher does not fill the L1");
+    assert_eq!(plain_moves, (n, n));
+    assert!(
+        moves.1 >= n && moves.1 <= n + degree as u64,
+        "each line once from DRAM (plus the last prefetches): {moves:?}"
+    );
+    let (r, _) = run(pf(PrefetchKind::Stride, degree), true);
+    assert_eq!(r[1].prefetches, 0, "{:?}", r[1]);
+}
+
+/// Prefetches that are never used still cost: a stream touching every other line with a
+/// next-line prefetcher moves twice the lines over DRAM and counts the unused ones as they are
+/// evicted.
+#[test]
+fn useless_prefetches_cost_bandwidth_and_are_counted_unused() {
+    let cfg = prefetching(pf(PrefetchKind::NextLine, 1), PrefetchParams::default());
+    let l1_lines = cfg.l1d.size / 64;
+    let mut mem = Memory::new(cfg).unwrap();
+    let n = 4 * l1_lines;
+    let mut t = 0;
+    for i in 0..n {
+        t += GAP;
+        mem.access(0, 0x400, 0x2000_0000 + 128 * i, 8, Kind::Load, t);
+    }
+    let s = l1d(&mem, 0);
+    assert_eq!(
+        (s.misses(), s.prefetches, s.prefetch_useful),
+        (n, n, 0),
+        "{s:?}"
+    );
+    assert!(s.prefetch_unused >= n - l1_lines, "{s:?}");
+    assert_eq!(transfers(&mem).1, 2 * n);
 }

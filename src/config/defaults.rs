@@ -11,7 +11,7 @@
 use super::machine::{
     Arbitration, BranchPredictorConfig, BusConfig, CacheConfig, CacheHierarchyConfig,
     CoherenceConfig, CoherenceProtocol, CoreConfig, DramConfig, MachineConfig, OffSocketConfig,
-    OpLatencies, Replacement, SharedBy, SystemConfig,
+    OpLatencies, Prefetcher, Replacement, SharedBy, SystemConfig,
 };
 use super::units::{Bandwidth, Frequency, Size, Time};
 
@@ -55,6 +55,8 @@ pub(super) fn machine() -> MachineConfig {
                 tag_latency: 1,
                 shared_by: SharedBy::Cores(1),
                 replacement: Replacement::Lru,
+                prefetcher: Prefetcher::None,
+                prefetch_degree: 1,
             },
             l1d: CacheConfig {
                 size: Size(48 << 10),
@@ -64,6 +66,10 @@ pub(super) fn machine() -> MachineConfig {
                 tag_latency: 1,
                 shared_by: SharedBy::Cores(1),
                 replacement: Replacement::Lru,
+                // An IP-stride prefetcher at the L1D, as Intel's cores have (optimization
+                // manual, "Data Prefetching"); degree isim's choice.
+                prefetcher: Prefetcher::Stride,
+                prefetch_degree: 2,
             },
             l2: CacheConfig {
                 size: Size(1 << 20),
@@ -73,6 +79,9 @@ pub(super) fn machine() -> MachineConfig {
                 tag_latency: 3,
                 shared_by: SharedBy::Cores(1),
                 replacement: Replacement::TreePlru,
+                // A streamer at the L2 (Intel's L2 streamer); degree isim's choice.
+                prefetcher: Prefetcher::Stride,
+                prefetch_degree: 16,
             },
             l3: Some(l3()),
         },
@@ -106,6 +115,8 @@ pub(super) fn l3() -> CacheConfig {
         tag_latency: 10,
         shared_by: SharedBy::Socket,
         replacement: Replacement::Srrip,
+        prefetcher: Prefetcher::None,
+        prefetch_degree: 1,
     }
 }
 

@@ -243,6 +243,10 @@ pub struct CacheConfig {
     pub shared_by: SharedBy,
     /// The replacement policy.
     pub replacement: Replacement,
+    /// The hardware prefetcher (L1D and L2 only; `none` elsewhere).
+    pub prefetcher: Prefetcher,
+    /// Lines (or strides) a prefetcher fetches ahead per trigger, 1 to 32.
+    pub prefetch_degree: u32,
 }
 
 impl CacheConfig {
@@ -335,6 +339,18 @@ named_enum!(
         TreePlru = "tree-plru",
         /// Static re-reference interval prediction (2-bit RRPV, insert at distant − 1).
         Srrip = "srrip",
+    }
+);
+
+named_enum!(
+    /// A cache's hardware prefetcher.
+    Prefetcher {
+        /// No prefetching.
+        None = "none",
+        /// The next `prefetch_degree` lines on a miss or on the first use of a prefetched line.
+        NextLine = "next-line",
+        /// Per-instruction stride detection (a stream when the stride is under a line).
+        Stride = "stride",
     }
 );
 

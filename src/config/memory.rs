@@ -2,10 +2,13 @@
 //! become cycles and bytes per cycle at the core clock, names become enums.
 
 use sim_memory::{
-    Arbitration as MemArbitration, CacheParams, MemoryConfig, Protocol, ReplacementKind,
+    Arbitration as MemArbitration, CacheParams, MemoryConfig, PrefetchKind, PrefetchParams,
+    Protocol, ReplacementKind,
 };
 
-use super::machine::{Arbitration, CacheConfig, CoherenceProtocol, MachineConfig, Replacement};
+use super::machine::{
+    Arbitration, CacheConfig, CoherenceProtocol, MachineConfig, Prefetcher, Replacement,
+};
 
 fn params(c: &CacheConfig) -> CacheParams {
     CacheParams {
@@ -19,6 +22,17 @@ fn params(c: &CacheConfig) -> CacheParams {
             Replacement::TreePlru => ReplacementKind::TreePlru,
             Replacement::Srrip => ReplacementKind::Srrip,
         },
+    }
+}
+
+fn prefetch(c: &CacheConfig) -> PrefetchParams {
+    PrefetchParams {
+        kind: match c.prefetcher {
+            Prefetcher::None => PrefetchKind::None,
+            Prefetcher::NextLine => PrefetchKind::NextLine,
+            Prefetcher::Stride => PrefetchKind::Stride,
+        },
+        degree: c.prefetch_degree,
     }
 }
 
@@ -61,6 +75,8 @@ impl MachineConfig {
                 CoherenceProtocol::Msi => Protocol::Msi,
                 CoherenceProtocol::Mesi => Protocol::Mesi,
             },
+            l1d_prefetch: prefetch(&c.l1d),
+            l2_prefetch: prefetch(&c.l2),
         })
     }
 }

@@ -118,6 +118,8 @@ pub(super) struct RawCache {
     pub tag_latency: Option<u32>,
     pub shared_by: Option<RawScalar>,
     pub replacement: Option<String>,
+    pub prefetcher: Option<String>,
+    pub prefetch_degree: Option<u32>,
 }
 
 /// `[coherence]`.

@@ -12,7 +12,7 @@ use super::defaults::{self, PREDICTOR_PARAMS};
 use super::machine::{
     Arbitration, BranchPredictorConfig, BusConfig, CacheConfig, CacheHierarchyConfig,
     CoherenceConfig, CoherenceProtocol, CoreConfig, DramConfig, MachineConfig, OffSocketConfig,
-    OpLatencies, Replacement, SharedBy, SystemConfig,
+    OpLatencies, Prefetcher, Replacement, SharedBy, SystemConfig,
 };
 use super::raw::{KeyPositions, RawBranchPredictor, RawCache, RawMachine, RawScalar};
 use super::units::{self, Bandwidth, Frequency, Size, Time, UnitError};
@@ -754,6 +754,29 @@ fn cache(name: &'static str, raw: RawCache, d: &CacheConfig, ctx: &mut Ctx<'_>) 
         "replacement policy",
     );
 
+    let prefetcher = ctx.named(
+        &key("prefetcher"),
+        raw.prefetcher.as_deref(),
+        d.prefetcher,
+        Prefetcher::ALL,
+        Prefetcher::name,
+        "prefetcher",
+    );
+    if let Some(p) = prefetcher
+        && p != Prefetcher::None
+        && !matches!(name, "l1d" | "l2")
+    {
+        ctx.error(
+            &key("prefetcher"),
+            format!("\"{}\"", p.name()),
+            "prefetchers are modelled at cache.l1d and cache.l2 only; here only \"none\"",
+        );
+    }
+    let prefetch_degree = raw.prefetch_degree.unwrap_or(d.prefetch_degree);
+    if !(1..=32).contains(&prefetch_degree) {
+        ctx.error(&key("prefetch_degree"), prefetch_degree, "must be 1 to 32");
+    }
+
     if let (Some(size), Some(ways), Some(line)) = (size, associativity, line_size) {
         geometry(name, size, ways, line, ctx);
     }
@@ -770,6 +793,8 @@ fn cache(name: &'static str, raw: RawCache, d: &CacheConfig, ctx: &mut Ctx<'_>) 
             tag_latency: raw.tag_latency.unwrap_or(d.tag_latency),
             shared_by: shared_by.unwrap_or(d.shared_by),
             replacement: replacement.unwrap_or(d.replacement),
+            prefetcher: prefetcher.unwrap_or(d.prefetcher),
+            prefetch_degree: prefetch_degree.clamp(1, 32),
         },
     }
 }
