@@ -9,8 +9,11 @@
 //! * `next-line`: the `degree` lines after the demanded one.
 //! * `stride`: a table of 64 entries indexed by the instruction's PC remembers the last
 //!   address and stride of that instruction; after the same non-zero stride twice in a row
-//!   it prefetches `degree` strides ahead — or, for strides shorter than a line, the next
-//!   `degree` lines in the stride's direction (a stream).
+//!   it prefetches up to `degree` strides ahead — or, for strides shorter than a line, the
+//!   next `degree` lines in the stride's direction (a stream) — remembering how far it has
+//!   gone, so that each trigger asks only for what lies beyond. Its distance ramps up over the
+//!   first four triggers of a stride (a quarter of `degree`, a half, three quarters, all), and
+//!   it never crosses the demand's 4 KiB page.
 
 /// Which prefetcher a level has.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -35,12 +38,20 @@ pub struct PrefetchParams {
 
 const ENTRIES: usize = 64;
 
+/// Prefetches stay within the demand's 4 KiB page.
+const PAGE_SHIFT: u32 = 12;
+
 #[derive(Debug, Clone, Copy, Default)]
 struct Entry {
     pc: u64,
     last: u64,
     stride: i64,
     confidence: u8,
+    /// The farthest position already prefetched for this stride (a line number for a
+    /// stream, an address otherwise), so a trigger asks only for what lies beyond it.
+    ahead: Option<i64>,
+    /// Triggers so far with this stride (up to 4), for the ramp-up.
+    run: u8,
 }
 
 /// One prefetcher instance (per core and level).
@@ -98,6 +109,8 @@ impl Prefetcher {
                         last: addr,
                         stride: 0,
                         confidence: 0,
+                        ahead: None,
+                        run: 0,
                     };
                     return;
                 }
@@ -111,22 +124,53 @@ impl Prefetcher {
                 } else {
                     e.stride = d;
                     e.confidence = 0;
+                    e.ahead = None;
+                    e.run = 0;
                 }
                 if !trigger || e.confidence < 1 {
                     return;
                 }
-                let line_bytes = 1i64 << line_shift;
-                if d.abs() < line_bytes {
-                    let dir = d.signum() as u64;
-                    out.extend(
-                        (1..=self.p.degree as u64).map(|k| line.wrapping_add(dir.wrapping_mul(k))),
-                    );
+                // Positions in units of the stride: lines for a stream (a stride under a
+                // line), bytes otherwise; only those beyond what was already prefetched.
+                let stream = d.abs() < 1i64 << line_shift;
+                let (cur, unit) = if stream {
+                    (line as i64, d.signum())
                 } else {
-                    out.extend(
-                        (1..=self.p.degree as u64)
-                            .map(|k| addr.wrapping_add((d as u64).wrapping_mul(k)) >> line_shift),
-                    );
+                    (addr as i64, d)
+                };
+                // Ramp up: a quarter of the degree at the first trigger of a stride, then a
+                // half, three quarters and the whole, as streamers grow their distance while
+                // a stream lasts (a short run, like one row of a small matrix, is not
+                // overshot by the full degree).
+                e.run = (e.run + 1).min(4);
+                let degree = (self.p.degree as i64 * e.run as i64 / 4).max(1);
+                let first = match e.ahead {
+                    Some(a) => {
+                        let done = a.wrapping_sub(cur) / unit;
+                        if (0..degree).contains(&done) {
+                            done + 1
+                        } else if done >= degree {
+                            return;
+                        } else {
+                            1
+                        }
+                    }
+                    None => 1,
+                };
+                // Never across the 4 KiB page of the demand (hardware prefetchers see physical
+                // addresses, and the next virtual page may be anywhere).
+                let page = (addr >> PAGE_SHIFT) as i64;
+                let mut last = first - 1;
+                for k in first..=degree {
+                    let pos = cur.wrapping_add(unit.wrapping_mul(k)) as u64;
+                    let target = if stream { pos } else { pos >> line_shift };
+                    if ((target << line_shift) >> PAGE_SHIFT) as i64 != page {
+                        break;
+                    }
+                    out.push(target);
+                    last = k;
                 }
+                e.ahead = Some(cur.wrapping_add(unit.wrapping_mul(last)));
             }
         }
     }
@@ -152,27 +196,53 @@ mod tests {
 
     #[test]
     fn stride_learns_a_constant_stride_per_pc_and_ignores_a_random_one() {
-        let mut p = pf(PrefetchKind::Stride, 2);
+        let mut p = pf(PrefetchKind::Stride, 4);
         let mut out = Vec::new();
-        // A 256-byte stride: the first access allocates, the second sets the stride, the third
-        // confirms it; from then on each trigger fetches two strides ahead.
-        for (i, want) in [
-            (0u64, vec![]),
-            (1, vec![]),
-            (2, vec![3u64, 4]),
-            (3, vec![4, 5]),
-        ] {
-            p.train(0x40, 0x10_000 + 256 * i, 6, true, &mut out);
-            let lines: Vec<u64> = want.iter().map(|k| (0x10_000 + 256 * k) >> 6).collect();
-            assert_eq!(out, lines, "access {i}");
+        // A 256-byte stride from a page start: the first access allocates, the second sets
+        // the stride, the third confirms it and fetches one stride ahead (a quarter of the
+        // degree); the distance then ramps to 2, 3 and 4 strides, each trigger asking only
+        // for what lies beyond the previous ones.
+        let at = |i: u64| 0x10_000 + 256 * i;
+        let mut got = Vec::new();
+        for i in 0..8 {
+            p.train(0x40, at(i), 6, true, &mut out);
+            got.push(out.clone());
         }
-        // A short stride (8 bytes, a stream) fetches the next lines instead, backwards too.
-        let mut out2 = Vec::new();
-        for i in 0..4u64 {
-            p.train(0x80, 0x20_000 - 8 * i, 6, true, &mut out2);
+        let lines = |v: &[u64]| v.iter().map(|&i| at(i) >> 6).collect::<Vec<u64>>();
+        assert_eq!(got[..2], [vec![], vec![]]);
+        assert_eq!(got[2], lines(&[3]), "{got:?}");
+        assert_eq!(got[3], lines(&[4, 5]), "{got:?}");
+        assert_eq!(got[4], lines(&[6, 7]), "{got:?}");
+        assert_eq!(got[5], lines(&[8, 9]), "{got:?}");
+        assert_eq!(got[6], lines(&[10]), "{got:?}");
+        // Never across the page: 16 strides of 256 B fill it; at access 14 the ramped
+        // distance would reach stride 18, but the page ends at stride 15.
+        for i in 8..15 {
+            p.train(0x40, at(i), 6, true, &mut out);
+            assert!(
+                out.iter().all(|&l| l << 6 >> 12 == at(i) >> 12),
+                "{i}: {out:?}"
+            );
         }
-        let line = (0x20_000u64 - 24) >> 6;
-        assert_eq!(out2, vec![line - 1, line - 2]);
+        assert!(
+            out.is_empty(),
+            "at stride 14 the page holds only stride 15, fetched already"
+        );
+
+        // A short stride (8 bytes, a stream) fetches the next lines instead, backwards too;
+        // a trigger in a line whose successors were fetched already asks for nothing.
+        let mut got = Vec::new();
+        for i in 0..10u64 {
+            p.train(0x80, 0x20_800 - 8 * i, 6, true, &mut out);
+            got.push(out.clone());
+        }
+        let l = 0x207f8u64 >> 6; // the line of accesses 1..=8
+        assert_eq!(got[2], vec![l - 1], "{got:?}");
+        assert_eq!(got[3], vec![l - 2], "{got:?}");
+        assert_eq!(got[4], vec![l - 3], "{got:?}");
+        assert_eq!(got[5], vec![l - 4], "{got:?}");
+        assert!(got[6..9].iter().all(Vec::is_empty), "{got:?}");
+        assert_eq!(got[9], vec![l - 5], "{got:?}");
         // Another PC with no constant stride never prefetches.
         let mut x = 12345u64;
         for _ in 0..200 {

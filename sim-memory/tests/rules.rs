@@ -1134,7 +1134,7 @@ fn a_next_line_prefetch_moves_a_line_like_a_miss_and_counts_its_use() {
 }
 
 /// A stride prefetcher at the L2 covers a 256-byte-stride stream after a short training:
-/// almost every L2 miss disappears, each line still crosses the bus and DRAM once, and the L1
+/// every L2 miss but the first of each page disappears, each line still crosses the bus and DRAM once, and the L1
 /// (which it does not fill) misses as before. On random accesses it issues nothing.
 #[test]
 fn a_stride_prefetcher_covers_a_strided_stream_and_stays_quiet_on_random_accesses() {
@@ -1162,12 +1162,15 @@ fn a_stride_prefetcher_covers_a_strided_stream_and_stays_quiet_on_random_accesse
     let (plain, plain_moves) = run(PrefetchParams::default(), false);
     let (s, moves) = run(pf(PrefetchKind::Stride, degree), false);
     assert_eq!(plain[1].misses(), n);
+    // Prefetches stay in the demand's 4 KiB page: the first access of each page misses (16
+    // strides of 256 B per page), and the first three train the prefetcher.
+    let pages = n * 256 / 4096;
     assert!(
-        s[1].misses() <= 3,
-        "L2 misses with the prefetcher: {:?}",
+        s[1].misses() <= pages + 3,
+        "L2 misses with the prefetcher: {:?}, {pages} pages",
         s[1]
     );
-    assert!(s[1].prefetch_useful >= n - 3, "{:?}", s[1]);
+    assert!(s[1].prefetch_useful >= n - pages - 3, "{:?}", s[1]);
     assert_eq!(s[0].misses(), n, "the L2 prefetcher does not fill the L1");
     assert_eq!(plain_moves, (n, n));
     assert!(
