@@ -114,6 +114,8 @@ pub struct TraceReport {
     pub instructions_per_second: f64,
     /// Barrier episodes recognised in condition variables.
     pub hand_barriers: u64,
+    /// Condition variables those episodes came from.
+    pub hand_barrier_conds: usize,
     /// Spin-wait loops traced as work.
     pub spin_loops: Vec<SpinLine>,
     /// Warnings.
@@ -376,6 +378,7 @@ fn report(
         instructions_per_second: instructions as f64
             / (capture_seconds + convert_seconds).max(1e-9),
         hand_barriers: s.hand_barriers,
+        hand_barrier_conds: s.hand_barrier_conds,
         spin_loops: s
             .spin_loops
             .iter()
@@ -457,8 +460,8 @@ impl TraceReport {
         if self.hand_barriers > 0 {
             let _ = writeln!(
                 s,
-                "barriers built from a condition variable: {} episodes (counted under barrier)",
-                self.hand_barriers
+                "barriers built from {} condition variable(s): {} episodes (counted under barrier)",
+                self.hand_barrier_conds, self.hand_barriers
             );
         }
         for w in &self.warnings {

@@ -222,6 +222,10 @@ fn the_condition_variable_barrier_replays_as_a_barrier_at_2_4_and_8_threads() {
         assert_eq!(counts(s, "cond-broadcast").iter().sum::<u64>(), steps);
         assert!(counts(s, "cond-wait").iter().sum::<u64>() >= steps * (p as u64 - 1));
         assert_eq!(s["hand_barriers"], steps);
+        assert_eq!(
+            s["hand_barrier_conds"], 1,
+            "one condition variable is the barrier"
+        );
         let mut create = vec![0; n];
         create[0] = p as u64 - 1;
         assert_eq!(counts(s, "create"), create);

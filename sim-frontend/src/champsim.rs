@@ -514,8 +514,10 @@ pub fn export(
     let file =
         File::create(&tmp).map_err(|e| TraceError::io(&tmp, 0, "cannot create output", e))?;
     let name = out.to_string_lossy();
+    // xz preset 1: about five times faster than the default 6 on these records, for files a
+    // few percent larger; an export of tens of millions of records is minutes at preset 6.
     let mut w: Box<dyn Write> = if name.ends_with(".xz") {
-        Box::new(xz2::write::XzEncoder::new(std::io::BufWriter::new(file), 6))
+        Box::new(xz2::write::XzEncoder::new(std::io::BufWriter::new(file), 1))
     } else if name.ends_with(".gz") {
         Box::new(flate2::write::GzEncoder::new(
             std::io::BufWriter::new(file),

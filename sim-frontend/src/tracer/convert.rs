@@ -84,6 +84,8 @@ pub struct Summary {
     pub warnings: Vec<String>,
     /// Barrier episodes recognised in condition variables (see `sync.rs`).
     pub hand_barriers: u64,
+    /// Condition variables those episodes came from.
+    pub hand_barrier_conds: usize,
     /// Spin-wait loops (`pause` instructions) traced as work, most pauses first.
     pub spin_loops: Vec<SpinLoop>,
 }
@@ -669,6 +671,7 @@ pub fn convert(dir: &Path, out: &Path, opts: &Options) -> Result<Summary, TraceE
     }
     if plan.hand_barriers > 0 {
         c.summary.hand_barriers = plan.hand_barriers;
+        c.summary.hand_barrier_conds = plan.hand_barrier_conds;
     }
     for m in c.resolver.modules() {
         let name = m
