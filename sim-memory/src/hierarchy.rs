@@ -174,11 +174,14 @@ pub struct Memory {
 struct Found {
     dirty: bool,
     m_level: u8,
+    /// A private cache off the requester's path held the line when it was looked for.
+    others: bool,
 }
 
 impl Found {
     fn merge(&mut self, o: Found) {
         self.dirty |= o.dirty;
+        self.others |= o.others;
         if o.m_level != 0 && (self.m_level == 0 || o.m_level < self.m_level) {
             self.m_level = o.m_level;
         }
@@ -597,6 +600,7 @@ impl Memory {
         let mut f = Found {
             dirty: c.dirty(slot),
             m_level: if modified { self.node(n).level } else { 0 },
+            others: false,
         };
         let mut sh = c.sharers(slot);
         while sh != 0 {
@@ -627,6 +631,7 @@ impl Memory {
             };
             let keep = self.node(path.nodes[j - 1]).pos;
             let mut sh = self.node(n).cache.sharers(slot) & !(1u64 << keep);
+            f.others |= sh != 0;
             while sh != 0 {
                 let b = sh.trailing_zeros();
                 sh &= sh - 1;
@@ -726,6 +731,8 @@ impl Memory {
         }
         let mut lat = tag(self, 0);
         let mut served;
+        // No private cache off the path holds the line (a hit that owns it can hand it on).
+        let mut alone = false;
         match hit {
             Some(k) => {
                 for i in 1..k {
@@ -736,6 +743,7 @@ impl Memory {
                     lat = self.buses[socket as usize].request(cis, t + lat) - t;
                 }
                 let f = self.siblings(&path, k, line, write);
+                alone = !f.others;
                 // A neighbour holding the line in M supplies it — under MESI only if it is
                 // dirty (a clean exclusive copy is just downgraded or invalidated; the data
                 // comes from the level that hit).
@@ -855,12 +863,16 @@ impl Memory {
         }
         // The levels that did not hold the line now get it, in flight until it arrives (an
         // upgrade leaves the arrival of the data as it was).
-        // A store takes ownership (M, dirty). Under MESI a load that found no copy anywhere
-        // takes ownership too, clean (the E state), so a later store of the core hits.
+        // A store takes ownership (M, dirty). Under MESI a load that found no copy in any
+        // other private cache takes ownership too, clean (the E state), so a later store of
+        // the core hits: when it comes from DRAM, or from a level that owns the line (M at
+        // the L2 or L3, as a shared cache's directory knows that no other core has it).
         let exclusive = !write
-            && hit.is_none()
-            && served == Served::Dram
-            && self.cfg.protocol == Protocol::Mesi;
+            && self.cfg.protocol == Protocol::Mesi
+            && match hit {
+                None => served == Served::Dram,
+                Some(k) => k > 0 && alone && st[k] == MODIFIED,
+            };
         let new = if write || exclusive { MODIFIED } else { SHARED };
         let fill = timing.then_some((t, t + lat, served as u8));
         self.install(

@@ -1064,6 +1064,61 @@ fn a_private_load_then_store_needs_no_bus_transaction_under_mesi() {
     }
 }
 
+/// A line that left the core's L1 and L2 but stayed in the L3 with no other core holding it
+/// comes back exclusive under MESI: the L3's directory knows no other private cache has it,
+/// so the core's next store needs no bus transaction (an upgrade under MSI). With another
+/// core holding a copy, the reload is shared and the store an upgrade under both.
+#[test]
+fn a_line_reloaded_from_the_l3_with_no_other_copy_comes_back_exclusive_under_mesi() {
+    for protocol in [Protocol::Msi, Protocol::Mesi] {
+        let mut cfg = MemoryConfig::small(1, 2);
+        cfg.protocol = protocol;
+        let mut mem = Memory::new(cfg.clone()).unwrap();
+        let mut t = 0;
+        let bus = |m: &Memory| m.bus_stats()[0].0;
+        // Eight more lines of the same L1 set and L2 set (32 KiB apart; the L2 has 512 sets
+        // of 8 ways) push `a` out of core 0's L1 and L2; the 4 MiB L3 keeps all nine.
+        let evict = |mem: &mut Memory, core: u32, a: u64, t: &mut u64| {
+            for k in 1..=8 {
+                load(mem, core, a + k * (32 << 10), t);
+            }
+        };
+        let a = 0x100_0000;
+        load(&mut mem, 0, a, &mut t);
+        evict(&mut mem, 0, a, &mut t);
+        assert_eq!(
+            load(&mut mem, 0, a, &mut t).served,
+            Served::L3,
+            "{protocol:?}: reloaded from the L3"
+        );
+        let before = bus(&mem);
+        let st = store(&mut mem, 0, a, &mut t);
+        let what = format!("{protocol:?}: {st:?}");
+        if protocol == Protocol::Mesi {
+            assert_eq!((st.served, st.missed), (Served::L1, [false; 3]), "{what}");
+            assert_eq!(bus(&mem), before, "{what}: no bus transaction");
+        } else {
+            assert!(st.missed[0], "{what}: an upgrade");
+            assert_eq!(bus(&mem), before + 1, "{what}: one bus transaction");
+        }
+        // Core 1 holds `b` when core 0 reloads it: shared, so core 0's store is an upgrade.
+        let b = a + 0x40;
+        load(&mut mem, 0, b, &mut t);
+        evict(&mut mem, 0, b, &mut t);
+        load(&mut mem, 1, b, &mut t);
+        assert_eq!(
+            load(&mut mem, 0, b, &mut t).served,
+            Served::L3,
+            "{protocol:?}"
+        );
+        let before = bus(&mem);
+        let st = store(&mut mem, 0, b, &mut t);
+        assert!(st.missed[0], "{protocol:?}: {st:?}: an upgrade");
+        assert_eq!(bus(&mem), before + 1, "{protocol:?}: one bus transaction");
+        assert_eq!(mem.check_all(), Ok(()));
+    }
+}
+
 // ---------------------------------------------------------------------------------------------
 // Prefetchers
 // ---------------------------------------------------------------------------------------------
