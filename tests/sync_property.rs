@@ -337,6 +337,7 @@ fn a_truly_deadlocking_trace_gets_the_watchdogs_report() {
             branch: BranchKind::None,
             target: 0,
             srcs: vec![],
+            addr_srcs: None,
             dsts: vec![],
             mem: vec![],
             block_start: true,

@@ -6,7 +6,11 @@
 //! the front end (a mispredicted branch redirects fetch at its completion plus the front-end
 //! depth — the branch resolution time plus the refill; an I-cache miss delays fetch by its
 //! latency). It starts when its sources are ready (`max(d_i, ready(srcs))`; a serializing
-//! instruction also waits for everything older to commit), completes after its latency (loads:
+//! instruction also waits for everything older to commit); its loads start when the address
+//! registers are ready, when the trace tells them apart (`StaticInst::addr_srcs`: a
+//! load-op instruction's load micro-op does not wait for the other operand), and the
+//! operation completes one cycle after its last other operand if that is later than the
+//! load's data. It completes after its latency (loads:
 //! the memory model's latency; a long-latency load needs one of `outstanding_loads` miss
 //! slots, unless it merges into a miss in flight to the same line, whose arrival it waits
 //! for), and commits in order. Independent long-latency loads within the window therefore
@@ -254,13 +258,22 @@ impl Core {
         }
         self.now = t;
         r.dispatch = t;
-        // Execute.
+        // Execute. The loads wait for the address registers only (a load-op instruction's
+        // load micro-op issues before its other operands are ready); the operation waits for
+        // every source.
+        let n_addr = s.addr_srcs.map_or(s.srcs.len(), usize::from);
         let mut ready = t;
-        for &reg in &s.srcs {
-            ready = ready.max(self.reg_ready[reg as usize]);
+        let mut issue = t;
+        for (i, &reg) in s.srcs.iter().enumerate() {
+            let r = self.reg_ready[reg as usize];
+            ready = ready.max(r);
+            if i < n_addr {
+                issue = issue.max(r);
+            }
         }
         if s.class == OpClass::Serializing {
             ready = ready.max(self.commit);
+            issue = ready;
         }
         let mut lat = self.p.latency[s.class as usize] as f64;
         let mut comp = match s.class {
@@ -276,17 +289,17 @@ impl Core {
                 a.addr,
                 a.size as u32,
                 Kind::Load,
-                ready as u64,
+                issue as u64,
             );
             let l = o.latency;
             if l > self.p.long_latency_cutoff as u64 && !o.merged {
                 // A long-latency miss needs a miss slot (an access merged into a miss in
                 // flight shares that miss's slot).
                 let slot = self.load_slots[self.load_next];
-                if slot > ready {
-                    ready = slot;
+                if slot > issue {
+                    issue = slot;
                 }
-                self.load_slots[self.load_next] = ready + l as f64;
+                self.load_slots[self.load_next] = issue + l as f64;
                 self.load_next = (self.load_next + 1) % self.load_slots.len();
             }
             for (i, m) in o.missed.iter().enumerate() {
@@ -301,6 +314,8 @@ impl Core {
             lat = load_lat as f64;
             comp = Component::of_served(sv);
             r.served = Some(sv);
+            // The stores below and the operation wait for the load too.
+            ready = ready.max(issue);
         }
         for a in mem_ops.iter().filter(|a| a.write) {
             let o = mem.access(
@@ -324,7 +339,12 @@ impl Core {
                 self.store_next = (self.store_next + 1) % self.store_slots.len();
             }
         }
-        let complete = ready + lat.max(if mem_ops.is_empty() { 1.0 } else { 0.0 });
+        let complete = if served.is_some() && n_addr < s.srcs.len() {
+            // The load's data, or the operation one cycle after its last other operand.
+            (issue + lat).max(ready + 1.0)
+        } else {
+            ready + lat.max(if mem_ops.is_empty() { 1.0 } else { 0.0 })
+        };
         for &reg in &s.dsts {
             self.reg_ready[reg as usize] = complete;
         }

@@ -205,6 +205,12 @@ pub struct StaticInst {
     pub target: u64,
     /// Source registers (ISA-specific numbering, see docs/trace-format.md).
     pub srcs: Vec<u8>,
+    /// How many of `srcs`, the first ones, form the memory operands' addresses: the loads of
+    /// a load-op instruction (`add rax, [rbx]`) wait for these only, as the load micro-op of
+    /// an x86 core does, and the operation waits for the load and the other sources. `None`
+    /// when the trace does not say (ChampSim imports, traces written before it was recorded):
+    /// every source gates the loads.
+    pub addr_srcs: Option<u8>,
     /// Destination registers.
     pub dsts: Vec<u8>,
     /// Memory operands, in the order their addresses appear in the dynamic stream.
@@ -225,6 +231,7 @@ impl StaticInst {
             branch: BranchKind::None,
             target: 0,
             srcs: Vec::new(),
+            addr_srcs: None,
             dsts: Vec::new(),
             mem: Vec::new(),
             block_start: false,

@@ -78,7 +78,7 @@ pub fn encode(t: &Tables) -> Vec<u8> {
     for s in &t.program.insts {
         put_varint(&mut out, zigzag(s.pc.wrapping_sub(prev_pc) as i64));
         prev_pc = s.pc;
-        out.extend_from_slice(&[s.size, s.class as u8, s.branch as u8, s.block_start as u8]);
+        out.extend_from_slice(&[s.size, s.class as u8, s.branch as u8, static_flags(s)]);
         if s.branch.is_direct() {
             put_varint(&mut out, zigzag(s.target.wrapping_sub(s.pc) as i64));
         }
@@ -95,6 +95,16 @@ pub fn encode(t: &Tables) -> Vec<u8> {
         put_varint(&mut out, s.loc.line as u64);
     }
     out
+}
+
+/// The static flags byte: bit 0 starts a basic block; bit 1 says that the first
+/// `flags >> 2` sources are the address registers (`StaticInst::addr_srcs`).
+fn static_flags(s: &StaticInst) -> u8 {
+    let mut f = s.block_start as u8;
+    if let Some(n) = s.addr_srcs {
+        f |= 2 | (n.min(s.srcs.len() as u8).min(63) << 2);
+    }
+    f
 }
 
 /// A decoding failure: position within the section and what was expected.
@@ -269,9 +279,10 @@ pub fn decode(buf: &[u8], chunk_area_end: u64) -> Result<Tables, Fail> {
         let branch = BranchKind::from_code(bb)
             .ok_or_else(|| (c.pos - 1, format!("unknown branch kind code {bb}")))?;
         let flags = c.byte("flags")?;
-        if flags > 1 {
+        if flags & 2 == 0 && flags > 1 {
             return Err((c.pos - 1, format!("unknown static flags {flags:#x}")));
         }
+        let flags_pos = c.pos - 1;
         let target = if branch.is_direct() {
             pc.wrapping_add(unzigzag(c.varint("branch target")?) as u64)
         } else {
@@ -279,6 +290,18 @@ pub fn decode(buf: &[u8], chunk_area_end: u64) -> Result<Tables, Fail> {
         };
         let ns = c.byte("source register count")? as usize;
         let srcs = c.bytes(ns, "source registers")?.to_vec();
+        let addr_srcs = if flags & 2 != 0 {
+            let n = flags >> 2;
+            if n as usize > ns {
+                return Err((
+                    flags_pos,
+                    format!("flags give {n} address registers of {ns} sources"),
+                ));
+            }
+            Some(n)
+        } else {
+            None
+        };
         let nd = c.byte("destination register count")? as usize;
         let dsts = c.bytes(nd, "destination registers")?.to_vec();
         let nm = c.byte("memory operand count")? as usize;
@@ -307,6 +330,7 @@ pub fn decode(buf: &[u8], chunk_area_end: u64) -> Result<Tables, Fail> {
             branch,
             target,
             srcs,
+            addr_srcs,
             dsts,
             mem,
             block_start: flags & 1 != 0,

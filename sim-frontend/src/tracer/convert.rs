@@ -233,6 +233,7 @@ impl Conv<'_> {
             branch: d.branch,
             target: d.target,
             srcs: d.srcs.clone(),
+            addr_srcs: Some(d.addr_srcs),
             dsts: d.dsts.clone(),
             mem: mem
                 .iter()

@@ -26,8 +26,10 @@ pub struct Decoded {
     pub branch: BranchKind,
     /// Target of a direct branch, else 0.
     pub target: u64,
-    /// Registers read.
+    /// Registers read: first the `addr_srcs` that form memory addresses, then the others.
     pub srcs: Vec<u8>,
+    /// How many of `srcs` (the first) are read to form a memory operand's address.
+    pub addr_srcs: u8,
     /// Registers written.
     pub dsts: Vec<u8>,
     /// Bytes of the widest memory operand (at least 8), the bound for merging split accesses.
@@ -161,6 +163,7 @@ impl X86Decoder {
                 branch: BranchKind::None,
                 target: 0,
                 srcs: vec![],
+                addr_srcs: 0,
                 dsts: vec![],
                 widest_mem: 8,
                 mnemonic: "(bad)".into(),
@@ -183,7 +186,15 @@ impl X86Decoder {
             }
         }
         let (mut reads_mem, mut writes_mem, mut widest) = (false, false, 8u32);
+        let mut addr = Vec::new();
         for m in info.used_memory() {
+            if !matches!(m.access(), OpAccess::None | OpAccess::NoMemAccess) {
+                for r in [m.base(), m.index()] {
+                    if let Some(n) = reg_number(r) {
+                        push_unique(&mut addr, n);
+                    }
+                }
+            }
             let (r, w) = match m.access() {
                 OpAccess::Read | OpAccess::CondRead => (true, false),
                 OpAccess::Write | OpAccess::CondWrite => (false, true),
@@ -199,6 +210,12 @@ impl X86Decoder {
         if ins.rflags_read() != 0 {
             push_unique(&mut srcs, REG_FLAGS);
         }
+        // Address registers first: the load micro-op waits for them only.
+        let addr_srcs = addr.len() as u8;
+        for r in srcs {
+            push_unique(&mut addr, r);
+        }
+        let srcs = addr;
         if ins.rflags_modified() != 0 {
             push_unique(&mut dsts, REG_FLAGS);
         }
@@ -227,6 +244,7 @@ impl X86Decoder {
             branch,
             target,
             srcs,
+            addr_srcs,
             dsts,
             widest_mem: widest.min(255),
             mnemonic: format!("{:?}", ins.mnemonic()).to_ascii_lowercase(),
@@ -295,5 +313,23 @@ mod tests {
         assert_eq!((d.class, d.widest_mem), (OpClass::Load, 32));
         // Bytes that are not an instruction.
         assert_eq!(dec(0, &[0x0f, 0xff]).size, 0);
+    }
+
+    #[test]
+    fn address_registers_come_first_and_are_counted() {
+        // add rax, [rdi+rcx*8]: the load reads rdi and rcx; the add also reads rax.
+        let d = dec(0, &[0x48, 0x03, 0x04, 0xcf]);
+        assert_eq!(d.addr_srcs, 2);
+        assert_eq!(&d.srcs[..2], &[7, 1]);
+        assert!(d.srcs[2..].contains(&0) && !d.srcs[2..].contains(&7));
+        // mov rax, [rdi+8]: only the address.
+        let d = dec(0, &[0x48, 0x8b, 0x47, 0x08]);
+        assert_eq!((d.addr_srcs, d.srcs.as_slice()), (1, &[7u8][..]));
+        // addsd xmm0, [rsi]: rsi for the address, xmm0 for the add.
+        let d = dec(0, &[0xf2, 0x0f, 0x58, 0x06]);
+        assert_eq!((d.addr_srcs, d.srcs.as_slice()), (1, &[6u8, 32][..]));
+        // add rax, rbx and lea rax, [rdi+8]: no memory access, no address registers.
+        assert_eq!(dec(0, &[0x48, 0x01, 0xd8]).addr_srcs, 0);
+        assert_eq!(dec(0, &[0x48, 0x8d, 0x47, 0x08]).addr_srcs, 0);
     }
 }
