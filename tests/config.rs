@@ -45,7 +45,12 @@ fn every_shipped_config_loads() {
         .iter()
         .filter_map(|p| p.file_name().map(|n| n.to_string_lossy().into_owned()))
         .collect();
-    for expected in ["default.toml", "gainestown.toml", "lime-1ghz.toml"] {
+    for expected in [
+        "default.toml",
+        "gainestown.toml",
+        "host-zen3.toml",
+        "lime-1ghz.toml",
+    ] {
         assert!(
             names.iter().any(|n| n == expected),
             "{expected} missing from {names:?}"
@@ -56,6 +61,32 @@ fn every_shipped_config_loads() {
             panic!("{} does not load:\n{errors}", path.display());
         }
     }
+}
+
+/// Provenance: every value in a shipped config names its source (a manual, a paper's table, a
+/// measurement on this machine, or "isim's choice"), in a comment on its own line or, for a
+/// table of values with one source, on the table's header line.
+#[test]
+fn every_shipped_value_names_its_source() {
+    let mut missing = Vec::new();
+    for path in shipped_configs() {
+        let text = std::fs::read_to_string(&path).expect("readable config");
+        let mut header_has_source = false;
+        for (n, line) in text.lines().enumerate() {
+            let code = line.split('#').next().unwrap_or("").trim();
+            let commented = line.contains('#');
+            if code.starts_with('[') {
+                header_has_source = commented;
+            } else if code.contains('=') && !commented && !header_has_source {
+                missing.push(format!("{}:{}: {line}", path.display(), n + 1));
+            }
+        }
+    }
+    assert!(
+        missing.is_empty(),
+        "values without a source:\n{}",
+        missing.join("\n")
+    );
 }
 
 #[test]
