@@ -82,6 +82,11 @@ struct ThreadSummary<'a> {
     ipc: f64,
     branches: u64,
     mispredictions: u64,
+    /// Data-TLB first-level misses and page walks; written only for a machine with a TLB.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    tlb_misses: Option<u64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    page_walks: Option<u64>,
     end: f64,
     stack: &'a sim_core::CycleStack,
 }
@@ -195,6 +200,7 @@ pub fn run(req: &RunRequest, progress: impl FnMut(u64)) -> Result<RunOutcome> {
         memory: machine.memory().map_err(|e| anyhow::anyhow!(e))?,
         erase: req.erase.clone(),
     };
+    let has_tlb = cfg.core.tlb.is_some();
     let obs = Attribution::new(n as usize, trace.program.insts.len());
     let engine = Engine::new(&trace, &cfg, obs)?;
     let (result, attribution) = engine.run(progress)?;
@@ -214,6 +220,8 @@ pub fn run(req: &RunRequest, progress: impl FnMut(u64)) -> Result<RunOutcome> {
             },
             branches: t.branches,
             mispredictions: t.mispredictions,
+            tlb_misses: has_tlb.then_some(t.tlb_misses),
+            page_walks: has_tlb.then_some(t.page_walks),
             end: t.end,
             stack: &t.stack,
         })

@@ -822,3 +822,61 @@ fn prefetchers_default_and_are_validated() {
     assert!(errors[2].message.contains("1 to 32"), "{errors:#?}");
     assert!(errors.iter().all(|e| e.position.is_some()), "{errors:#?}");
 }
+
+#[test]
+fn a_tlb_table_is_optional_filled_from_its_defaults_and_validated() {
+    // Omitted: no translation. Present, even empty: Skylake's data TLBs, which reach the core.
+    let m = config::load_str("", "x.toml", &[]).unwrap();
+    assert!(m.tlb.is_none() && m.core_params().tlb.is_none());
+    let m = config::load_str("[tlb]\nwalk_latency = 120\n", "x.toml", &[]).unwrap();
+    let t = m
+        .core_params()
+        .tlb
+        .expect("a [tlb] table gives the core a TLB");
+    assert_eq!(
+        (
+            t.page_shift,
+            t.l1_entries,
+            t.l1_ways,
+            t.l2_entries,
+            t.l2_ways,
+            t.l2_latency,
+            t.walk_latency,
+            t.walkers
+        ),
+        (12, 64, 4, 1536, 12, 7, 120, 2)
+    );
+    // The resolved config writes the table and loads back equal; without one, writes none.
+    let text = m.to_toml();
+    assert!(
+        text.contains("[tlb]") && text.contains("walk_latency = 120"),
+        "{text}"
+    );
+    assert_eq!(config::load_str(&text, "r.toml", &[]).unwrap(), m);
+    let none = config::load_str("", "x.toml", &[]).unwrap().to_toml();
+    assert!(!none.contains("[tlb]"), "{none}");
+    // --set creates the table.
+    let m = config::load_str("", "x.toml", &["tlb.page_size=2MiB".to_string()]).unwrap();
+    assert_eq!(m.core_params().tlb.map(|t| t.page_shift), Some(21));
+    // Mistakes, each named by its key: a page size that is not a power of two, ways that do
+    // not divide the entries into a power-of-two number of sets, no walker, an unknown key.
+    let errors = errors_of(
+        "[tlb]\npage_size = \"6KiB\"\nl1_associativity = 3\nwalkers = 0\n",
+        &[],
+    );
+    let keys: Vec<&str> = errors.iter().map(|e| e.key.as_str()).collect();
+    assert_eq!(
+        keys,
+        ["tlb.page_size", "tlb.l1_associativity", "tlb.walkers"],
+        "{errors:?}"
+    );
+    assert!(errors[0].message.contains("power of two"), "{}", errors[0]);
+    assert!(
+        errors[1].message.contains("l1_entries (64)"),
+        "{}",
+        errors[1]
+    );
+    let errors = errors_of("[tlb]\nentries = 64\n", &[]);
+    assert_eq!(errors.len(), 1, "{errors:?}");
+    assert!(errors[0].key.contains("entries"), "{}", errors[0]);
+}

@@ -120,6 +120,52 @@ fn pointer_chase_to_dram_costs_the_dram_latency_per_load() {
     );
 }
 
+#[test]
+fn a_pointer_chase_pays_its_page_walks_and_charges_them_to_mem_tlb() {
+    // pointer-chase over 20,000 nodes 64 bytes apart (1.28 MB: 313 pages of 4 KiB), each
+    // visited once, with a TLB of 64 first-level entries, 1536 second-level entries, a
+    // 7-cycle second level and 200-cycle walks. Formulas: every page is walked exactly once
+    // (the second level holds all 313), so walks = 313; a random cycle over 313 pages finds
+    // its page in the 64-entry first level about 64/313 of the time, so first-level misses
+    // ≈ 80 % of the loads; cycles = loads × idle DRAM latency + walks × 200 + (misses −
+    // walks) × 7 (± 5 %), and mem-tlb is that translation time's share (± 5 %).
+    let dir = tempfile::tempdir().unwrap();
+    let nodes = 20_000u64;
+    let o = simulate(
+        dir.path(),
+        "pointer-chase",
+        1,
+        nodes,
+        &["tlb.walk_latency=200", "tlb.l2_latency=7"],
+    );
+    let t = &o.result.threads[0];
+    assert_eq!(t.page_walks, 313, "{t:?}");
+    let miss_rate = t.tlb_misses as f64 / nodes as f64;
+    assert!((0.7..0.9).contains(&miss_rate), "{t:?}");
+    let mut mem = sim_memory::Memory::new(o.machine.memory().unwrap()).unwrap();
+    let idle = mem
+        .access(0, 0, 0x5000_0000, 8, sim_memory::Kind::Load, 0)
+        .latency as f64;
+    let translation = t.page_walks as f64 * 200.0 + (t.tlb_misses - t.page_walks) as f64 * 7.0;
+    let want = nodes as f64 * idle + translation;
+    let got = busy(&o, 0);
+    assert!(
+        (got - want).abs() / want < 0.05,
+        "{got:.0} cycles, want {want:.0}"
+    );
+    let tlb = comp(&o, 0, Component::MemTlb);
+    assert!(
+        (tlb - translation).abs() / translation < 0.05,
+        "mem-tlb {tlb:.0}, translation {translation:.0}"
+    );
+    assert!((t.stack.total() - t.cycles).abs() < 1e-6 * t.cycles);
+    // Without a [tlb], nothing is translated and nothing charged to mem-tlb.
+    let o = simulate(dir.path(), "pointer-chase", 1, nodes, &[]);
+    let t = &o.result.threads[0];
+    assert_eq!((t.tlb_misses, t.page_walks), (0, 0));
+    assert_eq!(comp(&o, 0, Component::MemTlb), 0.0);
+}
+
 /// A one-thread trace of a chase through `nodes` 64-byte nodes in one random cycle, loading
 /// each node's value (offset 8) and then its `next` pointer (offset 0) from the same line: the
 /// value load misses and the `next` load, issued right after it, finds the line in flight.

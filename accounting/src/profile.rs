@@ -45,7 +45,7 @@ use sim_core::{COMPONENTS, Component, CycleStack, Observer, RunResult};
 use sim_frontend::model::{BranchKind, Program, SrcLoc};
 
 /// Number of metrics per call path and thread.
-pub const METRICS: usize = 26;
+pub const METRICS: usize = 27;
 /// Index of total cycles (sum of every component).
 pub const M_CYCLES: usize = 0;
 /// Index of work cycles (every component that is not synchronization or imbalance).
@@ -112,6 +112,7 @@ pub const METRIC_DEFS: [MetricDef; METRICS] = [
     cycles("mem-l3", "cycle-stack component mem-l3"),
     cycles("mem-off-socket", "cycle-stack component mem-off-socket"),
     cycles("mem-dram", "cycle-stack component mem-dram"),
+    cycles("mem-tlb", "cycle-stack component mem-tlb"),
     cycles("sync-barrier", "cycle-stack component sync-barrier"),
     cycles("sync-crit-sect", "cycle-stack component sync-crit-sect"),
     cycles("sync-join", "cycle-stack component sync-join"),
@@ -712,6 +713,8 @@ mod tests {
                 stack,
                 branches: 0,
                 mispredictions: 0,
+                tlb_misses: 0,
+                page_walks: 0,
                 end: stack.total(),
             }],
             memory_cores: Vec::new(),

@@ -60,6 +60,7 @@ const KNOWN: &[(&str, &str, char)] = &[
     ("mem-l3", "#08519c", '3'),
     ("mem-off-socket", "#756bb1", 'o'),
     ("mem-dram", "#54278f", 'D'),
+    ("mem-tlb", "#bcbddc", 'T'),
     ("sync-barrier", "#ff7f0e", 'S'),
     ("sync-crit-sect", "#a63603", 'C'),
     ("sync-join", "#fdbe85", 'J'),

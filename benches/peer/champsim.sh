@@ -9,6 +9,8 @@
 #   ISIM           the isim binary (copied once into the work dir)         [/work/main/target/release/isim]
 #   WORK           work directory: traces, logs, run directories, results [/tmp/isim-peer]
 #   CONFIG         isim config matched to the ChampSim build               [benches/peer/champsim-peer.toml]
+#   ISIM_SETS      extra `key=value` overrides for isim, space-separated (e.g. the TLB of a
+#                  4 KiB-page ChampSim build, README.md section 1)          [none]
 #   PYTHON         python3                                                 [python3]
 #   BENCH_LOCK     a lock file: each timed run holds it (flock), so that benchmarks started by
 #                  others on a shared machine wait rather than run alongside  [none]
@@ -33,12 +35,14 @@ CONFIG="${CONFIG:-$here/champsim-peer.toml}"
 PYTHON="${PYTHON:-python3}"
 locked=()
 [ -n "${BENCH_LOCK:-}" ] && locked=(flock "$BENCH_LOCK")
+isim_sets=()
+for kv in ${ISIM_SETS:-}; do isim_sets+=(--set "$kv"); done
 scale=1
 only=""
 force=0
 programs=1
 
-usage() { sed -n '2,22p' "$0" | sed 's/^# \{0,1\}//'; }
+usage() { sed -n '2,26p' "$0" | sed 's/^# \{0,1\}//'; }
 while [ $# -gt 0 ]; do
     case "$1" in
         --quick) scale=0.05 ;;
@@ -169,7 +173,7 @@ while read -r name n file; do
     "$isim" import champsim -o "$WORK/$name.itrace" "$trace" >"$WORK/$name.import.log" 2>&1 \
         || die "isim import failed on $name: see $WORK/$name.import.log"
     t1=$(now)
-    "${locked[@]}" "$isim" run -c "$CONFIG" --trace "$WORK/$name.itrace" -o "$WORK/$name.isim-run" >"$WORK/$name.isim.log" 2>&1 \
+    "${locked[@]}" "$isim" run -c "$CONFIG" "${isim_sets[@]}" --trace "$WORK/$name.itrace" -o "$WORK/$name.isim-run" >"$WORK/$name.isim.log" 2>&1 \
         || die "isim run failed on $name: see $WORK/$name.isim.log"
     t2=$(now)
     printf '%s\n%s\n' "$(elapsed "$t0" "$t1")" "$(elapsed "$t1" "$t2")" >"$WORK/$name.isim.time"

@@ -38,6 +38,7 @@ use sim_memory::{Kind, Memory};
 
 use crate::bpred::{BranchPredictor, Predictor};
 use crate::stack::{COMPONENTS, Component, CycleStack};
+use crate::tlb::{Tlb, TlbParams};
 
 /// The target a predictor learns: a conditional branch's static target whether taken or
 /// not (the static predictor needs its direction), otherwise where control went.
@@ -69,12 +70,16 @@ pub struct CoreParams {
     /// Execution latency per op class, indexed by `OpClass as usize` (loads use the memory
     /// latency instead; a store's entry is its latency in the window).
     pub latency: [u32; 14],
+    /// The data TLB, or `None` for a machine without address translation.
+    pub tlb: Option<TlbParams>,
 }
 
 #[derive(Debug, Clone, Copy, Default)]
 struct Entry {
     commit: f64,
     inc: f64,
+    /// The part of `inc` credited to `mem-tlb` (the rest goes to `comp`).
+    tinc: f64,
     comp: u8,
 }
 
@@ -113,6 +118,7 @@ pub struct Core {
     redirect_comp: Component,
     load_slots: Vec<f64>,
     load_next: usize,
+    tlb: Option<Tlb>,
     store_slots: Vec<f64>,
     store_next: usize,
     last_fetch_line: u64,
@@ -137,6 +143,7 @@ impl Core {
         Core {
             inv_width: 1.0 / p.dispatch_width.max(1) as f64,
             load_slots: vec![0.0; p.outstanding_loads.max(1) as usize],
+            tlb: p.tlb.map(Tlb::new),
             store_slots: vec![0.0; p.outstanding_stores.max(1) as usize],
             p,
             id,
@@ -184,7 +191,8 @@ impl Core {
     fn pop_until(&mut self, t: f64) {
         while self.len > 0 && self.rob[self.head].commit <= t {
             let e = self.rob[self.head];
-            self.contrib[e.comp as usize] -= e.inc;
+            self.contrib[e.comp as usize] -= e.inc - e.tinc;
+            self.contrib[Component::MemTlb as usize] -= e.tinc;
             self.head = (self.head + 1) % self.rob.len();
             self.len -= 1;
         }
@@ -280,16 +288,22 @@ impl Core {
             OpClass::FpAdd | OpClass::FpMul | OpClass::FpDiv => Component::DependFp,
             _ => Component::DependInt,
         };
-        let mut load_lat = 0u64;
+        // A load's latency: its address translation (0 without a TLB), then the memory's.
+        let mut load_lat = 0.0f64;
+        let mut load_tlb = 0.0f64;
         let mut served = None;
         for a in mem_ops.iter().filter(|a| !a.write) {
+            let pen = match &mut self.tlb {
+                Some(tlb) => tlb.translate(a.addr, issue),
+                None => 0.0,
+            };
             let o = mem.access(
                 self.id,
                 s.pc,
                 a.addr,
                 a.size as u32,
                 Kind::Load,
-                issue as u64,
+                (issue + pen) as u64,
             );
             let l = o.latency;
             if l > self.p.long_latency_cutoff as u64 && !o.merged {
@@ -299,32 +313,43 @@ impl Core {
                 if slot > issue {
                     issue = slot;
                 }
-                self.load_slots[self.load_next] = issue + l as f64;
+                self.load_slots[self.load_next] = issue + pen + l as f64;
                 self.load_next = (self.load_next + 1) % self.load_slots.len();
             }
             for (i, m) in o.missed.iter().enumerate() {
                 r.misses[i] += *m as u32;
             }
-            if l >= load_lat {
-                load_lat = l;
+            let total = pen + l as f64;
+            if total >= load_lat {
+                load_lat = total;
+                load_tlb = pen;
                 served = Some(o.served);
             }
         }
+        let tlb_share = if load_lat > 0.0 {
+            load_tlb / load_lat
+        } else {
+            0.0
+        };
         if let Some(sv) = served {
-            lat = load_lat as f64;
+            lat = load_lat;
             comp = Component::of_served(sv);
             r.served = Some(sv);
             // The stores below and the operation wait for the load too.
             ready = ready.max(issue);
         }
         for a in mem_ops.iter().filter(|a| a.write) {
+            let pen = match &mut self.tlb {
+                Some(tlb) => tlb.translate(a.addr, ready),
+                None => 0.0,
+            };
             let o = mem.access(
                 self.id,
                 s.pc,
                 a.addr,
                 a.size as u32,
                 Kind::Store,
-                ready as u64,
+                (ready + pen) as u64,
             );
             for (i, m) in o.missed.iter().enumerate() {
                 r.misses[i] += *m as u32;
@@ -335,7 +360,7 @@ impl Core {
                 if slot > ready {
                     ready = slot;
                 }
-                self.store_slots[self.store_next] = ready + o.latency as f64;
+                self.store_slots[self.store_next] = ready + pen + o.latency as f64;
                 self.store_next = (self.store_next + 1) % self.store_slots.len();
             }
         }
@@ -349,14 +374,19 @@ impl Core {
             self.reg_ready[reg as usize] = complete;
         }
         // Critical-path accounting at insertion.
+        // A load's increase is shared between its level and its translation in proportion
+        // to their latencies.
         let inc = (complete - self.cp_end).max(0.0);
+        let tinc = inc * tlb_share;
         self.cp_end = self.cp_end.max(complete);
-        self.contrib[comp as usize] += inc;
+        self.contrib[comp as usize] += inc - tinc;
+        self.contrib[Component::MemTlb as usize] += tinc;
         self.commit = self.commit.max(complete);
         let slot = (self.head + self.len) % self.rob.len();
         self.rob[slot] = Entry {
             commit: self.commit,
             inc,
+            tinc,
             comp: comp as u8,
         };
         self.len += 1;
@@ -402,6 +432,9 @@ impl Core {
             mem.warm(self.id, s.pc, s.size as u32, Kind::IFetch);
         }
         for a in mem_ops {
+            if let Some(tlb) = &mut self.tlb {
+                tlb.warm(a.addr);
+            }
             mem.warm(
                 self.id,
                 a.addr,
@@ -442,6 +475,11 @@ impl Core {
         self.commit = t;
         self.cp_end = t;
         self.redirect = t;
+    }
+
+    /// The data TLB's first-level misses and page walks so far (0, 0 without a TLB).
+    pub fn tlb_counts(&self) -> (u64, u64) {
+        self.tlb.as_ref().map_or((0, 0), |t| (t.l1_misses, t.walks))
     }
 
     /// Jumps the clock to `t` (≥ now), charging the wait to `c` (a sync or imbalance

@@ -176,6 +176,10 @@ pub struct ThreadResult {
     pub branches: u64,
     /// Mispredicted branches.
     pub mispredictions: u64,
+    /// Data-TLB first-level misses (0 without a TLB).
+    pub tlb_misses: u64,
+    /// Page walks (0 without a TLB).
+    pub page_walks: u64,
     /// When the thread ended (cycles from the ROI start).
     pub end: f64,
 }
@@ -788,6 +792,8 @@ impl<'t, O: Observer> Engine<'t, O> {
                 stack: th.core.stack,
                 branches: th.core.branches,
                 mispredictions: th.core.mispredictions,
+                tlb_misses: th.core.tlb_counts().0,
+                page_walks: th.core.tlb_counts().1,
                 end: th.end,
             });
         }

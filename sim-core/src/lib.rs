@@ -10,6 +10,7 @@ pub mod bpred;
 pub mod core;
 pub mod engine;
 pub mod stack;
+pub mod tlb;
 
 pub use engine::{Engine, EngineConfig, Observer, RunResult, SimError, ThreadResult};
 pub use stack::{COMPONENTS, Component, CycleStack};

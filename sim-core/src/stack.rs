@@ -31,6 +31,8 @@ pub enum Component {
     MemOffSocket,
     /// Loads served by DRAM.
     MemDram,
+    /// Address translation of loads: second-level TLB hits and page walks.
+    MemTlb,
     /// Waiting at barriers.
     SyncBarrier,
     /// Waiting for mutexes.
@@ -46,7 +48,7 @@ pub enum Component {
 }
 
 /// Number of components.
-pub const COMPONENTS: usize = 18;
+pub const COMPONENTS: usize = 19;
 
 impl Component {
     /// Every component, in index order.
@@ -63,6 +65,7 @@ impl Component {
         Component::MemL3,
         Component::MemOffSocket,
         Component::MemDram,
+        Component::MemTlb,
         Component::SyncBarrier,
         Component::SyncCritSect,
         Component::SyncJoin,
@@ -85,6 +88,7 @@ impl Component {
         "mem-l3",
         "mem-off-socket",
         "mem-dram",
+        "mem-tlb",
         "sync-barrier",
         "sync-crit-sect",
         "sync-join",

@@ -3,6 +3,7 @@
 
 use sim_core::bpred::BpredConfig;
 use sim_core::core::CoreParams;
+use sim_core::tlb::TlbParams;
 use sim_frontend::model::OpClass;
 
 use super::machine::{BranchPredictorConfig as B, MachineConfig};
@@ -35,6 +36,16 @@ impl MachineConfig {
             outstanding_stores: c.outstanding_stores,
             long_latency_cutoff: c.long_latency_cutoff,
             latency,
+            tlb: self.tlb.as_ref().map(|t| TlbParams {
+                page_shift: t.page_size.bytes().trailing_zeros(),
+                l1_entries: t.l1_entries,
+                l1_ways: t.l1_associativity,
+                l2_entries: t.l2_entries,
+                l2_ways: t.l2_associativity,
+                l2_latency: t.l2_latency,
+                walk_latency: t.walk_latency,
+                walkers: t.walkers,
+            }),
         }
     }
 

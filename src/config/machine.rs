@@ -28,6 +28,10 @@ pub struct MachineConfig {
     pub dram: DramConfig,
     /// The link between sockets.
     pub off_socket: OffSocketConfig,
+    /// Each core's data TLB; `None` when the config has no `[tlb]` table (no address
+    /// translation is modelled).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub tlb: Option<TlbConfig>,
 }
 
 impl MachineConfig {
@@ -411,4 +415,25 @@ pub struct DramConfig {
 pub struct OffSocketConfig {
     /// Extra latency of an access served by another socket.
     pub latency: Time,
+}
+
+/// `[tlb]`: each core's data TLB (two levels) and page walkers.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct TlbConfig {
+    /// Page size (a power of two, at least 4 KiB).
+    pub page_size: Size,
+    /// First-level entries.
+    pub l1_entries: u32,
+    /// First-level ways (divides the entries; the number of sets is a power of two).
+    pub l1_associativity: u32,
+    /// Second-level entries.
+    pub l2_entries: u32,
+    /// Second-level ways.
+    pub l2_associativity: u32,
+    /// Cycles a first-level miss that hits the second level adds.
+    pub l2_latency: u32,
+    /// Cycles of a page walk.
+    pub walk_latency: u32,
+    /// Page walks in flight at once.
+    pub walkers: u32,
 }

@@ -30,7 +30,7 @@ use std::path::Path;
 pub use machine::{
     Arbitration, BranchPredictorConfig, BusConfig, CacheConfig, CacheHierarchyConfig,
     CoherenceConfig, CoherenceProtocol, CoreConfig, DramConfig, MachineConfig, OffSocketConfig,
-    OpLatencies, Replacement, SharedBy, SystemConfig,
+    OpLatencies, Replacement, SharedBy, SystemConfig, TlbConfig,
 };
 pub use raw::Position;
 pub use units::{Bandwidth, Frequency, Size, Time, UnitError};

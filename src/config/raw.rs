@@ -150,6 +150,19 @@ pub(super) struct RawOffSocket {
     pub latency: Option<RawScalar>,
 }
 
+/// `[tlb]`.
+#[derive(Debug, Default, Deserialize)]
+pub(super) struct RawTlb {
+    pub page_size: Option<RawScalar>,
+    pub l1_entries: Option<u32>,
+    pub l1_associativity: Option<u32>,
+    pub l2_entries: Option<u32>,
+    pub l2_associativity: Option<u32>,
+    pub l2_latency: Option<u32>,
+    pub walk_latency: Option<u32>,
+    pub walkers: Option<u32>,
+}
+
 /// The whole file.
 #[derive(Debug, Default, Deserialize)]
 pub(super) struct RawMachine {
@@ -161,6 +174,7 @@ pub(super) struct RawMachine {
     pub bus: Option<RawBus>,
     pub dram: Option<RawDram>,
     pub off_socket: Option<RawOffSocket>,
+    pub tlb: Option<RawTlb>,
 }
 
 /// The keys a table of the file may hold, by its dotted path (`""` is the top level), or
@@ -179,6 +193,7 @@ pub(super) fn allowed_keys(table: &str) -> Option<&'static [&'static str]> {
         "bus" => field_names::<RawBus>(),
         "dram" => field_names::<RawDram>(),
         "off_socket" => field_names::<RawOffSocket>(),
+        "tlb" => field_names::<RawTlb>(),
         _ => return None,
     })
 }

@@ -12,9 +12,9 @@ use super::defaults::{self, PREDICTOR_PARAMS};
 use super::machine::{
     Arbitration, BranchPredictorConfig, BusConfig, CacheConfig, CacheHierarchyConfig,
     CoherenceConfig, CoherenceProtocol, CoreConfig, DramConfig, MachineConfig, OffSocketConfig,
-    OpLatencies, Prefetcher, Replacement, SharedBy, SystemConfig,
+    OpLatencies, Prefetcher, Replacement, SharedBy, SystemConfig, TlbConfig,
 };
-use super::raw::{KeyPositions, RawBranchPredictor, RawCache, RawMachine, RawScalar};
+use super::raw::{KeyPositions, RawBranchPredictor, RawCache, RawMachine, RawScalar, RawTlb};
 use super::units::{self, Bandwidth, Frequency, Size, Time, UnitError};
 use sim_core::bpred::{TAGE_MAX_HISTORY, TAGE_MAX_TABLES, TAGE_MAX_TAG_BITS, TAGE_MIN_TAG_BITS};
 
@@ -394,6 +394,8 @@ pub(super) fn machine(raw: RawMachine, ctx: &mut Ctx<'_>) -> MachineConfig {
             .unwrap_or(d.off_socket.latency),
     };
 
+    let tlb = raw.tlb.and_then(|t| tlb(t, ctx));
+
     MachineConfig {
         system: SystemConfig {
             sockets: sockets.unwrap_or(d.system.sockets),
@@ -407,7 +409,76 @@ pub(super) fn machine(raw: RawMachine, ctx: &mut Ctx<'_>) -> MachineConfig {
         bus,
         dram,
         off_socket,
+        tlb,
     }
+}
+
+/// `[tlb]`, present: omitted keys from [`defaults::tlb`].
+fn tlb(raw: RawTlb, ctx: &mut Ctx<'_>) -> Option<TlbConfig> {
+    let d = defaults::tlb();
+    let mut page_size = ctx.unit("tlb.page_size", raw.page_size.as_ref(), d.page_size);
+    if let Some(v) = page_size
+        && (!v.0.is_power_of_two() || v.0 < 4096)
+    {
+        let shown = raw
+            .page_size
+            .as_ref()
+            .map_or_else(|| v.to_string(), ToString::to_string);
+        ctx.error(
+            "tlb.page_size",
+            shown,
+            format!(
+                "must be a power of two of at least 4KiB{}",
+                if v.0.is_power_of_two() {
+                    String::new()
+                } else {
+                    nearest_pow2(v.0)
+                }
+            ),
+        );
+        page_size = None;
+    }
+    let mut level = |n: &str, entries: Option<u32>, de: u32, ways: Option<u32>, dw: u32| {
+        let e = ctx.int(&format!("tlb.{n}_entries"), entries, de, 1)?;
+        let w = ctx.int(&format!("tlb.{n}_associativity"), ways, dw, 1)?;
+        if e % w != 0 || !(e / w).is_power_of_two() {
+            ctx.error(
+                &format!("tlb.{n}_associativity"),
+                w,
+                format!("must divide {n}_entries ({e}) into a power-of-two number of sets"),
+            );
+            return None;
+        }
+        Some((e, w))
+    };
+    let l1 = level(
+        "l1",
+        raw.l1_entries,
+        d.l1_entries,
+        raw.l1_associativity,
+        d.l1_associativity,
+    );
+    let l2 = level(
+        "l2",
+        raw.l2_entries,
+        d.l2_entries,
+        raw.l2_associativity,
+        d.l2_associativity,
+    );
+    let l2_latency = ctx.int("tlb.l2_latency", raw.l2_latency, d.l2_latency, 0);
+    let walk_latency = ctx.int("tlb.walk_latency", raw.walk_latency, d.walk_latency, 0);
+    let walkers = ctx.int("tlb.walkers", raw.walkers, d.walkers, 1);
+    let ((l1_entries, l1_associativity), (l2_entries, l2_associativity)) = (l1?, l2?);
+    Some(TlbConfig {
+        page_size: page_size?,
+        l1_entries,
+        l1_associativity,
+        l2_entries,
+        l2_associativity,
+        l2_latency: l2_latency?,
+        walk_latency: walk_latency?,
+        walkers: walkers?,
+    })
 }
 
 /// `[branch_predictor]`: the type, then only that type's parameters.
