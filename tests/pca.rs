@@ -97,10 +97,10 @@ fn pca_over_sweeps_is_consistent_and_charts_follow_core_counts() {
             "{n} is not constant"
         );
     }
-    // Every column is either kept or dropped.
+    // Every column (one per cycle-stack component) is either kept or dropped.
     assert_eq!(
         cols.len() + j["dropped_columns"].as_array().unwrap().len(),
-        18
+        sim_core::COMPONENTS
     );
 
     // Charts: one dotted line and one cross per workload; lu-owner's line runs 1 → 2 → 4 cores.
