@@ -12,6 +12,7 @@ pub mod profile;
 pub mod progress;
 pub mod report;
 pub mod run;
+pub mod slurm;
 pub mod stacks;
 pub mod sweep;
 pub mod trace;

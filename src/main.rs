@@ -63,6 +63,18 @@ enum Cmd {
     /// Sweep a built-in workload over core counts (and sizes and configs), runs in parallel
     /// and resumable; writes a scaling table (sweep.json) and scaling.svg.
     Sweep(isim::sweep::SweepArgs),
+    /// One task of a Slurm job array of `isim sweep --slurm` (what its job script runs).
+    #[command(hide = true)]
+    SweepTask {
+        /// The sweep directory.
+        dir: PathBuf,
+        /// The submission the task belongs to (`slurm/s<K>.json`).
+        #[arg(long)]
+        submission: u32,
+        /// The task's index in the array (default: Slurm's SLURM_ARRAY_TASK_ID).
+        #[arg(long)]
+        index: Option<usize>,
+    },
     /// PCA and average-linkage clustering over the normalised cycle stacks of sweeps and runs;
     /// writes pca.json, pca.svg and dendrogram.svg.
     Pca(isim::pca::PcaArgs),
@@ -397,6 +409,11 @@ fn run(cli: Cli) -> Result<ExitCode> {
         Cmd::Lime(a) => isim::lime::main(&a)?,
         Cmd::Whatif(c) => isim::lime::whatif(&c)?,
         Cmd::Sweep(a) => isim::sweep::cli(&a)?,
+        Cmd::SweepTask {
+            dir,
+            submission,
+            index,
+        } => isim::slurm::task(&dir, submission, index)?,
         Cmd::Pca(a) => isim::pca::cli(&a)?,
         Cmd::Report(a) => isim::report::cli(&a)?,
         Cmd::Config(ConfigCmd::Check { file, set }) => match isim::config::load(&file, &set) {

@@ -81,6 +81,9 @@ pub struct SweepArgs {
     /// config.
     #[arg(last = true, value_name = "PROGRAM")]
     pub program: Vec<String>,
+    /// Running the simulations on a cluster through Slurm instead of on this host.
+    #[command(flatten)]
+    pub slurm: crate::slurm::SlurmArgs,
 }
 
 /// One machine config of a sweep, as recorded in `sweep-args.json`.
@@ -144,6 +147,12 @@ impl PlannedRun {
     /// The run's directory inside the sweep directory `dir`.
     pub fn dir(&self, dir: &Path) -> PathBuf {
         dir.join("runs").join(&self.id)
+    }
+
+    /// Whether the run is complete in the sweep directory `dir` (`isim run` renames a run's
+    /// directory into place only once it holds everything, `summary.json` included).
+    pub fn is_done(&self, dir: &Path) -> bool {
+        self.dir(dir).join("summary.json").is_file()
     }
 }
 
@@ -340,9 +349,11 @@ impl SweepSpec {
             match machine {
                 Err(e) => errors.push(e.to_string()),
                 Ok(m) => {
+                    // The machine at every core count, down to the memory model a run builds
+                    // (a cache shared by more cores than a socket has fails only there).
                     for &c in cores {
-                        if let Err(e) = m.with_cores(c) {
-                            errors.push(format!("config {label}: {e}"));
+                        if let Err(e) = m.with_cores(c).and_then(|m| m.memory().map(|_| ())) {
+                            errors.push(format!("config {label} at {c} cores: {e}"));
                         }
                     }
                 }
@@ -568,7 +579,7 @@ fn shell_quote(s: &str) -> String {
 }
 
 /// Creates the sweep directory or checks that it holds this very sweep.
-fn prepare_dir(spec: &SweepSpec, dir: &Path) -> Result<()> {
+pub(crate) fn prepare_dir(spec: &SweepSpec, dir: &Path) -> Result<()> {
     let args_path = dir.join(ARGS_FILE);
     if args_path.exists() {
         let text = std::fs::read_to_string(&args_path)
@@ -623,7 +634,7 @@ pub fn sweep(
 ) -> Result<SweepOutcome> {
     prepare_dir(spec, dir)?;
     let plan = spec.plan();
-    let done = |r: &PlannedRun| r.dir(dir).join("summary.json").is_file();
+    let done = |r: &PlannedRun| r.is_done(dir);
     let mut pending: Vec<&PlannedRun> = plan.iter().filter(|r| !done(r)).collect();
     let reused: Vec<String> = plan
         .iter()
@@ -690,6 +701,14 @@ pub fn sweep(
             list.join("\n  ")
         );
     }
+    finish(spec, dir, reused)
+}
+
+/// The end of a complete sweep, wherever its runs ran: the scaling analysis, written as
+/// `sweep.json` and `scaling.svg`. `reused` are the runs found complete when this command
+/// started; the others count as executed by it.
+pub(crate) fn finish(spec: &SweepSpec, dir: &Path, reused: Vec<String>) -> Result<SweepOutcome> {
+    let plan = spec.plan();
     let executed: Vec<String> = plan
         .iter()
         .filter(|r| !reused.contains(&r.id))
@@ -720,9 +739,6 @@ fn trace_program(
     progress: &(dyn Fn(Progress) + Sync),
     failures: &Mutex<Vec<(String, String)>>,
 ) -> Result<()> {
-    let traces = dir.join("traces");
-    std::fs::create_dir_all(&traces)
-        .with_context(|| format!("cannot create {}", traces.display()))?;
     let mut need: Vec<u32> = pending
         .iter()
         .map(|r| r.cores)
@@ -733,11 +749,6 @@ fn trace_program(
     if need.is_empty() {
         return Ok(());
     }
-    let roi = match spec.roi.as_deref() {
-        Some("markers") => crate::trace::Roi::Markers,
-        Some("all") => crate::trace::Roi::All,
-        _ => crate::trace::Roi::Main,
-    };
     let pool = rayon::ThreadPoolBuilder::new()
         .num_threads(jobs.clamp(1, need.len()))
         .thread_name(|i| format!("isim-trace-{i}"))
@@ -748,16 +759,7 @@ fn trace_program(
         need.par_iter().for_each(|&c| {
             let id = format!("trace c{c}");
             progress(Progress::Started(&id));
-            let a = crate::trace::TraceArgs {
-                out: spec.trace_path(c, dir),
-                roi,
-                cpu: crate::trace::DEFAULT_CPU.to_string(),
-                keep_capture: false,
-                json: false,
-                program: spec.program_for(c),
-                program_output: Some(traces.join(format!("c{c}.log"))),
-            };
-            if let Err(e) = crate::trace::trace(&a) {
+            if let Err(e) = trace_one(spec, dir, c) {
                 failures
                     .lock()
                     .unwrap_or_else(|p| p.into_inner())
@@ -767,6 +769,29 @@ fn trace_program(
         });
     });
     Ok(())
+}
+
+/// Traces the program of a program sweep for `cores` threads into its place in `dir`
+/// (`traces/c<N>.itrace`, the program's output in `traces/c<N>.log`).
+pub(crate) fn trace_one(spec: &SweepSpec, dir: &Path, cores: u32) -> Result<()> {
+    let traces = dir.join("traces");
+    std::fs::create_dir_all(&traces)
+        .with_context(|| format!("cannot create {}", traces.display()))?;
+    let roi = match spec.roi.as_deref() {
+        Some("markers") => crate::trace::Roi::Markers,
+        Some("all") => crate::trace::Roi::All,
+        _ => crate::trace::Roi::Main,
+    };
+    let a = crate::trace::TraceArgs {
+        out: spec.trace_path(cores, dir),
+        roi,
+        cpu: crate::trace::DEFAULT_CPU.to_string(),
+        keep_capture: false,
+        json: false,
+        program: spec.program_for(cores),
+        program_output: Some(traces.join(format!("c{cores}.log"))),
+    };
+    crate::trace::trace(&a).map(|_| ())
 }
 
 /// One series of a sweep: a config and size (and a thread group, for heterogeneous workloads)
@@ -1106,6 +1131,14 @@ pub fn is_sweep_dir(dir: &Path) -> bool {
 /// the scaling tables.
 pub fn cli(args: &SweepArgs) -> Result<()> {
     let spec = SweepSpec::from_args(args)?;
+    if args.slurm.slurm {
+        if args.jobs.is_some() {
+            bail!(
+                "--jobs applies to sweeps on this host; with --slurm, Slurm decides how many tasks run at a time"
+            );
+        }
+        return crate::slurm::cli(&spec, &args.out, &args.slurm);
+    }
     let jobs = args.jobs.unwrap_or_else(|| {
         std::thread::available_parallelism()
             .map(|n| n.get())
@@ -1149,22 +1182,31 @@ pub fn cli(args: &SweepArgs) -> Result<()> {
     });
     bar.finish_and_clear();
     let o = outcome?;
+    print_outcome(
+        &o,
+        &format!(
+            "{} runs executed, {} reused, {:.2} s on {jobs} job{}",
+            o.executed.len(),
+            o.reused.len(),
+            start.elapsed().as_secs_f64(),
+            if jobs == 1 { "" } else { "s" }
+        ),
+    );
+    Ok(())
+}
+
+/// Prints a finished sweep's scaling tables, `line` (what ran, where and how long) and where
+/// its files are.
+pub(crate) fn print_outcome(o: &SweepOutcome, line: &str) {
     for t in &o.tables {
         // Components as rows, core counts as columns: narrow enough for a terminal.
         println!("{}", t.transposed().render_text());
     }
-    println!(
-        "{} runs executed, {} reused, {:.2} s on {jobs} job{}",
-        o.executed.len(),
-        o.reused.len(),
-        start.elapsed().as_secs_f64(),
-        if jobs == 1 { "" } else { "s" }
-    );
+    println!("{line}");
     println!(
         "sweep directory: {} ({RESULTS_FILE}, scaling.svg, runs/)",
         o.dir.display()
     );
-    Ok(())
 }
 
 #[cfg(test)]
@@ -1183,6 +1225,7 @@ mod tests {
             out: PathBuf::from("x"),
             roi: crate::trace::Roi::Main,
             program: vec![],
+            slurm: Default::default(),
         }
     }
 
@@ -1238,6 +1281,16 @@ mod tests {
         a.size = vec![10];
         let e = SweepSpec::from_args(&a).unwrap_err().to_string();
         assert!(e.contains("--size applies to built-in workloads"), "{e}");
+        // gainestown's L3 is shared by its 4 cores: at 2 cores the memory model cannot be
+        // built, which the plan must find before any run (or Slurm task) starts.
+        let mut a = args(&[2, 4]);
+        a.config = vec![PathBuf::from("configs/gainestown.toml")];
+        let e = SweepSpec::from_args(&a).unwrap_err().to_string();
+        assert!(
+            e.contains("config gainestown at 2 cores") && e.contains("shared_by"),
+            "{e}"
+        );
+        assert!(!e.contains("at 4 cores"), "{e}");
         let mut a = args(&[2]);
         a.set = vec!["core.rob_sise=3".into()];
         let e = SweepSpec::from_args(&a).unwrap_err().to_string();

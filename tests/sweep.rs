@@ -50,6 +50,7 @@ fn args(cores: &[u32], out: &Path) -> SweepArgs {
         out: out.to_path_buf(),
         roi: isim::trace::Roi::Main,
         program: vec![],
+        slurm: Default::default(),
     }
 }
 
