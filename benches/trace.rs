@@ -1,5 +1,5 @@
 //! Tracing speed of `isim trace` on a real program: traced instructions per wall second
-//! (capture under QEMU plus conversion to trace v1) and bytes per instruction of the written
+//! (capture under QEMU plus conversion to a trace) and bytes per instruction of the written
 //! trace, for `examples/c/owner_barrier.c` at 1 and 4 threads.
 //!
 //! Not a criterion benchmark: one measurement takes seconds and spawns processes, so it runs

@@ -1,10 +1,12 @@
 //! Trace decode speed and compactness, per built-in generator.
 //!
 //! For each workload a single-thread trace of roughly two million instructions is generated;
-//! the benchmark prints its bytes per dynamic instruction, then measures records decoded per
-//! second on one core two ways: `memory/` runs the record decoder over chunk payloads already
-//! in memory (the format's own cost), `file/` streams the thread through [`Trace::stream`]
-//! (reads, checksum and decode). Run with `cargo bench --bench trace_decode`.
+//! the benchmark prints its bytes per dynamic instruction as written (chunks compressed) and
+//! with its chunks stored uncompressed (the same records: what compression saves), then
+//! measures records decoded per second on one core three ways: `memory/` runs the record
+//! decoder over chunk payloads already in memory (the format's own cost), `file/` streams the
+//! thread through [`Trace::stream`] (read, checksum, decompress and decode), `file-stored/`
+//! the same from the uncompressed copy. Run with `cargo bench --bench trace_decode`.
 
 // criterion_group! generates a public function without docs.
 #![allow(missing_docs)]
@@ -15,6 +17,7 @@ use std::time::Duration;
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};
 use sim_frontend::Trace;
 use sim_frontend::format::decode::{Limits, StreamState, decode_payload};
+use sim_frontend::format::writer::rewrite;
 use sim_frontend::format::{CHUNK_HEADER_LEN, FlowTables};
 use sim_frontend::model::Batch;
 use sim_frontend::workloads::{Params, WORKLOADS};
@@ -58,17 +61,22 @@ fn bench(c: &mut Criterion) {
         let trace = Trace::open(&path).expect("open");
         let dir0 = &trace.threads[0];
         let bytes = std::fs::metadata(&path).expect("stat").len();
+        let stored_path = dir.path().join(format!("{}-stored.itrace", w.name));
+        rewrite(&path, &stored_path, false).expect("rewrite");
+        let stored = Trace::open(&stored_path).expect("open");
+        let stored_bytes = std::fs::metadata(&stored_path).expect("stat").len();
         println!(
-            "{:<16} size {:>8}: {:>9} instructions, {:>9} records, {:>9} bytes, {:.3} bytes/instruction",
+            "{:<16} size {:>8}: {:>9} instructions, {:>9} records, {:>9} bytes, {:.3} bytes/instruction ({:.3} stored uncompressed)",
             w.name,
             size,
             dir0.instructions,
             dir0.records,
             bytes,
-            bytes as f64 / dir0.instructions as f64
+            bytes as f64 / dir0.instructions as f64,
+            stored_bytes as f64 / dir0.instructions as f64
         );
-        let file = std::fs::read(&path).expect("read");
-        let payloads: Vec<&[u8]> = dir0
+        let file = std::fs::read(&stored_path).expect("read");
+        let payloads: Vec<&[u8]> = stored.threads[0]
             .chunks
             .iter()
             .map(|&off| {
@@ -99,17 +107,19 @@ fn bench(c: &mut Criterion) {
                 black_box(n)
             })
         });
-        g.bench_function(format!("file/{}", w.name), |b| {
-            let mut batch = Batch::default();
-            b.iter(|| {
-                let mut s = trace.stream(0).expect("stream");
-                let mut n = 0usize;
-                while s.next_batch(&mut batch).expect("decode") {
-                    n += batch.records.len();
-                }
-                black_box(n)
-            })
-        });
+        for (name, t) in [("file", &trace), ("file-stored", &stored)] {
+            g.bench_function(format!("{name}/{}", w.name), |b| {
+                let mut batch = Batch::default();
+                b.iter(|| {
+                    let mut s = t.stream(0).expect("stream");
+                    let mut n = 0usize;
+                    while s.next_batch(&mut batch).expect("decode") {
+                        n += batch.records.len();
+                    }
+                    black_box(n)
+                })
+            });
+        }
     }
     g.finish();
 }

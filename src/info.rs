@@ -1,6 +1,8 @@
 //! `isim trace-info`: what a trace holds — header, static table, and per thread the counts of
-//! instructions, memory operands, branches and every marker kind — computed by decoding every
-//! stream, so it doubles as a full integrity check of the file.
+//! instructions, memory operands, branches and every marker kind. A format v2 trace stores
+//! those counts in its tables, so they are read in the time it takes to open the file; with
+//! `--verify` (and always for a v1 trace) every stream is decoded and counted, which checks
+//! the whole file, and for v2 the decoded counts must equal the stored ones.
 
 use serde::Serialize;
 use sim_frontend::model::{Batch, Marker, Record};
@@ -46,6 +48,11 @@ pub struct TraceInfo {
     pub functions: usize,
     /// Files in the source map.
     pub files: usize,
+    /// Trace format version.
+    pub format_version: u16,
+    /// Whether every stream was decoded (a full check of the file) rather than its stored
+    /// counts read.
+    pub verified: bool,
     /// Per-thread counts.
     pub threads: Vec<ThreadCounts>,
 }
@@ -56,11 +63,29 @@ impl TraceInfo {
         self.threads.iter().map(|t| t.instructions).sum()
     }
 
-    /// Decodes every stream of `trace`; `progress` gets the records decoded so far.
+    /// The counts `trace` stores (format v2), without decoding; `None` for a v1 trace.
+    pub fn stored(trace: &Trace) -> Result<Option<TraceInfo>, TraceError> {
+        let mut threads = Vec::with_capacity(trace.threads.len());
+        for (tid, d) in trace.threads.iter().enumerate() {
+            let Some(k) = &d.counts else {
+                return Ok(None);
+            };
+            threads.push(ThreadCounts {
+                thread: tid as u32,
+                instructions: d.instructions,
+                loads: k.loads,
+                stores: k.stores,
+                branches: k.branches,
+                taken_branches: k.taken,
+                markers: Marker::KIND_NAMES.iter().copied().zip(k.markers).collect(),
+            });
+        }
+        Self::with_threads(trace, threads, false).map(Some)
+    }
+
+    /// Decodes every stream of `trace`; `progress` gets the records decoded so far. For a v2
+    /// trace the counts must equal those its tables store.
     pub fn collect(trace: &Trace, mut progress: impl FnMut(u64)) -> Result<TraceInfo, TraceError> {
-        let bytes = std::fs::metadata(trace.path())
-            .map_err(|e| TraceError::io(trace.path(), 0, "cannot stat", e))?
-            .len();
         let mut threads = Vec::with_capacity(trace.threads.len());
         let mut batch = Batch::default();
         let mut done = 0u64;
@@ -98,6 +123,33 @@ impl TraceInfo {
             c.markers = Marker::KIND_NAMES.iter().copied().zip(markers).collect();
             threads.push(c);
         }
+        let info = Self::with_threads(trace, threads, true)?;
+        if let Some(stored) = Self::stored(trace)? {
+            for (d, s) in info.threads.iter().zip(&stored.threads) {
+                if d != s {
+                    return Err(TraceError::at(
+                        trace.path(),
+                        Some(d.thread),
+                        0,
+                        format!(
+                            "the stream decodes to other counts than the tables store (decoded {d:?}, stored {s:?})"
+                        ),
+                    ));
+                }
+            }
+        }
+        Ok(info)
+    }
+
+    fn with_threads(
+        trace: &Trace,
+        threads: Vec<ThreadCounts>,
+        verified: bool,
+    ) -> Result<TraceInfo, TraceError> {
+        let bytes = std::fs::metadata(trace.path())
+            .map_err(|e| TraceError::io(trace.path(), 0, "cannot stat", e))?
+            .len();
+        let insts = &trace.program.insts;
         Ok(TraceInfo {
             file: trace.path().display().to_string(),
             bytes,
@@ -108,6 +160,8 @@ impl TraceInfo {
             static_instructions: insts.len(),
             functions: trace.program.source.functions.len(),
             files: trace.program.source.files.len(),
+            format_version: trace.version(),
+            verified,
             threads,
         })
     }
@@ -125,12 +179,18 @@ impl TraceInfo {
         let _ = writeln!(o, "trace       {}", self.file);
         let _ = writeln!(
             o,
-            "format      isim trace v1, {} bytes ({:.2} bytes per instruction)",
+            "format      isim trace v{}, {} bytes ({:.2} bytes per instruction){}",
+            self.format_version,
             self.bytes,
             if n > 0 {
                 self.bytes as f64 / n as f64
             } else {
                 0.0
+            },
+            if self.verified {
+                ", every record decoded and checked"
+            } else {
+                ", counts as stored (--verify decodes and checks every record)"
             }
         );
         let _ = writeln!(o, "workload    {} ({})", self.workload, params.join(" "));

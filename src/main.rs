@@ -41,14 +41,18 @@ enum Cmd {
     /// Export a thread of an isim trace for another simulator.
     #[command(subcommand)]
     Export(ExportCmd),
-    /// Show what a trace holds: header, static table, per-thread instruction and marker counts.
-    /// Decodes every record, so it also checks the whole file.
+    /// Show what a trace holds: header, static table, per-thread instruction and marker counts
+    /// (stored in a v2 trace's tables; `--verify` decodes and checks every record).
     TraceInfo {
         /// The trace file.
         file: PathBuf,
         /// Print JSON instead of a table.
         #[arg(long)]
         json: bool,
+        /// Decode every record and check it (and, for a format v2 trace, that the counts equal
+        /// those stored in its tables); v1 traces are always decoded.
+        #[arg(long)]
+        verify: bool,
         /// Instead, count per thread the instructions and accesses executed inside this
         /// function and its callees (what `callgrind --toggle-collect=FUNCTION` counts).
         #[arg(long, value_name = "FUNCTION")]
@@ -343,6 +347,7 @@ fn run(cli: Cli) -> Result<ExitCode> {
             file,
             json,
             inside: Some(f),
+            ..
         } => {
             let t = Trace::open(&file)?;
             let counts = sim_frontend::tracer::inside::inside_counts(&t, &f)?;
@@ -382,14 +387,21 @@ fn run(cli: Cli) -> Result<ExitCode> {
         Cmd::TraceInfo {
             file,
             json,
+            verify,
             inside: None,
         } => {
             let t = Trace::open(&file)?;
-            let total: u64 = t.threads.iter().map(|d| d.records).sum();
-            let pb = bar(total, "decoding");
-            let info = TraceInfo::collect(&t, |n| pb.set_position(n));
-            pb.finish_and_clear();
-            let info = info?;
+            let stored = if verify { None } else { TraceInfo::stored(&t)? };
+            let info = match stored {
+                Some(i) => i,
+                None => {
+                    let total: u64 = t.threads.iter().map(|d| d.records).sum();
+                    let pb = bar(total, "decoding");
+                    let info = TraceInfo::collect(&t, |n| pb.set_position(n));
+                    pb.finish_and_clear();
+                    info?
+                }
+            };
             if json {
                 println!("{}", serde_json::to_string_pretty(&info)?);
             } else {

@@ -1,5 +1,5 @@
 //! `isim trace -- ./program args…`: runs a real x86-64 Linux program under QEMU user mode with
-//! isim's plugin and interposition library, and turns the capture into a trace v1 with a
+//! isim's plugin and interposition library, and turns the capture into a trace with a
 //! source map (`sim_frontend::tracer`).
 //!
 //! The two shared libraries are found next to the `isim` executable (where `cargo build`

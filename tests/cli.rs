@@ -1,6 +1,9 @@
 //! The `isim` binary end to end: generating and inspecting a trace, importing ChampSim traces
 //! written by an independent script (tests/data/make_champsim.py) and comparing counts,
-//! config checking with several mistakes at once, and clear errors for bad input.
+//! config checking with several mistakes at once, clear errors for bad input, and traces of
+//! format v1 (tests/data/v1/, written by the isim before v2) read, counted and simulated as
+//! that isim did; `trace-info` of a v2 trace reads the counts stored in its tables, and
+//! `--verify` finds the same by decoding.
 
 mod common;
 
@@ -359,4 +362,75 @@ fn a_closed_stdout_ends_the_process_by_sigpipe_without_a_panic() {
     assert!(!stderr.contains("panicked"), "isim panicked: {stderr}");
     const SIGPIPE: i32 = 13; // Linux's number; the tests do not depend on the libc crate
     assert_eq!(o.status.signal(), Some(SIGPIPE), "status {:?}", o.status);
+}
+
+#[test]
+fn v1_traces_read_count_and_simulate_as_the_isim_that_wrote_them() {
+    let dir = tempfile::tempdir().unwrap();
+    for name in ["lu-owner-t1", "owner-barrier-t2"] {
+        let data = common::root().join("tests/data/v1");
+        let t = data.join(format!("{name}.itrace"));
+        let expected = |what: &str| -> serde_json::Value {
+            let p = data.join(format!("{name}.{what}.json"));
+            serde_json::from_str(&std::fs::read_to_string(p).unwrap()).unwrap()
+        };
+        // trace-info decodes a v1 trace (it stores no counts) and finds what v1 isim found.
+        let mut j = info(&t);
+        assert_eq!(j["format_version"], 1, "{name}");
+        assert_eq!(j["verified"], true, "{name}");
+        for k in ["file", "format_version", "verified"] {
+            j.as_object_mut().unwrap().remove(k);
+        }
+        assert_eq!(j, expected("info"), "{name}");
+        // Simulated, it gives v1 isim's summary (but for the trace's path).
+        let run = dir.path().join(name);
+        ok(&[
+            "run",
+            "--trace",
+            t.to_str().unwrap(),
+            "-o",
+            run.to_str().unwrap(),
+        ]);
+        let mut sum: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(run.join("summary.json")).unwrap())
+                .unwrap();
+        sum.as_object_mut().unwrap().remove("trace");
+        assert_eq!(sum, expected("summary"), "{name}");
+        // Rewritten in v2: smaller, the same counts stored, the same simulation.
+        let v2 = dir.path().join(format!("{name}-v2.itrace"));
+        sim_frontend::format::writer::rewrite(&t, &v2, true).unwrap();
+        assert!(
+            std::fs::metadata(&v2).unwrap().len() * 3 < std::fs::metadata(&t).unwrap().len(),
+            "{name}: v2 not a third of v1"
+        );
+        let stored = info(&v2);
+        assert_eq!(
+            (stored["format_version"].clone(), stored["verified"].clone()),
+            (2.into(), false.into())
+        );
+        let verified: serde_json::Value = serde_json::from_str(&ok(&[
+            "trace-info",
+            v2.to_str().unwrap(),
+            "--json",
+            "--verify",
+        ]))
+        .unwrap();
+        assert_eq!(verified["verified"], true);
+        assert_eq!(stored["threads"], verified["threads"], "{name}");
+        assert_eq!(stored["threads"], expected("info")["threads"], "{name}");
+        let run2 = dir.path().join(format!("{name}-v2"));
+        ok(&[
+            "run",
+            "--trace",
+            v2.to_str().unwrap(),
+            "-o",
+            run2.to_str().unwrap(),
+        ]);
+        for f in ["attribution.json", "sections.json", "cycle-stacks.svg"] {
+            assert!(
+                std::fs::read(run.join(f)).unwrap() == std::fs::read(run2.join(f)).unwrap(),
+                "{name}: {f}"
+            );
+        }
+    }
 }

@@ -1,5 +1,5 @@
 //! Import of ChampSim `input_instr` traces (64-byte records; raw, `.gz` or `.xz`, recognised
-//! by their magic bytes) into trace format v1, so that isim and ChampSim can run the same work.
+//! by their magic bytes) into an isim trace, so that isim and ChampSim can run the same work.
 //!
 //! Record layout (little-endian): `u64 ip`, `u8 is_branch`, `u8 branch_taken`,
 //! `u8 destination_registers[2]`, `u8 source_registers[4]`, `u64 destination_memory[2]`

@@ -1,4 +1,4 @@
-//! The simulator's front end: the trace model, trace format v1 (writer and streaming reader),
+//! The simulator's front end: the trace model, trace format v2 (writer, and a streaming reader of v2 and v1),
 //! built-in workload generators and importers of other simulators' traces.
 //!
 //! Everything that produces or consumes instructions goes through [`model`]; the byte layout

@@ -1,11 +1,15 @@
-//! Trace format v1 under test: arbitrary record sequences round-trip exactly; every truncation,
-//! every flipped byte, a wrong magic, a newer version and an unknown marker are reported as
-//! errors naming the file, the byte offset and (inside a stream) the thread — never a panic,
-//! never silently different data; random and mutated inputs never panic the reader.
+//! Trace format v2 under test: arbitrary record sequences round-trip exactly, with chunks
+//! compressed or stored; every truncation (at every byte of compressed chunks), every flipped
+//! byte, a wrong magic, a newer version, an unknown marker and a compressed payload that does
+//! not decompress to what its header says are reported as errors naming the file, the byte
+//! offset and (inside a stream) the thread — never a panic, never silently different data;
+//! random and mutated inputs never panic the reader; a rewrite keeps every record and the
+//! counts the tables store match what the streams hold.
 
 use std::path::Path;
 
 use proptest::prelude::*;
+use sim_frontend::format::writer::rewrite;
 use sim_frontend::format::{CHUNK_HEADER_LEN, PROLOGUE_LEN};
 use sim_frontend::model::*;
 use sim_frontend::workloads::{self, Params};
@@ -198,6 +202,8 @@ fn write_case(
         },
     )
     .unwrap();
+    // Half the cases with chunks stored as they are, half compressed (the default).
+    w.set_compression(evs.len() % 2 == 0);
     w.source_mut().sections = vec!["a".into(), "b".into()];
     for s in prog {
         w.add_static(s.clone()).unwrap();
@@ -281,6 +287,7 @@ proptest! {
     }
 }
 
+/// A two-thread trace as the writer makes it (chunks compressed).
 fn small_trace(dir: &Path) -> (std::path::PathBuf, Vec<u8>) {
     let path = dir.join("small.itrace");
     workloads::find("lock-contention")
@@ -296,6 +303,34 @@ fn small_trace(dir: &Path) -> (std::path::PathBuf, Vec<u8>) {
         .unwrap();
     let bytes = std::fs::read(&path).unwrap();
     (path, bytes)
+}
+
+/// The same trace with its chunks stored uncompressed, so that tests can edit records in place.
+fn small_trace_stored(dir: &Path) -> (std::path::PathBuf, Vec<u8>) {
+    let (src, _) = small_trace(dir);
+    let path = dir.join("stored.itrace");
+    rewrite(&src, &path, false).unwrap();
+    let bytes = std::fs::read(&path).unwrap();
+    (path, bytes)
+}
+
+fn le_u32_at(bytes: &[u8], at: usize) -> u32 {
+    u32::from_le_bytes(bytes[at..at + 4].try_into().unwrap())
+}
+
+/// The chunk offsets of a trace, with their thread and whether each is compressed (its
+/// header's decoded length is not 0).
+fn chunks_of(path: &Path, bytes: &[u8]) -> Vec<(u32, u64, bool)> {
+    let t = Trace::open(path).unwrap();
+    t.threads
+        .iter()
+        .enumerate()
+        .flat_map(|(i, d)| {
+            d.chunks
+                .iter()
+                .map(move |&c| (i as u32, c, le_u32_at(bytes, c as usize + 16) != 0))
+        })
+        .collect()
 }
 
 fn expect_err(path: &Path) -> TraceError {
@@ -315,21 +350,19 @@ fn expect_err(path: &Path) -> TraceError {
 #[test]
 fn truncation_at_every_byte_offset_is_an_error_naming_file_offset_and_thread() {
     let dir = tempfile::tempdir().unwrap();
-    let (_, bytes) = small_trace(dir.path());
-    let t = Trace::open(&dir.path().join("small.itrace")).unwrap();
-    let chunks: Vec<(u32, u64)> = t
-        .threads
-        .iter()
-        .enumerate()
-        .flat_map(|(i, d)| d.chunks.iter().map(move |&c| (i as u32, c)))
-        .collect();
+    let (path, bytes) = small_trace(dir.path());
+    let chunks = chunks_of(&path, &bytes);
+    assert!(
+        chunks.iter().all(|&(_, _, z)| z),
+        "every chunk of this trace should be compressed: {chunks:?}"
+    );
     let cut = dir.path().join("cut.itrace");
     let mut named_thread = 0;
     for len in 0..bytes.len() {
         std::fs::write(&cut, &bytes[..len]).unwrap();
         let e = expect_err(&cut);
         // A cut inside a chunk's payload must name that chunk's thread.
-        if let Some(&(tid, off)) = chunks.iter().find(|&&(_, off)| {
+        if let Some(&(tid, off, _)) = chunks.iter().find(|&&(_, off, _)| {
             let plen = u32::from_le_bytes(
                 bytes[off as usize + 8..off as usize + 12]
                     .try_into()
@@ -382,14 +415,14 @@ fn wrong_magic_names_what_was_expected() {
 fn newer_version_asks_for_an_upgrade() {
     let dir = tempfile::tempdir().unwrap();
     let (_, mut bytes) = small_trace(dir.path());
-    bytes[8..10].copy_from_slice(&2u16.to_le_bytes());
+    bytes[8..10].copy_from_slice(&3u16.to_le_bytes());
     let crc = crc32(&bytes[0..12]);
     bytes[12..16].copy_from_slice(&crc.to_le_bytes());
-    let p = dir.path().join("v2.itrace");
+    let p = dir.path().join("v3.itrace");
     std::fs::write(&p, &bytes).unwrap();
     let e = expect_err(&p);
     assert_eq!(e.offset, 8);
-    assert!(e.message.contains("version 2 is newer"), "{e}");
+    assert!(e.message.contains("version 3 is newer"), "{e}");
 }
 
 fn crc32(b: &[u8]) -> u32 {
@@ -398,36 +431,121 @@ fn crc32(b: &[u8]) -> u32 {
     h.finalize()
 }
 
-/// Rewrites a chunk's checksum after its payload was changed on purpose.
+/// Rewrites a (v2) chunk's checksum after its header or payload was changed on purpose.
 fn fix_chunk_crc(bytes: &mut [u8], off: usize) {
-    let plen = u32::from_le_bytes(bytes[off + 8..off + 12].try_into().unwrap()) as usize;
-    let mut h = crc32fast::Hasher::new();
-    h.update(&bytes[off..off + 16]);
-    h.update(&bytes[off + 20..off + 20 + plen]);
-    let crc = h.finalize();
-    bytes[off + 16..off + 20].copy_from_slice(&crc.to_le_bytes());
+    let plen = le_u32_at(bytes, off + 8) as usize;
+    let h = CHUNK_HEADER_LEN as usize;
+    let mut c = crc32fast::Hasher::new();
+    c.update(&bytes[off..off + h - 4]);
+    c.update(&bytes[off + h..off + h + plen]);
+    let crc = c.finalize();
+    bytes[off + h - 4..off + h].copy_from_slice(&crc.to_le_bytes());
 }
 
 #[test]
 fn unknown_marker_names_thread_and_offset() {
     let dir = tempfile::tempdir().unwrap();
-    let (path, mut bytes) = small_trace(dir.path());
+    let (path, mut bytes) = small_trace_stored(dir.path());
     let t = Trace::open(&path).unwrap();
-    // Thread 1's stream starts with its ThreadStart marker.
+    // Thread 1's stream starts with its ThreadStart marker (stored: the payload is the records).
     let off = t.threads[1].chunks[0] as usize;
+    let h = CHUNK_HEADER_LEN as usize;
+    assert_eq!(le_u32_at(&bytes, off + 16), 0, "stored, not compressed");
     assert_eq!(
-        bytes[off + 20],
+        bytes[off + h],
         0x81,
         "thread 1 should start with a thread-start marker"
     );
-    bytes[off + 20] = 0x80 | 0x50;
+    bytes[off + h] = 0x80 | 0x50;
     fix_chunk_crc(&mut bytes, off);
     let p = dir.path().join("marker.itrace");
     std::fs::write(&p, &bytes).unwrap();
     let e = expect_err(&p);
     assert_eq!(e.thread, Some(1));
-    assert_eq!(e.offset, off as u64 + 20);
+    assert_eq!(e.offset, (off + h) as u64);
     assert!(e.message.contains("unknown marker code 0x50"), "{e}");
+}
+
+#[test]
+fn a_compressed_payload_must_decompress_to_what_its_header_says() {
+    let dir = tempfile::tempdir().unwrap();
+    let (path, bytes) = small_trace(dir.path());
+    let (_, off, z) = chunks_of(&path, &bytes)[1];
+    assert!(z);
+    let off = off as usize;
+    let h = CHUNK_HEADER_LEN as usize;
+    let p = dir.path().join("z.itrace");
+    // A damaged zstd frame behind a valid checksum.
+    let mut b = bytes.clone();
+    b[off + h + 2] ^= 0x40;
+    b[off + h + 5] ^= 0x11;
+    fix_chunk_crc(&mut b, off);
+    std::fs::write(&p, &b).unwrap();
+    let e = expect_err(&p);
+    assert_eq!(e.thread, Some(1), "{e}");
+    assert!(
+        e.message.contains("does not decompress") || e.message.contains("decoded payload"),
+        "{e}"
+    );
+    // A header whose decoded length is one byte short or long of what the frame holds.
+    for delta in [-1i64, 1] {
+        let mut b = bytes.clone();
+        let n = le_u32_at(&b, off + 16) as i64 + delta;
+        b[off + 16..off + 20].copy_from_slice(&(n as u32).to_le_bytes());
+        fix_chunk_crc(&mut b, off);
+        std::fs::write(&p, &b).unwrap();
+        let e = expect_err(&p);
+        assert_eq!(e.thread, Some(1), "{e}");
+        assert!(e.message.contains("decompress"), "{delta}: {e}");
+    }
+}
+
+#[test]
+fn rewriting_keeps_every_record_and_the_stored_counts_match_the_streams() {
+    let dir = tempfile::tempdir().unwrap();
+    let (path, bytes) = small_trace(dir.path());
+    let (stored, sbytes) = small_trace_stored(dir.path());
+    let a = read_all(&path).unwrap();
+    assert_eq!(a, read_all(&stored).unwrap());
+    assert!(
+        bytes.len() < sbytes.len(),
+        "{} vs {}",
+        bytes.len(),
+        sbytes.len()
+    );
+    let back = dir.path().join("back.itrace");
+    rewrite(&stored, &back, true).unwrap();
+    assert_eq!(
+        std::fs::read(&back).unwrap(),
+        bytes,
+        "rewriting is deterministic"
+    );
+    // The counts the writer stored are what the streams hold.
+    let t = Trace::open(&path).unwrap();
+    for (tid, stream) in a.iter().enumerate() {
+        let k = t.threads[tid].counts.clone().expect("v2 stores counts");
+        let (mut loads, mut stores, mut branches, mut taken) = (0, 0, 0, 0);
+        let mut markers = [0u64; Marker::KINDS];
+        for (r, mem) in stream {
+            match r {
+                Record::Inst(i) => {
+                    loads += mem.iter().filter(|m| !m.write).count() as u64;
+                    stores += mem.iter().filter(|m| m.write).count() as u64;
+                    if t.program.insts[i.sidx as usize].branch.is_branch() {
+                        branches += 1;
+                        taken += i.taken as u64;
+                    }
+                }
+                Record::Marker(m) => markers[m.kind_index()] += 1,
+            }
+        }
+        assert_eq!(
+            (k.loads, k.stores, k.branches, k.taken),
+            (loads, stores, branches, taken)
+        );
+        assert_eq!(k.markers, markers);
+        assert!(markers.iter().sum::<u64>() > 0);
+    }
 }
 
 #[test]
@@ -469,7 +587,8 @@ proptest! {
     fn random_bytes_never_panic(mut b in prop::collection::vec(any::<u8>(), 0..600), prologue in any::<bool>()) {
         if prologue && b.len() >= 16 {
             b[0..8].copy_from_slice(b"ISIMTRC\0");
-            b[8..12].copy_from_slice(&[1, 0, 0, 0]);
+            let version = 1 + (b[8] & 1); // v1 or v2
+            b[8..12].copy_from_slice(&[version, 0, 0, 0]);
             let crc = crc32(&b[0..12]);
             b[12..16].copy_from_slice(&crc.to_le_bytes());
         }
@@ -484,12 +603,12 @@ proptest! {
     #[test]
     fn mutated_payloads_with_valid_checksums_never_panic(edits in prop::collection::vec((any::<prop::sample::Index>(), any::<u8>()), 1..8), thread in 0usize..2) {
         let dir = tempfile::tempdir().unwrap();
-        let (path, mut bytes) = small_trace(dir.path());
+        let (path, mut bytes) = small_trace_stored(dir.path());
         let t = Trace::open(&path).unwrap();
         let off = t.threads[thread].chunks[0] as usize;
-        let plen = u32::from_le_bytes(bytes[off + 8..off + 12].try_into().unwrap()) as usize;
+        let plen = le_u32_at(&bytes, off + 8) as usize;
         for (i, v) in edits {
-            bytes[off + 20 + i.index(plen)] = v;
+            bytes[off + CHUNK_HEADER_LEN as usize + i.index(plen)] = v;
         }
         fix_chunk_crc(&mut bytes, off);
         std::fs::write(&path, &bytes).unwrap();

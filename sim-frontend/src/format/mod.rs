@@ -1,4 +1,5 @@
-//! Trace format v1: the byte layout shared by the writer and the reader.
+//! Trace format v2 (and v1, which the reader still reads): the byte layout shared by the
+//! writer and the reader.
 //!
 //! `docs/trace-format.md` is the normative description; this module holds the constants and
 //! the pieces both sides must compute identically (varints, the per-thread address predictor,
@@ -20,16 +21,34 @@ pub const MAGIC: &[u8; 8] = b"ISIMTRC\0";
 pub const TRAILER_MAGIC: &[u8; 8] = b"ISIMEND\0";
 /// Chunk header magic.
 pub const CHUNK_MAGIC: &[u8; 4] = b"ICHK";
-/// The format version this code writes and reads.
-pub const VERSION: u16 = 1;
+/// The format version this code writes (it reads this one and every earlier one).
+pub const VERSION: u16 = 2;
+/// The oldest format version this code reads.
+pub const OLDEST_VERSION: u16 = 1;
 /// Prologue length: magic, version, flags, crc.
 pub const PROLOGUE_LEN: u64 = 16;
 /// Trailer length.
 pub const TRAILER_LEN: u64 = 32;
-/// Chunk header length.
-pub const CHUNK_HEADER_LEN: u64 = 20;
-/// The writer closes a chunk once its payload reaches this many bytes.
+/// Chunk header length in format v2: v1's fields plus the decoded payload length.
+pub const CHUNK_HEADER_LEN: u64 = 24;
+/// Chunk header length in format v1.
+pub const CHUNK_HEADER_LEN_V1: u64 = 20;
+/// The writer closes a chunk once its (decoded) payload reaches this many bytes.
 pub const CHUNK_TARGET: usize = 64 * 1024;
+/// The reader rejects tables sections that decode to more than this (a corrupt size must not
+/// make it allocate without bound).
+pub const TABLES_MAX: u64 = 1 << 30;
+/// zstd level of the writer's chunk and tables compression.
+pub const ZSTD_LEVEL: i32 = 3;
+
+/// The chunk header length of format `version`.
+pub fn chunk_header_len(version: u16) -> u64 {
+    if version >= 2 {
+        CHUNK_HEADER_LEN
+    } else {
+        CHUNK_HEADER_LEN_V1
+    }
+}
 /// The reader rejects chunk payloads larger than this (a corrupt length must not make it
 /// allocate gigabytes).
 pub const CHUNK_MAX: u32 = 16 * 1024 * 1024;

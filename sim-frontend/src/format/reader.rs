@@ -1,8 +1,10 @@
-//! Opens a trace and streams each thread's records in bounded memory: one chunk (≤ 64 KiB of
-//! payload as written) per stream at a time, or a few more with read-ahead.
+//! Opens a trace (format v2, or v1 as earlier isim wrote it) and streams each thread's records
+//! in bounded memory: one chunk (≤ 64 KiB of decoded payload as written) per stream at a time,
+//! or a few more with read-ahead.
 //!
 //! Opening checks the prologue, the trailer and the tables; each chunk is checked (magic,
-//! thread, length, CRC-32) before it is decoded, and the totals are checked at the end of a
+//! thread, length, CRC-32) and, in v2, decompressed (to exactly the length its header states)
+//! before it is decoded, and the totals are checked at the end of a
 //! stream, so a damaged trace is reported — with file, thread and byte offset — rather than
 //! simulated. When the trailer is missing (the usual sign of a truncated file) the chunks are
 //! scanned from the start to say where the data stops.
@@ -16,8 +18,8 @@ use crossbeam_channel::{Receiver, Sender, bounded};
 use super::decode::{Limits, StreamState, decode_payload};
 use super::tables::{self, ThreadDir};
 use super::{
-    CHUNK_HEADER_LEN, CHUNK_MAGIC, CHUNK_MAX, FlowTables, MAGIC, PROLOGUE_LEN, TRAILER_LEN,
-    TRAILER_MAGIC, VERSION,
+    CHUNK_MAGIC, CHUNK_MAX, FlowTables, MAGIC, OLDEST_VERSION, PROLOGUE_LEN, TABLES_MAX,
+    TRAILER_LEN, TRAILER_MAGIC, VERSION, chunk_header_len,
 };
 use crate::error::TraceError;
 use crate::model::{Batch, Program, TraceMeta};
@@ -34,6 +36,7 @@ pub struct Trace {
     flow: FlowTables,
     tables_off: u64,
     limits: Limits,
+    version: u16,
 }
 
 fn read_at(
@@ -98,12 +101,12 @@ impl Trace {
                 ),
             ));
         }
-        if version == 0 {
+        if version < OLDEST_VERSION {
             return Err(TraceError::at(
                 path,
                 None,
                 8,
-                "trace format version 0 does not exist",
+                format!("trace format version {version} does not exist"),
             ));
         }
         if crc32fast::hash(&pro[0..12]) != le_u32(&pro[12..16]) {
@@ -124,12 +127,12 @@ impl Trace {
             ));
         }
         if len < PROLOGUE_LEN + TRAILER_LEN {
-            return Err(diagnose_truncation(&file, path, len));
+            return Err(diagnose_truncation(&file, path, len, version));
         }
         let mut tr = [0u8; 32];
         read_at(&file, path, len - TRAILER_LEN, &mut tr, "trailer")?;
         if &tr[0..8] != TRAILER_MAGIC || crc32fast::hash(&tr[0..28]) != le_u32(&tr[28..32]) {
-            return Err(diagnose_truncation(&file, path, len));
+            return Err(diagnose_truncation(&file, path, len, version));
         }
         let tables_off = le_u64(&tr[8..16]);
         let tables_len = le_u64(&tr[16..24]);
@@ -157,8 +160,21 @@ impl Trace {
                 "tables checksum mismatch (damaged trace tables)",
             ));
         }
-        let t = tables::decode(&body, tables_off)
-            .map_err(|(pos, msg)| TraceError::at(path, None, tables_off + pos as u64, msg))?;
+        if version >= 2 {
+            body = decompress_tables(&body, path, tables_off)?;
+        }
+        let t = tables::decode(&body, tables_off, version).map_err(|(pos, msg)| {
+            if version >= 2 {
+                TraceError::at(
+                    path,
+                    None,
+                    tables_off,
+                    format!("byte {pos} of the decoded tables: {msg}"),
+                )
+            } else {
+                TraceError::at(path, None, tables_off + pos as u64, msg)
+            }
+        })?;
         let flow = FlowTables::build(&t.program);
         let n = t.threads.len() as u64;
         Ok(Trace {
@@ -173,7 +189,13 @@ impl Trace {
             threads: t.threads,
             flow,
             tables_off,
+            version,
         })
+    }
+
+    /// The trace's format version (1 or 2).
+    pub fn version(&self) -> u16 {
+        self.version
     }
 
     /// The file this trace was read from.
@@ -224,10 +246,14 @@ impl Trace {
         let chunks = dir.chunks.clone();
         let path = self.path.clone();
         let tables_off = self.tables_off;
+        let version = self.version;
         std::thread::spawn(move || {
+            let mut unpack = Unpacker::default();
             for off in chunks {
                 let mut buf = recycle_rx.try_recv().unwrap_or_default();
-                let r = read_chunk(&file, &path, tid, off, tables_off, &mut buf).map(|n| (n, buf));
+                let r = unpack
+                    .read_chunk(&file, &path, tid, off, tables_off, version, &mut buf)
+                    .map(|n| (n, buf));
                 let failed = r.is_err();
                 if tx.send(r).is_err() || failed {
                     return;
@@ -251,68 +277,188 @@ impl Trace {
             source,
             state: StreamState::default(),
             buf: Vec::new(),
+            unpack: Unpacker::default(),
             records: 0,
             instructions: 0,
         }
     }
 }
 
-/// Reads and checks one chunk into `buf`; returns its record count.
-fn read_chunk(
-    file: &File,
-    path: &Path,
-    tid: u32,
-    off: u64,
-    tables_off: u64,
-    buf: &mut Vec<u8>,
-) -> Result<u32, TraceError> {
-    let err = |at: u64, msg: String| TraceError::at(path, Some(tid), at, msg);
-    if off + CHUNK_HEADER_LEN > tables_off {
-        return Err(err(
+/// A v2 tables section (one zstd frame) decoded, its size taken from the frame header and
+/// bounded.
+fn decompress_tables(stored: &[u8], path: &Path, off: u64) -> Result<Vec<u8>, TraceError> {
+    let size = match zstd::zstd_safe::get_frame_content_size(stored) {
+        Ok(Some(n)) if n <= TABLES_MAX => n,
+        Ok(Some(n)) => {
+            return Err(TraceError::at(
+                path,
+                None,
+                off,
+                format!("the tables say they decode to {n} bytes; at most {TABLES_MAX}"),
+            ));
+        }
+        _ => {
+            return Err(TraceError::at(
+                path,
+                None,
+                off,
+                "the tables are not a zstd frame with its size (damaged trace tables)",
+            ));
+        }
+    };
+    let body = zstd::bulk::decompress(stored, size as usize).map_err(|e| {
+        TraceError::at(
+            path,
+            None,
             off,
-            format!("chunk header at {off} overlaps the tables at {tables_off}"),
-        ));
-    }
-    let mut h = [0u8; 20];
-    read_at(file, path, off, &mut h, "chunk header").map_err(|mut e| {
-        e.thread = Some(tid);
-        e
+            format!("the tables do not decompress (damaged trace tables): {e}"),
+        )
     })?;
-    if &h[0..4] != CHUNK_MAGIC {
-        return Err(err(
+    if body.len() as u64 != size {
+        return Err(TraceError::at(
+            path,
+            None,
             off,
-            "no chunk header where the directory says a chunk starts".into(),
+            format!(
+                "the tables decompress to {} bytes, their frame says {size}",
+                body.len()
+            ),
         ));
     }
-    let owner = le_u32(&h[4..8]);
-    let plen = le_u32(&h[8..12]);
-    let count = le_u32(&h[12..16]);
-    if owner != tid {
-        return Err(err(
-            off + 4,
-            format!("chunk belongs to thread {owner}, but the directory lists it for thread {tid}"),
-        ));
+    Ok(body)
+}
+
+/// What a chunk's header says, once the chunk is read and checked.
+#[derive(Debug, Clone, Copy)]
+struct ChunkInfo {
+    /// Records in the payload.
+    records: u32,
+    /// The payload was stored compressed (decode errors then point into the decoded bytes).
+    compressed: bool,
+}
+
+/// Reads chunks, keeping the buffers and the zstd context from one chunk to the next.
+#[derive(Default)]
+struct Unpacker {
+    /// A compressed payload as stored.
+    stored: Vec<u8>,
+    zstd: Option<zstd::bulk::Decompressor<'static>>,
+}
+
+impl Unpacker {
+    /// Reads and checks the chunk at `off` into `buf` (decompressed: the records' bytes).
+    #[allow(clippy::too_many_arguments)]
+    fn read_chunk(
+        &mut self,
+        file: &File,
+        path: &Path,
+        tid: u32,
+        off: u64,
+        tables_off: u64,
+        version: u16,
+        buf: &mut Vec<u8>,
+    ) -> Result<ChunkInfo, TraceError> {
+        let err = |at: u64, msg: String| TraceError::at(path, Some(tid), at, msg);
+        let hl = chunk_header_len(version);
+        if off + hl > tables_off {
+            return Err(err(
+                off,
+                format!("chunk header at {off} overlaps the tables at {tables_off}"),
+            ));
+        }
+        let mut h = [0u8; 24];
+        let h = &mut h[..hl as usize];
+        read_at(file, path, off, h, "chunk header").map_err(|mut e| {
+            e.thread = Some(tid);
+            e
+        })?;
+        if &h[0..4] != CHUNK_MAGIC {
+            return Err(err(
+                off,
+                "no chunk header where the directory says a chunk starts".into(),
+            ));
+        }
+        let owner = le_u32(&h[4..8]);
+        let plen = le_u32(&h[8..12]);
+        let count = le_u32(&h[12..16]);
+        let decoded = if version >= 2 { le_u32(&h[16..20]) } else { 0 };
+        let crc_at = hl as usize - 4;
+        if owner != tid {
+            return Err(err(
+                off + 4,
+                format!(
+                    "chunk belongs to thread {owner}, but the directory lists it for thread {tid}"
+                ),
+            ));
+        }
+        if plen > CHUNK_MAX || off + hl + plen as u64 > tables_off {
+            return Err(err(
+                off + 8,
+                format!(
+                    "chunk payload length {plen} runs past the chunk area (ends at {tables_off})"
+                ),
+            ));
+        }
+        if decoded > CHUNK_MAX {
+            return Err(err(
+                off + 16,
+                format!("chunk says its payload decodes to {decoded} bytes; at most {CHUNK_MAX}"),
+            ));
+        }
+        let target = if decoded == 0 {
+            &mut *buf
+        } else {
+            &mut self.stored
+        };
+        target.resize(plen as usize, 0);
+        read_at(file, path, off + hl, target, "chunk payload")?;
+        let mut crc = crc32fast::Hasher::new();
+        crc.update(&h[0..crc_at]);
+        crc.update(target);
+        if crc.finalize() != le_u32(&h[crc_at..crc_at + 4]) {
+            return Err(err(off, "chunk checksum mismatch (damaged data)".into()));
+        }
+        if decoded != 0 {
+            let z = match &mut self.zstd {
+                Some(z) => z,
+                None => self
+                    .zstd
+                    .insert(zstd::bulk::Decompressor::new().map_err(|e| {
+                        TraceError::io(path, off, "cannot start the zstd decompressor", e)
+                    })?),
+            };
+            buf.clear();
+            buf.reserve(decoded as usize);
+            // Decompressing into the buffer's capacity bounds the output: a frame that
+            // decodes to more than the header says fails instead of growing the buffer.
+            let n = z
+                .decompress_to_buffer(&self.stored[..], buf)
+                .map_err(|e| {
+                    err(
+                        off + hl,
+                        format!(
+                            "chunk payload does not decompress to the {decoded} bytes its header states: {e}"
+                        ),
+                    )
+                })?;
+            if n != decoded as usize {
+                return Err(err(
+                    off + 16,
+                    format!("chunk payload decompresses to {n} bytes, its header says {decoded}"),
+                ));
+            }
+        }
+        Ok(ChunkInfo {
+            records: count,
+            compressed: decoded != 0,
+        })
     }
-    if plen > CHUNK_MAX || off + CHUNK_HEADER_LEN + plen as u64 > tables_off {
-        return Err(err(
-            off + 8,
-            format!("chunk payload length {plen} runs past the chunk area (ends at {tables_off})"),
-        ));
-    }
-    buf.resize(plen as usize, 0);
-    read_at(file, path, off + CHUNK_HEADER_LEN, buf, "chunk payload")?;
-    let mut crc = crc32fast::Hasher::new();
-    crc.update(&h[0..16]);
-    crc.update(buf);
-    if crc.finalize() != le_u32(&h[16..20]) {
-        return Err(err(off, "chunk checksum mismatch (damaged data)".into()));
-    }
-    Ok(count)
 }
 
 /// Scans chunk headers from the start of the file to say where a trace without a valid
 /// trailer stops.
-fn diagnose_truncation(file: &File, path: &Path, len: u64) -> TraceError {
+fn diagnose_truncation(file: &File, path: &Path, len: u64, version: u16) -> TraceError {
+    let hl = chunk_header_len(version);
     let mut off = PROLOGUE_LEN;
     let mut last: Option<u32> = None;
     loop {
@@ -327,8 +473,8 @@ fn diagnose_truncation(file: &File, path: &Path, len: u64) -> TraceError {
                 ),
             );
         }
-        let mut h = [0u8; 20];
-        let avail = ((len - off) as usize).min(20);
+        let mut h = [0u8; 24];
+        let avail = ((len - off) as usize).min(hl as usize);
         if let Err(e) = read_at(file, path, off, &mut h[..avail], "chunk header") {
             return e;
         }
@@ -350,7 +496,7 @@ fn diagnose_truncation(file: &File, path: &Path, len: u64) -> TraceError {
                 ),
             );
         }
-        if avail < 20 {
+        if avail < hl as usize {
             let tid = (avail >= 8).then(|| le_u32(&h[4..8]));
             return TraceError::at(
                 path,
@@ -361,7 +507,7 @@ fn diagnose_truncation(file: &File, path: &Path, len: u64) -> TraceError {
         }
         let tid = le_u32(&h[4..8]);
         let plen = le_u32(&h[8..12]) as u64;
-        let end = off + CHUNK_HEADER_LEN + plen;
+        let end = off + hl + plen;
         if end > len {
             return TraceError::at(
                 path,
@@ -380,7 +526,7 @@ fn diagnose_truncation(file: &File, path: &Path, len: u64) -> TraceError {
 enum Source {
     Direct(File),
     Ahead {
-        rx: Receiver<Result<(u32, Vec<u8>), TraceError>>,
+        rx: Receiver<Result<(ChunkInfo, Vec<u8>), TraceError>>,
         recycle: Sender<Vec<u8>>,
     },
 }
@@ -393,6 +539,7 @@ pub struct ThreadStream<'a> {
     source: Source,
     state: StreamState,
     buf: Vec<u8>,
+    unpack: Unpacker,
     records: u64,
     instructions: u64,
 }
@@ -424,10 +571,16 @@ impl ThreadStream<'_> {
             return Ok(false);
         };
         self.next_chunk += 1;
-        let count = match &mut self.source {
-            Source::Direct(f) => {
-                read_chunk(f, &tr.path, self.tid, off, tr.tables_off, &mut self.buf)?
-            }
+        let info = match &mut self.source {
+            Source::Direct(f) => self.unpack.read_chunk(
+                f,
+                &tr.path,
+                self.tid,
+                off,
+                tr.tables_off,
+                tr.version,
+                &mut self.buf,
+            )?,
             Source::Ahead { rx, recycle } => {
                 let (n, buf) = rx.recv().map_err(|_| {
                     TraceError::at(
@@ -442,10 +595,22 @@ impl ThreadStream<'_> {
                 n
             }
         };
-        let payload_off = off + CHUNK_HEADER_LEN;
+        let count = info.records;
+        let payload_off = off + chunk_header_len(tr.version);
         let insts = decode_payload(&tr.flow, &mut self.state, &self.buf, &tr.limits, batch)
             .map_err(|(pos, msg)| {
-                TraceError::at(&tr.path, Some(self.tid), payload_off + pos as u64, msg)
+                if info.compressed {
+                    // The file offset of a decoded byte does not exist: name the chunk and
+                    // the position in its decoded payload.
+                    TraceError::at(
+                        &tr.path,
+                        Some(self.tid),
+                        off,
+                        format!("byte {pos} of the chunk's decoded payload: {msg}"),
+                    )
+                } else {
+                    TraceError::at(&tr.path, Some(self.tid), payload_off + pos as u64, msg)
+                }
             })?;
         if batch.records.len() as u64 != count as u64 {
             return Err(TraceError::at(

@@ -1,9 +1,26 @@
 //! The tables section at the end of a trace: metadata, the thread directory (where each
 //! thread's chunks are), the source map and the static instruction table. It is written last
-//! because a tracer learns all of these only as the program runs.
+//! because a tracer learns all of these only as the program runs. Format v2 adds each
+//! stream's counts (loads, stores, branches, markers by kind) after the static table, so that
+//! a summary of the trace needs no decoding.
 
 use super::{get_varint, put_varint, unzigzag, zigzag};
-use crate::model::{BranchKind, MemSpec, OpClass, Program, SrcLoc, StaticInst, TraceMeta};
+use crate::model::{BranchKind, Marker, MemSpec, OpClass, Program, SrcLoc, StaticInst, TraceMeta};
+
+/// What one thread's stream holds, counted by the writer (format v2).
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct StreamCounts {
+    /// Read memory operands.
+    pub loads: u64,
+    /// Write memory operands.
+    pub stores: u64,
+    /// Branch instructions (every kind).
+    pub branches: u64,
+    /// Taken branches (unconditional ones always are).
+    pub taken: u64,
+    /// Markers by [`Marker::kind_index`].
+    pub markers: [u64; Marker::KINDS],
+}
 
 /// Where one thread's stream lives in the file.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
@@ -14,6 +31,8 @@ pub struct ThreadDir {
     pub records: u64,
     /// File offsets of the thread's chunks, in stream order.
     pub chunks: Vec<u64>,
+    /// The stream's counts, as the writer recorded them (format v2; none in v1 traces).
+    pub counts: Option<StreamCounts>,
 }
 
 /// Everything in the tables section.
@@ -93,6 +112,17 @@ pub fn encode(t: &Tables) -> Vec<u8> {
         put_varint(&mut out, opt_index(s.loc.function));
         put_varint(&mut out, opt_index(s.loc.file));
         put_varint(&mut out, s.loc.line as u64);
+    }
+    // Format v2: the streams' counts.
+    for th in &t.threads {
+        let c = th.counts.clone().unwrap_or_default();
+        for v in [c.loads, c.stores, c.branches, c.taken] {
+            put_varint(&mut out, v);
+        }
+        put_varint(&mut out, c.markers.len() as u64);
+        for &m in &c.markers {
+            put_varint(&mut out, m);
+        }
     }
     out
 }
@@ -194,9 +224,10 @@ impl Cursor<'_> {
     }
 }
 
-/// Parses the tables section, checking every index and count against what exists.
-/// `file_len` bounds chunk offsets.
-pub fn decode(buf: &[u8], chunk_area_end: u64) -> Result<Tables, Fail> {
+/// Parses the tables section of a format `version` trace, checking every index and count
+/// against what exists. `chunk_area_end` bounds chunk offsets.
+pub fn decode(buf: &[u8], chunk_area_end: u64, version: u16) -> Result<Tables, Fail> {
+    let header_len = super::chunk_header_len(version);
     let mut c = Cursor { buf, pos: 0 };
     let mut meta = TraceMeta {
         isa: c.string("ISA name")?,
@@ -228,7 +259,7 @@ pub fn decode(buf: &[u8], chunk_area_end: u64) -> Result<Tables, Fail> {
             off = off
                 .checked_add(c.varint("chunk offset")?)
                 .ok_or((at, "chunk offset overflows".to_string()))?;
-            if off < super::PROLOGUE_LEN || off + super::CHUNK_HEADER_LEN > chunk_area_end {
+            if off < super::PROLOGUE_LEN || off + header_len > chunk_area_end {
                 return Err((
                     at,
                     format!(
@@ -248,6 +279,7 @@ pub fn decode(buf: &[u8], chunk_area_end: u64) -> Result<Tables, Fail> {
             instructions,
             records,
             chunks,
+            counts: None,
         });
     }
     let mut program = Program::default();
@@ -341,10 +373,50 @@ pub fn decode(buf: &[u8], chunk_area_end: u64) -> Result<Tables, Fail> {
             },
         });
     }
+    if version >= 2 {
+        for (t, th) in threads.iter_mut().enumerate() {
+            let mut k = StreamCounts {
+                loads: c.varint("load count")?,
+                stores: c.varint("store count")?,
+                branches: c.varint("branch count")?,
+                taken: c.varint("taken-branch count")?,
+                markers: [0; Marker::KINDS],
+            };
+            if k.taken > k.branches || k.branches > th.instructions {
+                return c.fail(format!(
+                    "thread {t}: {} taken of {} branches in {} instructions",
+                    k.taken, k.branches, th.instructions
+                ));
+            }
+            let nk = c.count("marker kind count", 1)?;
+            if nk > Marker::KINDS {
+                return c.fail(format!(
+                    "thread {t}: counts of {nk} marker kinds; this isim knows {} (a trace from a newer isim?)",
+                    Marker::KINDS
+                ));
+            }
+            for m in k.markers.iter_mut().take(nk) {
+                *m = c.varint("marker count")?;
+            }
+            let markers: u64 = k.markers.iter().sum();
+            if th.instructions.checked_add(markers) != Some(th.records) {
+                return c.fail(format!(
+                    "thread {t}: {} instructions and {markers} markers, but {} records",
+                    th.instructions, th.records
+                ));
+            }
+            th.counts = Some(k);
+        }
+    }
     if c.pos != buf.len() {
         return c.fail(format!(
-            "{} unexpected bytes after the static table",
-            buf.len() - c.pos
+            "{} unexpected bytes after the {}",
+            buf.len() - c.pos,
+            if version >= 2 {
+                "stream counts"
+            } else {
+                "static table"
+            }
         ));
     }
     Ok(Tables {

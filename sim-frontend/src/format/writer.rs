@@ -1,6 +1,10 @@
-//! Writes trace format v1. Producers (generators, importers, the tracer) declare static
+//! Writes trace format v2. Producers (generators, importers, the tracer) declare static
 //! instructions, then hand over each thread's dynamic instructions and markers in program
-//! order; the writer decides what is implied and what must be spelled out.
+//! order; the writer decides what is implied and what must be spelled out, compresses each
+//! chunk with zstd, and counts what each stream holds for the tables.
+//!
+//! A write that fails for lack of space (a full disk, a file size limit) is reported as such,
+//! with how many bytes the trace had taken so far.
 //!
 //! The output goes to `<path>.partial` and is renamed to `<path>` only by [`TraceWriter::finish`],
 //! so a producer that fails or is killed never leaves a file that looks like a complete trace.
@@ -10,10 +14,11 @@ use std::fs::File;
 use std::io::{BufWriter, Write};
 use std::path::{Path, PathBuf};
 
-use super::tables::{self, Tables, ThreadDir};
+use super::tables::{self, StreamCounts, Tables, ThreadDir};
 use super::{
-    CHUNK_MAGIC, CHUNK_TARGET, H_DYN_MEM, H_HIT_SHIFT, H_MARKER, H_TAKEN, HIT_BITS, MAGIC,
-    PRED_SLOTS, Predictor, TRAILER_MAGIC, VERSION, code, put_varint, zigzag,
+    CHUNK_HEADER_LEN, CHUNK_MAGIC, CHUNK_TARGET, H_DYN_MEM, H_HIT_SHIFT, H_MARKER, H_TAKEN,
+    HIT_BITS, MAGIC, PRED_SLOTS, Predictor, TRAILER_MAGIC, VERSION, ZSTD_LEVEL, code, put_varint,
+    zigzag,
 };
 use crate::error::TraceError;
 use crate::model::{BranchKind, Marker, MemAccess, Order, Program, SrcLoc, StaticInst, TraceMeta};
@@ -31,6 +36,29 @@ struct ThreadEnc {
     expected_pc: Option<u64>,
     /// The last record is an indirect branch whose target varint is not yet written.
     pending_indirect: bool,
+    /// What the stream holds so far.
+    counts: StreamCounts,
+}
+
+/// A failed write of the trace, said plainly when the disk (or a file size limit) is full.
+fn write_error(path: &Path, offset: u64, what: &str, e: std::io::Error) -> TraceError {
+    const ENOSPC: i32 = 28;
+    const EFBIG: i32 = 27;
+    const EDQUOT: i32 = 122;
+    match e.raw_os_error() {
+        Some(ENOSPC | EFBIG | EDQUOT) => {
+            let mut err = TraceError::io(path, offset, what, e);
+            err.message = format!(
+                "{}; the trace needed more than the {offset} bytes ({:.1} MB) written so far, and \
+                 its partial file is removed: free space, raise the limit, or write the trace \
+                 elsewhere",
+                err.message,
+                offset as f64 / 1e6
+            );
+            err
+        }
+        _ => TraceError::io(path, offset, what, e),
+    }
 }
 
 /// Streams a trace to disk. See the module docs.
@@ -39,6 +67,10 @@ pub struct TraceWriter {
     tmp: PathBuf,
     out: Option<BufWriter<File>>,
     offset: u64,
+    /// The chunk compressor and its output buffer, reused for every chunk.
+    zstd: zstd::bulk::Compressor<'static>,
+    zbuf: Vec<u8>,
+    compress: bool,
     meta: TraceMeta,
     program: Program,
     by_pc: HashMap<u64, u32>,
@@ -54,11 +86,16 @@ impl TraceWriter {
         tmp.push(".partial");
         let tmp = PathBuf::from(tmp);
         let f = File::create(&tmp).map_err(|e| TraceError::io(path, 0, "cannot create", e))?;
+        let zstd = zstd::bulk::Compressor::new(ZSTD_LEVEL)
+            .map_err(|e| TraceError::io(path, 0, "cannot start the zstd compressor", e))?;
         let mut w = TraceWriter {
             path: path.to_path_buf(),
             tmp,
             out: Some(BufWriter::with_capacity(1 << 20, f)),
             offset: 0,
+            zstd,
+            zbuf: Vec::with_capacity(CHUNK_TARGET + CHUNK_TARGET / 8),
+            compress: true,
             meta,
             program: Program::default(),
             by_pc: HashMap::new(),
@@ -83,9 +120,15 @@ impl TraceWriter {
     fn write_raw(&mut self, bytes: &[u8]) -> Result<(), TraceError> {
         let out = self.out.as_mut().expect("writer used after finish");
         out.write_all(bytes)
-            .map_err(|e| TraceError::io(&self.path, self.offset, "write failed", e))?;
+            .map_err(|e| write_error(&self.path, self.offset, "write failed", e))?;
         self.offset += bytes.len() as u64;
         Ok(())
+    }
+
+    /// Whether chunks are compressed (the default) or stored as they are: for tests that edit
+    /// payloads in place, and to measure what compression saves.
+    pub fn set_compression(&mut self, on: bool) {
+        self.compress = on;
     }
 
     /// The source map, for producers to fill in names.
@@ -208,6 +251,17 @@ impl TraceWriter {
         }
         th.buf[hpos] = h;
         th.dir.instructions += 1;
+        for a in mem {
+            if a.write {
+                th.counts.stores += 1;
+            } else {
+                th.counts.loads += 1;
+            }
+        }
+        if branch.is_branch() {
+            th.counts.branches += 1;
+            th.counts.taken += (branch != BranchKind::Conditional || taken) as u64;
+        }
         match branch {
             BranchKind::None => th.expected_pc = Some(pc.wrapping_add(size as u64)),
             BranchKind::Conditional => {
@@ -232,6 +286,7 @@ impl TraceWriter {
     pub fn marker(&mut self, tid: u32, m: Marker) -> Result<(), TraceError> {
         let th = self.thread(tid)?;
         Self::close_pending(th);
+        th.counts.markers[m.kind_index()] += 1;
         let b = &mut th.buf;
         let mut put = |c: u8, args: &[u64]| {
             b.push(H_MARKER | c);
@@ -321,19 +376,36 @@ impl TraceWriter {
             return Ok(());
         }
         let payload = std::mem::take(&mut th.buf);
-        let mut hdr = [0u8; 20];
+        let records = th.chunk_records;
+        th.chunk_records = 0;
+        // Compressed unless that does not make it smaller (decoded length 0: stored as is).
+        let mut zbuf = std::mem::take(&mut self.zbuf);
+        zbuf.clear();
+        zbuf.reserve(zstd::zstd_safe::compress_bound(payload.len()));
+        let compressed = self.compress
+            && self
+                .zstd
+                .compress_to_buffer(&payload, &mut zbuf)
+                .is_ok_and(|n| n < payload.len());
+        let (stored, decoded_len): (&[u8], u32) = if compressed {
+            (&zbuf, payload.len() as u32)
+        } else {
+            (&payload, 0)
+        };
+        let mut hdr = [0u8; CHUNK_HEADER_LEN as usize];
         hdr[0..4].copy_from_slice(CHUNK_MAGIC);
         hdr[4..8].copy_from_slice(&tid.to_le_bytes());
-        hdr[8..12].copy_from_slice(&(payload.len() as u32).to_le_bytes());
-        hdr[12..16].copy_from_slice(&th.chunk_records.to_le_bytes());
+        hdr[8..12].copy_from_slice(&(stored.len() as u32).to_le_bytes());
+        hdr[12..16].copy_from_slice(&records.to_le_bytes());
+        hdr[16..20].copy_from_slice(&decoded_len.to_le_bytes());
         let mut crc = crc32fast::Hasher::new();
-        crc.update(&hdr[0..16]);
-        crc.update(&payload);
-        hdr[16..20].copy_from_slice(&crc.finalize().to_le_bytes());
-        th.chunk_records = 0;
-        th.dir.chunks.push(self.offset);
-        self.write_raw(&hdr)?;
-        self.write_raw(&payload)?;
+        crc.update(&hdr[0..20]);
+        crc.update(stored);
+        hdr[20..24].copy_from_slice(&crc.finalize().to_le_bytes());
+        self.threads[tid as usize].dir.chunks.push(self.offset);
+        let r = self.write_raw(&hdr).and_then(|()| self.write_raw(stored));
+        self.zbuf = zbuf;
+        r?;
         let th = &mut self.threads[tid as usize];
         th.buf = payload;
         th.buf.clear();
@@ -362,10 +434,21 @@ impl TraceWriter {
         }
         let t = Tables {
             meta: std::mem::take(&mut self.meta),
-            threads: self.threads.iter().map(|t| t.dir.clone()).collect(),
+            threads: self
+                .threads
+                .iter()
+                .map(|t| ThreadDir {
+                    counts: Some(t.counts.clone()),
+                    ..t.dir.clone()
+                })
+                .collect(),
             program: std::mem::take(&mut self.program),
         };
-        let body = tables::encode(&t);
+        let plain = tables::encode(&t);
+        // Format v2 stores the tables as one zstd frame (its header records the decoded size).
+        let body = zstd::bulk::compress(&plain, ZSTD_LEVEL).map_err(|e| {
+            TraceError::io(&self.path, self.offset, "cannot compress the tables", e)
+        })?;
         let tables_off = self.offset;
         self.write_raw(&body)?;
         let mut tr = Vec::with_capacity(32);
@@ -379,9 +462,9 @@ impl TraceWriter {
         let out = self.out.take().expect("finish called once");
         let f = out
             .into_inner()
-            .map_err(|e| TraceError::io(&self.path, self.offset, "flush failed", e.into_error()))?;
+            .map_err(|e| write_error(&self.path, self.offset, "flush failed", e.into_error()))?;
         f.sync_all()
-            .map_err(|e| TraceError::io(&self.path, self.offset, "sync failed", e))?;
+            .map_err(|e| write_error(&self.path, self.offset, "sync failed", e))?;
         std::fs::rename(&self.tmp, &self.path).map_err(|e| {
             TraceError::io(
                 &self.path,
@@ -401,4 +484,32 @@ impl Drop for TraceWriter {
             let _ = std::fs::remove_file(&self.tmp);
         }
     }
+}
+
+/// Rewrites the trace at `src` (any version this isim reads) into `dst` in the current
+/// format, chunks compressed or not: the same records, tables and source map. The upgrade
+/// path of v1 traces, and a way to compare sizes.
+pub fn rewrite(src: &Path, dst: &Path, compress: bool) -> Result<(), TraceError> {
+    let t = crate::format::reader::Trace::open(src)?;
+    let mut w = TraceWriter::create(dst, t.meta.clone())?;
+    w.set_compression(compress);
+    *w.source_mut() = t.program.source.clone();
+    for s in &t.program.insts {
+        w.add_static(s.clone())?;
+    }
+    let mut batch = crate::model::Batch::default();
+    for tid in 0..t.thread_count() {
+        let mut st = t.stream(tid)?;
+        while st.next_batch(&mut batch)? {
+            for r in &batch.records {
+                match r {
+                    crate::model::Record::Inst(i) => {
+                        w.inst(tid, i.sidx, i.taken, batch.mem_of(i))?;
+                    }
+                    crate::model::Record::Marker(m) => w.marker(tid, *m)?,
+                }
+            }
+        }
+    }
+    w.finish()
 }

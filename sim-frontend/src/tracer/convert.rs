@@ -1,4 +1,4 @@
-//! Turns a capture directory (the raw files of [`super::raw`]) into a trace v1.
+//! Turns a capture directory (the raw files of [`super::raw`]) into a trace.
 //!
 //! Per thread, in program order, each executed instruction becomes a record once the next one
 //! is known (that is when a conditional branch's outcome is), with the memory accesses QEMU
