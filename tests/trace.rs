@@ -358,7 +358,7 @@ fn trace_info_reads_back_the_tracers_summary() {
         let t = dir.path().join(format!("{name}.itrace"));
         let s = trace(&t, "main", &exe, args);
         let info: Value = serde_json::from_str(&ok(
-            &isim(&["trace-info", t.to_str().unwrap(), "--json"]),
+            &isim(&["trace-info", t.to_str().unwrap(), "--json", "--verify"]),
             "trace-info",
         ))
         .unwrap();
@@ -448,7 +448,7 @@ int main(int argc, char **argv) {
         assert!(warnings.contains(says), "{mode}: {warnings}");
         // The worker ran to its end in every case: 20,000 iterations of its loop.
         let info: Value = serde_json::from_str(&ok(
-            &isim(&["trace-info", t.to_str().unwrap(), "--json"]),
+            &isim(&["trace-info", t.to_str().unwrap(), "--json", "--verify"]),
             "trace-info",
         ))
         .unwrap();
