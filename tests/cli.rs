@@ -434,3 +434,40 @@ fn v1_traces_read_count_and_simulate_as_the_isim_that_wrote_them() {
         }
     }
 }
+
+/// A full disk while writing a trace: the write fails with ENOSPC (the trace's `.partial`
+/// file is a symlink to /dev/full, a device every write to which fails so); the error names
+/// the file, says the disk is full and how much the trace had taken, and leaves nothing that
+/// looks like a trace.
+#[test]
+fn a_full_disk_is_a_clear_error_that_leaves_no_trace() {
+    let dir = tempfile::tempdir().unwrap();
+    let t = dir.path().join("t.itrace");
+    std::os::unix::fs::symlink("/dev/full", dir.path().join("t.itrace.partial")).unwrap();
+    // Big enough to fill the writer's 1 MiB buffer before the end.
+    let err = fails(&[
+        "gen",
+        "radix-miss",
+        "--threads",
+        "8",
+        "--size",
+        "65536",
+        "-o",
+        t.to_str().unwrap(),
+    ]);
+    assert!(err.contains("t.itrace"), "{err}");
+    assert!(err.contains("No space left on device"), "{err}");
+    assert!(err.contains("the trace needed at least"), "{err}");
+    assert!(err.contains("free space"), "{err}");
+    let needed: u64 = err
+        .split("needed at least ")
+        .nth(1)
+        .and_then(|r| r.split(' ').next())
+        .and_then(|n| n.parse().ok())
+        .unwrap_or_else(|| panic!("{err}"));
+    // It failed when the writer's 1 MiB buffer first went to the disk.
+    assert!(needed > 1 << 20, "failed after {needed} bytes: {err}");
+    assert!(!t.exists());
+    let left: Vec<_> = std::fs::read_dir(dir.path()).unwrap().collect();
+    assert!(left.is_empty(), "left behind: {left:?}");
+}

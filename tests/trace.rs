@@ -594,3 +594,74 @@ fn tage_learns_the_16_iteration_loops_of_a_blocked_lu() {
         "{share_tage} vs {share_tour}"
     );
 }
+
+/// `isim trace` killed with SIGKILL (no chance to clean up) leaves no file that looks like a
+/// trace: the output does not exist, and what is left (`.partial`, `.capture/`) is refused as
+/// truncated by every reader; the same command then traces the program from scratch.
+#[test]
+fn a_killed_isim_trace_leaves_nothing_that_looks_complete() {
+    if !common::tools_present(&["qemu-x86_64", "gcc"]) {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let exe = example(dir.path(), "owner_barrier");
+    let t = dir.path().join("k.itrace");
+    let args = [
+        "trace",
+        "-o",
+        t.to_str().unwrap(),
+        "--",
+        exe.to_str().unwrap(),
+        "-t",
+        "2",
+        "-n",
+        "200",
+    ];
+    let mut partial = t.as_os_str().to_owned();
+    partial.push(".partial");
+    let partial = std::path::PathBuf::from(partial);
+    let mut killed_while_writing = false;
+    // Kill it at growing delays until once it dies while writing the trace itself.
+    for delay_ms in [300u64, 600, 900, 1200, 1600, 2000, 2500] {
+        let mut child = Command::new(env!("CARGO_BIN_EXE_isim"))
+            .env("ISIM_TRACER_DIR", tracer_libs())
+            .args(args)
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .unwrap();
+        std::thread::sleep(std::time::Duration::from_millis(delay_ms));
+        let finished = child.try_wait().unwrap().is_some();
+        child.kill().unwrap_or(());
+        child.wait().unwrap();
+        if finished {
+            break;
+        }
+        assert!(
+            !t.exists(),
+            "killed after {delay_ms} ms, yet {} exists",
+            t.display()
+        );
+        if partial.exists() {
+            killed_while_writing = true;
+            let e = sim_frontend::Trace::open(&partial)
+                .err()
+                .unwrap_or_else(|| panic!("a killed trace's .partial opens as a trace"));
+            assert!(e.to_string().contains("truncated"), "{e}");
+            break;
+        }
+    }
+    assert!(
+        killed_while_writing,
+        "no kill landed while the trace was being written"
+    );
+    let s = trace(&t, "main", &exe, &["-t", "2", "-n", "200"]);
+    assert!(s["instructions"].as_u64().unwrap() > 1_000_000, "{s}");
+    assert!(!partial.exists());
+    let info: Value = serde_json::from_str(&ok(
+        &isim(&["trace-info", t.to_str().unwrap(), "--json", "--verify"]),
+        "trace-info",
+    ))
+    .unwrap();
+    assert_eq!(info["verified"], true);
+}

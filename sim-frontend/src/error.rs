@@ -47,9 +47,8 @@ impl TraceError {
 impl fmt::Display for TraceError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(f, "{}: byte {}", self.file.display(), self.offset)?;
-        match self.thread {
-            Some(t) => write!(f, ", thread {t}")?,
-            None => write!(f, " (trace tables, no thread)")?,
+        if let Some(t) = self.thread {
+            write!(f, ", thread {t}")?;
         }
         write!(f, ": {}", self.message)
     }

@@ -49,8 +49,8 @@ fn write_error(path: &Path, offset: u64, what: &str, e: std::io::Error) -> Trace
         Some(ENOSPC | EFBIG | EDQUOT) => {
             let mut err = TraceError::io(path, offset, what, e);
             err.message = format!(
-                "{}; the trace needed more than the {offset} bytes ({:.1} MB) written so far, and \
-                 its partial file is removed: free space, raise the limit, or write the trace \
+                "{}; the trace needed at least {offset} bytes ({:.1} MB) so far, and its \
+                 partial file is removed: free space, raise the limit, or write the trace \
                  elsewhere",
                 err.message,
                 offset as f64 / 1e6
@@ -119,8 +119,14 @@ impl TraceWriter {
 
     fn write_raw(&mut self, bytes: &[u8]) -> Result<(), TraceError> {
         let out = self.out.as_mut().expect("writer used after finish");
-        out.write_all(bytes)
-            .map_err(|e| write_error(&self.path, self.offset, "write failed", e))?;
+        out.write_all(bytes).map_err(|e| {
+            write_error(
+                &self.path,
+                self.offset + bytes.len() as u64,
+                "write failed",
+                e,
+            )
+        })?;
         self.offset += bytes.len() as u64;
         Ok(())
     }
