@@ -788,6 +788,7 @@ pub(crate) fn trace_one(spec: &SweepSpec, dir: &Path, cores: u32) -> Result<()> 
         cpu: crate::trace::DEFAULT_CPU.to_string(),
         keep_capture: false,
         json: false,
+        host_threads: None,
         program: spec.program_for(cores),
         program_output: Some(traces.join(format!("c{cores}.log"))),
     };

@@ -55,6 +55,10 @@ pub struct TraceArgs {
     /// Print the summary as JSON.
     #[arg(long)]
     pub json: bool,
+    /// Host threads converting the capture, one thread's stream each at a time (default: all
+    /// cores). The trace's records are the same whatever the number.
+    #[arg(long, value_name = "N")]
+    pub host_threads: Option<usize>,
     /// The program and its arguments.
     #[arg(last = true, required = true, value_name = "PROGRAM")]
     pub program: Vec<String>,
@@ -305,6 +309,7 @@ pub fn trace(a: &TraceArgs) -> Result<TraceReport> {
         roi,
         preload_name: PRELOAD_SO.to_string(),
         base_dir: std::env::current_dir().ok(),
+        host_threads: a.host_threads.unwrap_or(0),
     };
     let summary = convert::convert(&cap, &a.out, &opts)
         .with_context(|| format!("cannot convert the capture of {}", program.display()))?;

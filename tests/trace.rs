@@ -665,3 +665,82 @@ fn a_killed_isim_trace_leaves_nothing_that_looks_complete() {
     .unwrap();
     assert_eq!(info["verified"], true);
 }
+
+/// Converting a capture on several host threads gives the same trace as on one: the same
+/// static table, source map, counts and, thread by thread, the same records (only where the
+/// chunks sit in the file may differ); on one host thread the file is the same byte for byte
+/// every time.
+#[test]
+fn converting_on_several_host_threads_writes_the_same_records() {
+    if !common::tools_present(&["qemu-x86_64", "gcc"]) {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let exe = example(dir.path(), "owner_barrier");
+    let t = dir.path().join("o.itrace");
+    let o = Command::new(env!("CARGO_BIN_EXE_isim"))
+        .env("ISIM_TRACER_DIR", tracer_libs())
+        .args(["trace", "--keep-capture", "-o", t.to_str().unwrap(), "--"])
+        .arg(&exe)
+        .args(["-t", "4", "-n", "60"])
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let cap = dir.path().join("o.itrace.capture");
+    let convert = |host_threads: usize, name: &str| {
+        let out = dir.path().join(name);
+        let opts = sim_frontend::tracer::convert::Options {
+            program: exe.clone(),
+            args: vec!["-t".into(), "4".into(), "-n".into(), "60".into()],
+            roi: sim_frontend::tracer::convert::RoiMode::Main,
+            preload_name: isim::trace::PRELOAD_SO.into(),
+            base_dir: None,
+            host_threads,
+        };
+        let s = sim_frontend::tracer::convert::convert(&cap, &out, &opts).unwrap();
+        (out, s)
+    };
+    let (one, s1) = convert(1, "one.itrace");
+    let (again, _) = convert(1, "again.itrace");
+    let (four, s4) = convert(4, "four.itrace");
+    assert_eq!(std::fs::read(&one).unwrap(), std::fs::read(&again).unwrap());
+    assert_eq!(s1.threads, s4.threads);
+    assert_eq!(s1.warnings, s4.warnings);
+    let (a, b) = (
+        sim_frontend::Trace::open(&one).unwrap(),
+        sim_frontend::Trace::open(&four).unwrap(),
+    );
+    assert_eq!(a.program, b.program);
+    assert_eq!(a.meta, b.meta);
+    assert_eq!(a.thread_count(), 4, "owner_barrier -t 4 runs four threads");
+    let mut ba = sim_frontend::model::Batch::default();
+    let mut bb = sim_frontend::model::Batch::default();
+    for tid in 0..a.thread_count() {
+        assert_eq!(
+            a.threads[tid as usize].counts,
+            b.threads[tid as usize].counts
+        );
+        let (mut sa, mut sb) = (a.stream(tid).unwrap(), b.stream(tid).unwrap());
+        let (mut ra, mut rb) = (Vec::new(), Vec::new());
+        while sa.next_batch(&mut ba).unwrap() {
+            for r in &ba.records {
+                let mem = match r {
+                    sim_frontend::model::Record::Inst(i) => ba.mem_of(i).to_vec(),
+                    _ => Vec::new(),
+                };
+                ra.push((*r, mem));
+            }
+        }
+        while sb.next_batch(&mut bb).unwrap() {
+            for r in &bb.records {
+                let mem = match r {
+                    sim_frontend::model::Record::Inst(i) => bb.mem_of(i).to_vec(),
+                    _ => Vec::new(),
+                };
+                rb.push((*r, mem));
+            }
+        }
+        assert!(ra.len() > 1000, "thread {tid}: {} records", ra.len());
+        assert!(ra == rb, "thread {tid}: records differ");
+    }
+}

@@ -618,3 +618,97 @@ proptest! {
         }
     }
 }
+
+/// Streams long enough to fill many chunks, with an indirect branch before every other
+/// instruction (its record ends only with the next instruction's index, so a chunk must
+/// never close between the two), written through the serial API and through per-thread
+/// encoders on host threads of their own, read back record for record.
+#[test]
+fn long_streams_of_indirect_branches_round_trip_through_both_writer_apis() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut prog = Vec::new();
+    for k in 0..64u64 {
+        let mut j = StaticInst::new(0x1000 + 0x20 * k, 2, OpClass::Jump);
+        j.branch = BranchKind::IndirectJump;
+        prog.push(j);
+        let mut l = StaticInst::new(0x1010 + 0x20 * k, 4, OpClass::Load);
+        l.mem = vec![MemSpec {
+            size: 8,
+            write: false,
+        }];
+        prog.push(l);
+    }
+    // Thread t: indirect jump k → load at a pseudo-random slot, its address random too.
+    let events = |t: u32| -> Vec<(u32, Vec<MemAccess>)> {
+        let mut x = 0x9e37_79b9_7f4a_7c15u64 ^ t as u64;
+        let mut v = Vec::new();
+        let mut k = 0u32;
+        for _ in 0..60_000 {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            v.push((2 * k, Vec::new()));
+            let next = (x % 64) as u32;
+            v.push((
+                2 * next + 1,
+                vec![MemAccess {
+                    addr: x & 0xffff_fff8,
+                    size: 8,
+                    write: false,
+                }],
+            ));
+            k = next;
+        }
+        v
+    };
+    let write = |path: &Path, parallel: bool| {
+        let mut w = TraceWriter::create(path, TraceMeta::default()).unwrap();
+        for s in &prog {
+            w.add_static(s.clone()).unwrap();
+        }
+        if parallel {
+            let encs = w.encoders(3).unwrap();
+            std::thread::scope(|s| {
+                for mut e in encs {
+                    let ev = events(e.thread());
+                    s.spawn(move || {
+                        for (sidx, mem) in ev {
+                            e.inst(sidx, false, &mem).unwrap();
+                        }
+                        e.finish().unwrap();
+                    });
+                }
+            });
+        } else {
+            for t in 0..3 {
+                for (sidx, mem) in events(t) {
+                    w.inst(t, sidx, false, &mem).unwrap();
+                }
+            }
+        }
+        w.finish().unwrap();
+    };
+    let (a, b) = (
+        dir.path().join("serial.itrace"),
+        dir.path().join("par.itrace"),
+    );
+    write(&a, false);
+    write(&b, true);
+    let (ra, rb) = (read_all(&a).unwrap(), read_all(&b).unwrap());
+    assert_eq!(ra, rb);
+    let t = Trace::open(&a).unwrap();
+    for (tid, stream) in ra.iter().enumerate() {
+        assert!(
+            t.threads[tid].chunks.len() > 3,
+            "{} chunks",
+            t.threads[tid].chunks.len()
+        );
+        let want = events(tid as u32);
+        assert_eq!(stream.len(), want.len());
+        for ((r, mem), (sidx, wmem)) in stream.iter().zip(&want) {
+            let Record::Inst(i) = r else { panic!("{r:?}") };
+            assert_eq!(i.sidx, *sidx);
+            assert_eq!(mem, wmem);
+        }
+    }
+}

@@ -6,6 +6,11 @@
 //! A write that fails for lack of space (a full disk, a file size limit) is reported as such,
 //! with how many bytes the trace had taken so far.
 //!
+//! Threads' streams are independent once the static table is known: [`TraceWriter::encoders`]
+//! hands out one [`ThreadEncoder`] per thread, to be driven on as many host threads; each
+//! compresses its own chunks, and chunks go to the file in the order they are completed
+//! (the thread directory records where each is, so the layout needs no fixed order).
+//!
 //! The output goes to `<path>.partial` and is renamed to `<path>` only by [`TraceWriter::finish`],
 //! so a producer that fails or is killed never leaves a file that looks like a complete trace.
 
@@ -13,6 +18,7 @@ use std::collections::HashMap;
 use std::fs::File;
 use std::io::{BufWriter, Write};
 use std::path::{Path, PathBuf};
+use std::sync::Mutex;
 
 use super::tables::{self, StreamCounts, Tables, ThreadDir};
 use super::{
@@ -40,6 +46,331 @@ struct ThreadEnc {
     counts: StreamCounts,
 }
 
+impl ThreadEnc {
+    /// The chunk has reached its target size and its last record is complete (an indirect
+    /// branch's record ends with its successor, written with the next instruction: records
+    /// never straddle chunks).
+    fn chunk_full(&self) -> bool {
+        self.buf.len() >= CHUNK_TARGET && !self.pending_indirect
+    }
+
+    /// Encodes one instruction (see [`TraceWriter::inst`]); the error is the message.
+    fn inst(
+        &mut self,
+        program: &Program,
+        mem_base: &[u32],
+        sidx: u32,
+        taken: bool,
+        mem: &[MemAccess],
+    ) -> Result<(), String> {
+        let Some(s) = program.insts.get(sidx as usize) else {
+            return Err(format!("static index {sidx} not declared"));
+        };
+        let (pc, size, branch, target) = (s.pc, s.size, s.branch, s.target);
+        let shape_matches = mem.len() == s.mem.len()
+            && mem
+                .iter()
+                .zip(&s.mem)
+                .all(|(a, m)| a.size == m.size && a.write == m.write);
+        if !shape_matches && mem.iter().any(|a| a.size == 0) {
+            return Err(format!("pc {pc:#x}: memory access of size 0"));
+        }
+        let base = mem_base[sidx as usize] as usize;
+        let th = self;
+        if th.pending_indirect {
+            put_varint(&mut th.buf, sidx as u64 + 1);
+            th.pending_indirect = false;
+            th.expected_pc = Some(pc);
+            th.end_record();
+        }
+        if th.expected_pc != Some(pc) {
+            th.buf.push(H_MARKER | code::JUMP);
+            put_varint(&mut th.buf, sidx as u64);
+        }
+        let hpos = th.buf.len();
+        th.buf.push(0);
+        let mut h = 0u8;
+        if branch == BranchKind::Conditional && taken {
+            h |= H_TAKEN;
+        }
+        if shape_matches {
+            for (i, a) in mem.iter().enumerate() {
+                let slot = &mut th.pred.slots[(base + i) & (PRED_SLOTS - 1)];
+                let predicted = slot.0.wrapping_add(slot.1);
+                if i < HIT_BITS && a.addr == predicted {
+                    h |= 1 << (H_HIT_SHIFT + i as u32);
+                } else {
+                    put_varint(&mut th.buf, zigzag(a.addr.wrapping_sub(predicted) as i64));
+                    slot.1 = a.addr.wrapping_sub(slot.0);
+                }
+                slot.0 = a.addr;
+            }
+        } else {
+            h |= H_DYN_MEM;
+            put_varint(&mut th.buf, mem.len() as u64);
+            for a in mem {
+                th.buf.extend_from_slice(&[a.size, a.write as u8]);
+                put_varint(
+                    &mut th.buf,
+                    zigzag(a.addr.wrapping_sub(th.pred.dyn_last) as i64),
+                );
+                th.pred.dyn_last = a.addr;
+            }
+        }
+        th.buf[hpos] = h;
+        th.dir.instructions += 1;
+        for a in mem {
+            if a.write {
+                th.counts.stores += 1;
+            } else {
+                th.counts.loads += 1;
+            }
+        }
+        if branch.is_branch() {
+            th.counts.branches += 1;
+            th.counts.taken += (branch != BranchKind::Conditional || taken) as u64;
+        }
+        match branch {
+            BranchKind::None => th.expected_pc = Some(pc.wrapping_add(size as u64)),
+            BranchKind::Conditional => {
+                th.expected_pc = Some(if taken {
+                    target
+                } else {
+                    pc.wrapping_add(size as u64)
+                })
+            }
+            BranchKind::DirectJump | BranchKind::DirectCall => th.expected_pc = Some(target),
+            BranchKind::IndirectJump | BranchKind::IndirectCall | BranchKind::Return => {
+                th.pending_indirect = true;
+                th.expected_pc = None;
+                return Ok(());
+            }
+        }
+        th.end_record();
+        Ok(())
+    }
+
+    /// Encodes one marker.
+    fn marker(&mut self, m: Marker) {
+        self.close_pending();
+        self.counts.markers[m.kind_index()] += 1;
+        let b = &mut self.buf;
+        let mut put = |c: u8, args: &[u64]| {
+            b.push(H_MARKER | c);
+            for &a in args {
+                put_varint(b, a);
+            }
+        };
+        match m {
+            Marker::ThreadStart => put(code::THREAD_START, &[]),
+            Marker::ThreadEnd => put(code::THREAD_END, &[]),
+            Marker::RoiBegin => put(code::ROI_BEGIN, &[]),
+            Marker::RoiEnd => put(code::ROI_END, &[]),
+            Marker::Barrier {
+                id,
+                participants,
+                lead,
+            } => put(
+                if lead {
+                    code::BARRIER_LEAD
+                } else {
+                    code::BARRIER
+                },
+                &[id, participants as u64],
+            ),
+            Marker::MutexLock { addr, order } if order == Order::SIM => {
+                put(code::MUTEX_LOCK, &[addr])
+            }
+            Marker::MutexLock { addr, order } => {
+                put(code::MUTEX_LOCK_ORDERED, &[addr, order.encode()])
+            }
+            Marker::MutexUnlock { addr } => put(code::MUTEX_UNLOCK, &[addr]),
+            Marker::CondWait {
+                cond,
+                mutex,
+                wake,
+                relock,
+            } if wake == Order::SIM && relock == Order::SIM => put(code::COND_WAIT, &[cond, mutex]),
+            Marker::CondWait {
+                cond,
+                mutex,
+                wake,
+                relock,
+            } => put(
+                code::COND_WAIT_ORDERED,
+                &[cond, mutex, wake.encode(), relock.encode()],
+            ),
+            Marker::FutexWait { addr, wake } => put(code::FUTEX_WAIT, &[addr, wake.encode()]),
+            Marker::FutexWake { addr } => put(code::FUTEX_WAKE, &[addr]),
+            Marker::Release { index } => put(code::RELEASE, &[index as u64]),
+            Marker::CondSignal { cond } => put(code::COND_SIGNAL, &[cond]),
+            Marker::CondBroadcast { cond } => put(code::COND_BROADCAST, &[cond]),
+            Marker::ThreadCreate { child } => put(code::CREATE, &[child as u64]),
+            Marker::ThreadJoin { child } => put(code::JOIN, &[child as u64]),
+            Marker::SectionBegin { name } => put(code::SECTION_BEGIN, &[name as u64]),
+            Marker::SectionEnd { name } => put(code::SECTION_END, &[name as u64]),
+        }
+        self.end_record();
+    }
+
+    fn close_pending(&mut self) {
+        if self.pending_indirect {
+            self.buf.push(0);
+            self.pending_indirect = false;
+            self.expected_pc = None;
+            self.end_record();
+        }
+    }
+
+    fn end_record(&mut self) {
+        self.chunk_records += 1;
+        self.dir.records += 1;
+    }
+}
+
+/// The output file, shared by every thread's chunks.
+struct Sink {
+    path: PathBuf,
+    out: Option<BufWriter<File>>,
+    offset: u64,
+}
+
+impl Sink {
+    fn write_raw(&mut self, bytes: &[u8]) -> Result<(), TraceError> {
+        let out = self.out.as_mut().expect("writer used after finish");
+        out.write_all(bytes).map_err(|e| {
+            write_error(
+                &self.path,
+                self.offset + bytes.len() as u64,
+                "write failed",
+                e,
+            )
+        })?;
+        self.offset += bytes.len() as u64;
+        Ok(())
+    }
+}
+
+/// A chunk compressor and its output buffer, reused from chunk to chunk.
+struct Packer {
+    zstd: zstd::bulk::Compressor<'static>,
+    zbuf: Vec<u8>,
+    compress: bool,
+}
+
+impl Packer {
+    fn new(path: &Path, compress: bool) -> Result<Packer, TraceError> {
+        Ok(Packer {
+            zstd: zstd::bulk::Compressor::new(ZSTD_LEVEL)
+                .map_err(|e| TraceError::io(path, 0, "cannot start the zstd compressor", e))?,
+            zbuf: Vec::with_capacity(CHUNK_TARGET + CHUNK_TARGET / 8),
+            compress,
+        })
+    }
+
+    /// Compresses thread `tid`'s pending records (if any) into a chunk and appends it to the
+    /// file, recording where it went.
+    fn flush(
+        &mut self,
+        th: &mut ThreadEnc,
+        tid: u32,
+        sink: &Mutex<Sink>,
+    ) -> Result<(), TraceError> {
+        if th.buf.is_empty() {
+            return Ok(());
+        }
+        let records = th.chunk_records;
+        th.chunk_records = 0;
+        // Compressed unless that does not make it smaller (decoded length 0: stored as is).
+        self.zbuf.clear();
+        self.zbuf
+            .reserve(zstd::zstd_safe::compress_bound(th.buf.len()));
+        let compressed = self.compress
+            && self
+                .zstd
+                .compress_to_buffer(&th.buf, &mut self.zbuf)
+                .is_ok_and(|n| n < th.buf.len());
+        let (stored, decoded_len): (&[u8], u32) = if compressed {
+            (&self.zbuf, th.buf.len() as u32)
+        } else {
+            (&th.buf, 0)
+        };
+        let mut hdr = [0u8; CHUNK_HEADER_LEN as usize];
+        hdr[0..4].copy_from_slice(CHUNK_MAGIC);
+        hdr[4..8].copy_from_slice(&tid.to_le_bytes());
+        hdr[8..12].copy_from_slice(&(stored.len() as u32).to_le_bytes());
+        hdr[12..16].copy_from_slice(&records.to_le_bytes());
+        hdr[16..20].copy_from_slice(&decoded_len.to_le_bytes());
+        let mut crc = crc32fast::Hasher::new();
+        crc.update(&hdr[0..20]);
+        crc.update(stored);
+        hdr[20..24].copy_from_slice(&crc.finalize().to_le_bytes());
+        let mut sink = sink.lock().unwrap_or_else(|p| p.into_inner());
+        th.dir.chunks.push(sink.offset);
+        sink.write_raw(&hdr)?;
+        sink.write_raw(stored)?;
+        drop(sink);
+        th.buf.clear();
+        Ok(())
+    }
+}
+
+/// One thread's stream being encoded on a host thread of its own (from
+/// [`TraceWriter::encoders`]).
+pub struct ThreadEncoder<'a> {
+    tid: u32,
+    th: &'a mut ThreadEnc,
+    program: &'a Program,
+    mem_base: &'a [u32],
+    sink: &'a Mutex<Sink>,
+    /// Made at the first chunk: encoders waiting their turn hold no compressor.
+    packer: Option<Packer>,
+    compress: bool,
+    path: &'a Path,
+}
+
+impl ThreadEncoder<'_> {
+    /// The thread this encoder writes.
+    pub fn thread(&self) -> u32 {
+        self.tid
+    }
+
+    /// As [`TraceWriter::inst`], for this encoder's thread.
+    pub fn inst(&mut self, sidx: u32, taken: bool, mem: &[MemAccess]) -> Result<(), TraceError> {
+        if let Err(msg) = self.th.inst(self.program, self.mem_base, sidx, taken, mem) {
+            return Err(TraceError::at(self.path, Some(self.tid), 0, msg));
+        }
+        self.maybe_flush()
+    }
+
+    /// As [`TraceWriter::marker`], for this encoder's thread.
+    pub fn marker(&mut self, m: Marker) -> Result<(), TraceError> {
+        self.th.marker(m);
+        self.maybe_flush()
+    }
+
+    fn maybe_flush(&mut self) -> Result<(), TraceError> {
+        if self.th.chunk_full() {
+            self.flush()?;
+        }
+        Ok(())
+    }
+
+    fn flush(&mut self) -> Result<(), TraceError> {
+        let packer = match &mut self.packer {
+            Some(p) => p,
+            None => self.packer.insert(Packer::new(self.path, self.compress)?),
+        };
+        packer.flush(self.th, self.tid, self.sink)
+    }
+
+    /// Writes the thread's last chunk.
+    pub fn finish(mut self) -> Result<(), TraceError> {
+        self.th.close_pending();
+        self.flush()
+    }
+}
+
 /// A failed write of the trace, said plainly when the disk (or a file size limit) is full.
 fn write_error(path: &Path, offset: u64, what: &str, e: std::io::Error) -> TraceError {
     const ENOSPC: i32 = 28;
@@ -65,12 +396,10 @@ fn write_error(path: &Path, offset: u64, what: &str, e: std::io::Error) -> Trace
 pub struct TraceWriter {
     path: PathBuf,
     tmp: PathBuf,
-    out: Option<BufWriter<File>>,
-    offset: u64,
-    /// The chunk compressor and its output buffer, reused for every chunk.
-    zstd: zstd::bulk::Compressor<'static>,
-    zbuf: Vec<u8>,
-    compress: bool,
+    /// The file, shared by the chunks of every thread.
+    sink: Mutex<Sink>,
+    /// The serial API's chunk compressor.
+    packer: Packer,
     meta: TraceMeta,
     program: Program,
     by_pc: HashMap<u64, u32>,
@@ -86,16 +415,15 @@ impl TraceWriter {
         tmp.push(".partial");
         let tmp = PathBuf::from(tmp);
         let f = File::create(&tmp).map_err(|e| TraceError::io(path, 0, "cannot create", e))?;
-        let zstd = zstd::bulk::Compressor::new(ZSTD_LEVEL)
-            .map_err(|e| TraceError::io(path, 0, "cannot start the zstd compressor", e))?;
         let mut w = TraceWriter {
             path: path.to_path_buf(),
             tmp,
-            out: Some(BufWriter::with_capacity(1 << 20, f)),
-            offset: 0,
-            zstd,
-            zbuf: Vec::with_capacity(CHUNK_TARGET + CHUNK_TARGET / 8),
-            compress: true,
+            sink: Mutex::new(Sink {
+                path: path.to_path_buf(),
+                out: Some(BufWriter::with_capacity(1 << 20, f)),
+                offset: 0,
+            }),
+            packer: Packer::new(path, true)?,
             meta,
             program: Program::default(),
             by_pc: HashMap::new(),
@@ -109,32 +437,23 @@ impl TraceWriter {
         pro.extend_from_slice(&0u16.to_le_bytes());
         let crc = crc32fast::hash(&pro);
         pro.extend_from_slice(&crc.to_le_bytes());
-        w.write_raw(&pro)?;
+        w.sink_mut().write_raw(&pro)?;
         Ok(w)
     }
 
-    fn err(&self, thread: Option<u32>, msg: impl Into<String>) -> TraceError {
-        TraceError::at(&self.path, thread, self.offset, msg)
+    fn sink_mut(&mut self) -> &mut Sink {
+        self.sink.get_mut().unwrap_or_else(|p| p.into_inner())
     }
 
-    fn write_raw(&mut self, bytes: &[u8]) -> Result<(), TraceError> {
-        let out = self.out.as_mut().expect("writer used after finish");
-        out.write_all(bytes).map_err(|e| {
-            write_error(
-                &self.path,
-                self.offset + bytes.len() as u64,
-                "write failed",
-                e,
-            )
-        })?;
-        self.offset += bytes.len() as u64;
-        Ok(())
+    fn err(&mut self, thread: Option<u32>, msg: impl Into<String>) -> TraceError {
+        let offset = self.sink_mut().offset;
+        TraceError::at(&self.path, thread, offset, msg)
     }
 
     /// Whether chunks are compressed (the default) or stored as they are: for tests that edit
     /// payloads in place, and to measure what compression saves.
     pub fn set_compression(&mut self, on: bool) {
-        self.compress = on;
+        self.packer.compress = on;
     }
 
     /// The source map, for producers to fill in names.
@@ -201,176 +520,22 @@ impl TraceWriter {
         taken: bool,
         mem: &[MemAccess],
     ) -> Result<(), TraceError> {
-        let Some(s) = self.program.insts.get(sidx as usize) else {
-            return Err(self.err(Some(tid), format!("static index {sidx} not declared")));
-        };
-        let (pc, size, branch, target) = (s.pc, s.size, s.branch, s.target);
-        let shape_matches = mem.len() == s.mem.len()
-            && mem
-                .iter()
-                .zip(&s.mem)
-                .all(|(a, m)| a.size == m.size && a.write == m.write);
-        if !shape_matches && mem.iter().any(|a| a.size == 0) {
-            return Err(self.err(Some(tid), format!("pc {pc:#x}: memory access of size 0")));
+        self.thread(tid)?;
+        let th = &mut self.threads[tid as usize];
+        if let Err(msg) = th.inst(&self.program, &self.mem_base, sidx, taken, mem) {
+            return Err(self.err(Some(tid), msg));
         }
-        let base = self.mem_base[sidx as usize] as usize;
-        let th = self.thread(tid)?;
-        if th.pending_indirect {
-            put_varint(&mut th.buf, sidx as u64 + 1);
-            th.pending_indirect = false;
-            th.expected_pc = Some(pc);
-            Self::end_record(th);
-        }
-        if th.expected_pc != Some(pc) {
-            th.buf.push(H_MARKER | code::JUMP);
-            put_varint(&mut th.buf, sidx as u64);
-        }
-        let hpos = th.buf.len();
-        th.buf.push(0);
-        let mut h = 0u8;
-        if branch == BranchKind::Conditional && taken {
-            h |= H_TAKEN;
-        }
-        if shape_matches {
-            for (i, a) in mem.iter().enumerate() {
-                let slot = &mut th.pred.slots[(base + i) & (PRED_SLOTS - 1)];
-                let predicted = slot.0.wrapping_add(slot.1);
-                if i < HIT_BITS && a.addr == predicted {
-                    h |= 1 << (H_HIT_SHIFT + i as u32);
-                } else {
-                    put_varint(&mut th.buf, zigzag(a.addr.wrapping_sub(predicted) as i64));
-                    slot.1 = a.addr.wrapping_sub(slot.0);
-                }
-                slot.0 = a.addr;
-            }
-        } else {
-            h |= H_DYN_MEM;
-            put_varint(&mut th.buf, mem.len() as u64);
-            for a in mem {
-                th.buf.extend_from_slice(&[a.size, a.write as u8]);
-                put_varint(
-                    &mut th.buf,
-                    zigzag(a.addr.wrapping_sub(th.pred.dyn_last) as i64),
-                );
-                th.pred.dyn_last = a.addr;
-            }
-        }
-        th.buf[hpos] = h;
-        th.dir.instructions += 1;
-        for a in mem {
-            if a.write {
-                th.counts.stores += 1;
-            } else {
-                th.counts.loads += 1;
-            }
-        }
-        if branch.is_branch() {
-            th.counts.branches += 1;
-            th.counts.taken += (branch != BranchKind::Conditional || taken) as u64;
-        }
-        match branch {
-            BranchKind::None => th.expected_pc = Some(pc.wrapping_add(size as u64)),
-            BranchKind::Conditional => {
-                th.expected_pc = Some(if taken {
-                    target
-                } else {
-                    pc.wrapping_add(size as u64)
-                })
-            }
-            BranchKind::DirectJump | BranchKind::DirectCall => th.expected_pc = Some(target),
-            BranchKind::IndirectJump | BranchKind::IndirectCall | BranchKind::Return => {
-                th.pending_indirect = true;
-                th.expected_pc = None;
-                return Ok(());
-            }
-        }
-        Self::end_record(th);
         self.maybe_flush(tid)
     }
 
     /// Appends a marker to thread `tid`.
     pub fn marker(&mut self, tid: u32, m: Marker) -> Result<(), TraceError> {
-        let th = self.thread(tid)?;
-        Self::close_pending(th);
-        th.counts.markers[m.kind_index()] += 1;
-        let b = &mut th.buf;
-        let mut put = |c: u8, args: &[u64]| {
-            b.push(H_MARKER | c);
-            for &a in args {
-                put_varint(b, a);
-            }
-        };
-        match m {
-            Marker::ThreadStart => put(code::THREAD_START, &[]),
-            Marker::ThreadEnd => put(code::THREAD_END, &[]),
-            Marker::RoiBegin => put(code::ROI_BEGIN, &[]),
-            Marker::RoiEnd => put(code::ROI_END, &[]),
-            Marker::Barrier {
-                id,
-                participants,
-                lead,
-            } => put(
-                if lead {
-                    code::BARRIER_LEAD
-                } else {
-                    code::BARRIER
-                },
-                &[id, participants as u64],
-            ),
-            Marker::MutexLock { addr, order } if order == Order::SIM => {
-                put(code::MUTEX_LOCK, &[addr])
-            }
-            Marker::MutexLock { addr, order } => {
-                put(code::MUTEX_LOCK_ORDERED, &[addr, order.encode()])
-            }
-            Marker::MutexUnlock { addr } => put(code::MUTEX_UNLOCK, &[addr]),
-            Marker::CondWait {
-                cond,
-                mutex,
-                wake,
-                relock,
-            } if wake == Order::SIM && relock == Order::SIM => put(code::COND_WAIT, &[cond, mutex]),
-            Marker::CondWait {
-                cond,
-                mutex,
-                wake,
-                relock,
-            } => put(
-                code::COND_WAIT_ORDERED,
-                &[cond, mutex, wake.encode(), relock.encode()],
-            ),
-            Marker::FutexWait { addr, wake } => put(code::FUTEX_WAIT, &[addr, wake.encode()]),
-            Marker::FutexWake { addr } => put(code::FUTEX_WAKE, &[addr]),
-            Marker::Release { index } => put(code::RELEASE, &[index as u64]),
-            Marker::CondSignal { cond } => put(code::COND_SIGNAL, &[cond]),
-            Marker::CondBroadcast { cond } => put(code::COND_BROADCAST, &[cond]),
-            Marker::ThreadCreate { child } => put(code::CREATE, &[child as u64]),
-            Marker::ThreadJoin { child } => put(code::JOIN, &[child as u64]),
-            Marker::SectionBegin { name } => put(code::SECTION_BEGIN, &[name as u64]),
-            Marker::SectionEnd { name } => put(code::SECTION_END, &[name as u64]),
-        }
-        Self::end_record(th);
+        self.thread(tid)?.marker(m);
         self.maybe_flush(tid)
     }
 
-    /// An indirect branch followed by something other than an instruction: its successor is
-    /// unknown (0), and the next instruction will carry an explicit jump.
-    fn close_pending(th: &mut ThreadEnc) {
-        if th.pending_indirect {
-            th.buf.push(0);
-            th.pending_indirect = false;
-            th.expected_pc = None;
-            Self::end_record(th);
-        }
-    }
-
-    fn end_record(th: &mut ThreadEnc) {
-        th.chunk_records += 1;
-        th.dir.records += 1;
-    }
-
     fn maybe_flush(&mut self, tid: u32) -> Result<(), TraceError> {
-        if self.threads[tid as usize].buf.len() >= CHUNK_TARGET {
+        if self.threads[tid as usize].chunk_full() {
             self.flush_chunk(tid)?;
         }
         Ok(())
@@ -378,44 +543,33 @@ impl TraceWriter {
 
     fn flush_chunk(&mut self, tid: u32) -> Result<(), TraceError> {
         let th = &mut self.threads[tid as usize];
-        if th.buf.is_empty() {
-            return Ok(());
+        self.packer.flush(th, tid, &self.sink)
+    }
+
+    /// One encoder per thread `0..threads`, for encoding the threads' streams on several host
+    /// threads at once (each encoder is `Send`). Every static instruction must be declared
+    /// first. Instructions and markers given to an encoder go to its thread's stream exactly
+    /// as through [`TraceWriter::inst`] and [`TraceWriter::marker`]; [`ThreadEncoder::finish`]
+    /// writes its last chunk.
+    pub fn encoders(&mut self, threads: u32) -> Result<Vec<ThreadEncoder<'_>>, TraceError> {
+        if threads > 0 {
+            self.thread(threads - 1)?;
         }
-        let payload = std::mem::take(&mut th.buf);
-        let records = th.chunk_records;
-        th.chunk_records = 0;
-        // Compressed unless that does not make it smaller (decoded length 0: stored as is).
-        let mut zbuf = std::mem::take(&mut self.zbuf);
-        zbuf.clear();
-        zbuf.reserve(zstd::zstd_safe::compress_bound(payload.len()));
-        let compressed = self.compress
-            && self
-                .zstd
-                .compress_to_buffer(&payload, &mut zbuf)
-                .is_ok_and(|n| n < payload.len());
-        let (stored, decoded_len): (&[u8], u32) = if compressed {
-            (&zbuf, payload.len() as u32)
-        } else {
-            (&payload, 0)
-        };
-        let mut hdr = [0u8; CHUNK_HEADER_LEN as usize];
-        hdr[0..4].copy_from_slice(CHUNK_MAGIC);
-        hdr[4..8].copy_from_slice(&tid.to_le_bytes());
-        hdr[8..12].copy_from_slice(&(stored.len() as u32).to_le_bytes());
-        hdr[12..16].copy_from_slice(&records.to_le_bytes());
-        hdr[16..20].copy_from_slice(&decoded_len.to_le_bytes());
-        let mut crc = crc32fast::Hasher::new();
-        crc.update(&hdr[0..20]);
-        crc.update(stored);
-        hdr[20..24].copy_from_slice(&crc.finalize().to_le_bytes());
-        self.threads[tid as usize].dir.chunks.push(self.offset);
-        let r = self.write_raw(&hdr).and_then(|()| self.write_raw(stored));
-        self.zbuf = zbuf;
-        r?;
-        let th = &mut self.threads[tid as usize];
-        th.buf = payload;
-        th.buf.clear();
-        Ok(())
+        let compress = self.packer.compress;
+        let mut v = Vec::with_capacity(threads as usize);
+        for (tid, th) in self.threads.iter_mut().enumerate().take(threads as usize) {
+            v.push(ThreadEncoder {
+                tid: tid as u32,
+                th,
+                program: &self.program,
+                mem_base: &self.mem_base,
+                sink: &self.sink,
+                packer: None,
+                compress,
+                path: &self.path,
+            });
+        }
+        Ok(v)
     }
 
     /// Flushes every stream, writes the tables and trailer, and renames the file into place.
@@ -435,7 +589,7 @@ impl TraceWriter {
             }
         }
         for tid in 0..self.threads.len() as u32 {
-            Self::close_pending(&mut self.threads[tid as usize]);
+            self.threads[tid as usize].close_pending();
             self.flush_chunk(tid)?;
         }
         let t = Tables {
@@ -452,11 +606,12 @@ impl TraceWriter {
         };
         let plain = tables::encode(&t);
         // Format v2 stores the tables as one zstd frame (its header records the decoded size).
-        let body = zstd::bulk::compress(&plain, ZSTD_LEVEL).map_err(|e| {
-            TraceError::io(&self.path, self.offset, "cannot compress the tables", e)
-        })?;
-        let tables_off = self.offset;
-        self.write_raw(&body)?;
+        let path = self.path.clone();
+        let sink = self.sink_mut();
+        let body = zstd::bulk::compress(&plain, ZSTD_LEVEL)
+            .map_err(|e| TraceError::io(&path, sink.offset, "cannot compress the tables", e))?;
+        let tables_off = sink.offset;
+        sink.write_raw(&body)?;
         let mut tr = Vec::with_capacity(32);
         tr.extend_from_slice(TRAILER_MAGIC);
         tr.extend_from_slice(&tables_off.to_le_bytes());
@@ -464,13 +619,14 @@ impl TraceWriter {
         tr.extend_from_slice(&crc32fast::hash(&body).to_le_bytes());
         let crc = crc32fast::hash(&tr);
         tr.extend_from_slice(&crc.to_le_bytes());
-        self.write_raw(&tr)?;
-        let out = self.out.take().expect("finish called once");
+        sink.write_raw(&tr)?;
+        let offset = sink.offset;
+        let out = sink.out.take().expect("finish called once");
         let f = out
             .into_inner()
-            .map_err(|e| write_error(&self.path, self.offset, "flush failed", e.into_error()))?;
+            .map_err(|e| write_error(&path, offset, "flush failed", e.into_error()))?;
         f.sync_all()
-            .map_err(|e| write_error(&self.path, self.offset, "sync failed", e))?;
+            .map_err(|e| write_error(&path, offset, "sync failed", e))?;
         std::fs::rename(&self.tmp, &self.path).map_err(|e| {
             TraceError::io(
                 &self.path,
@@ -485,7 +641,7 @@ impl TraceWriter {
 
 impl Drop for TraceWriter {
     fn drop(&mut self) {
-        if self.out.take().is_some() {
+        if self.sink_mut().out.take().is_some() {
             // Not finished: remove the partial file so nothing looks complete.
             let _ = std::fs::remove_file(&self.tmp);
         }

@@ -27,7 +27,7 @@ use super::raw::{self, Op, Word};
 use super::srcmap::{Resolver, parse_modules};
 use super::sync::{self, RawMark};
 use crate::error::TraceError;
-use crate::format::writer::TraceWriter;
+use crate::format::writer::{ThreadEncoder, TraceWriter};
 use crate::model::{BranchKind, Marker, MemAccess, MemSpec, SrcLoc, StaticInst, TraceMeta};
 
 /// What part of the program is the region of interest.
@@ -117,6 +117,10 @@ pub struct Options {
     /// Source paths under this directory are recorded relative to it (e.g. the directory
     /// `isim trace` ran in), so reports show `examples/c/x.c:42`.
     pub base_dir: Option<PathBuf>,
+    /// Host threads converting the threads' streams (0: one per host core). The records are
+    /// the same whatever the number; with more than one, the chunks' order in the file is
+    /// that in which they were completed.
+    pub host_threads: usize,
 }
 
 struct Static {
@@ -193,16 +197,6 @@ struct Conv<'a> {
 }
 
 impl Conv<'_> {
-    #[inline]
-    fn sidx_for(&mut self, raw: u32, mem: &[MemAccess]) -> Result<u32, TraceError> {
-        let s = self.sidx[raw as usize];
-        if s != u32::MAX {
-            return Ok(s);
-        }
-        self.declare(raw, mem)
-    }
-
-    #[cold]
     fn declare(&mut self, raw: u32, mem: &[MemAccess]) -> Result<u32, TraceError> {
         let st = &self.statics[raw as usize];
         let d = &self.dec[raw as usize];
@@ -254,44 +248,6 @@ impl Conv<'_> {
         Ok(s)
     }
 
-    #[inline]
-    fn write_inst(
-        &mut self,
-        t: &mut ThreadSummary,
-        tid: u32,
-        raw: u32,
-        h: Hot,
-        mem: &[MemAccess],
-        next_pc: Option<u64>,
-    ) -> Result<(), TraceError> {
-        let taken = match h.branch {
-            BranchKind::None => false,
-            BranchKind::Conditional => next_pc.is_some_and(|n| n != h.pc + h.size as u64),
-            _ => true,
-        };
-        let sidx = self.sidx_for(raw, mem)?;
-        self.w.inst(tid, sidx, taken, mem)?;
-        t.instructions += 1;
-        for a in mem {
-            if a.write {
-                t.stores += 1;
-            } else {
-                t.loads += 1;
-            }
-        }
-        if h.branch.is_branch() {
-            t.branches += 1;
-            t.taken_branches += taken as u64;
-        }
-        Ok(())
-    }
-
-    fn marker(&mut self, t: &mut ThreadSummary, tid: u32, m: Marker) -> Result<(), TraceError> {
-        self.w.marker(tid, m)?;
-        t.markers[m.kind_index()] += 1;
-        Ok(())
-    }
-
     fn section(&mut self, name: String) -> u32 {
         let list = &mut self.w.source_mut().sections;
         *self.sections.entry(name).or_insert_with_key(|k| {
@@ -299,6 +255,330 @@ impl Conv<'_> {
             list.len() as u32 - 1
         })
     }
+}
+
+/// What pass 1 finds in one thread's capture.
+struct FirstPass {
+    /// Its markers.
+    marks: Vec<RawMark>,
+    /// The kept static instructions it executes, in the order it first does, each with the
+    /// accesses of that first execution (merged as written).
+    statics: Vec<(u32, Vec<MemAccess>)>,
+    /// The section names it uses, in the order it first does.
+    sections: Vec<String>,
+}
+
+/// Pass 1 over thread `t` (raw id `raw_tid`).
+fn first_pass(dir: &Path, t: u32, raw_tid: u32, hot: &[Hot]) -> Result<FirstPass, TraceError> {
+    let path = dir.join(format!("t{raw_tid}.raw"));
+    let file =
+        std::fs::File::open(&path).map_err(|e| TraceError::io(&path, 0, "cannot open", e))?;
+    let mut rd = raw::RawReader::new(file);
+    let mut out = FirstPass {
+        marks: Vec::new(),
+        statics: Vec::new(),
+        sections: Vec::new(),
+    };
+    let mut seen = vec![false; hot.len()];
+    let mut seen_sections: HashSet<String> = HashSet::new();
+    // The first execution being collected: its index in `out.statics`.
+    let mut collecting: Option<usize> = None;
+    let mut in_dropped = false;
+    while let Some(w) = rd.next_word() {
+        match w {
+            Word::Exec(raw) => {
+                let Some(h) = hot.get(raw as usize) else {
+                    // Pass 2 reports it with its place.
+                    collecting = None;
+                    continue;
+                };
+                if !h.keep {
+                    in_dropped = true;
+                    continue;
+                }
+                in_dropped = false;
+                if let Some(i) = collecting.take() {
+                    let (p, m) = &mut out.statics[i];
+                    merge_pieces(m, hot[*p as usize].widest as u32);
+                }
+                if !seen[raw as usize] {
+                    seen[raw as usize] = true;
+                    out.statics.push((raw, Vec::new()));
+                    collecting = Some(out.statics.len() - 1);
+                }
+            }
+            Word::Mem { addr, size, store } => {
+                if let Some(i) = collecting
+                    && !in_dropped
+                {
+                    out.statics[i].1.push(MemAccess {
+                        addr,
+                        size,
+                        write: store,
+                    });
+                }
+            }
+            Word::Mark(op) => {
+                out.marks.push(RawMark {
+                    op,
+                    args: [rd.args[0], rd.args[1], rd.args[2]],
+                    seq: rd.seq,
+                });
+                if matches!(op, Op::SectionBegin | Op::SectionEnd) {
+                    let name = raw::unpack_name(&rd.args);
+                    if seen_sections.insert(name.clone()) {
+                        out.sections.push(name);
+                    }
+                }
+            }
+        }
+    }
+    if let Some(i) = collecting.take() {
+        let (p, m) = &mut out.statics[i];
+        merge_pieces(m, hot[*p as usize].widest as u32);
+    }
+    if let Some(e) = rd.error.take() {
+        return Err(TraceError::at(&path, Some(t), rd.word * 4, e));
+    }
+    Ok(out)
+}
+
+/// What pass 2 reads, shared by the host threads.
+struct Ctx<'a> {
+    dir: &'a Path,
+    tids: &'a [u32],
+    hot: &'a [Hot],
+    plan: &'a sync::Plan,
+    sidx: &'a [u32],
+    sections: &'a HashMap<String, u32>,
+    states: &'a HashMap<u32, String>,
+    roi: RoiMode,
+}
+
+impl Ctx<'_> {
+    fn section(&self, name: String) -> u32 {
+        *self
+            .sections
+            .get(&name)
+            .expect("pass 1 numbered every section name")
+    }
+}
+
+/// What pass 2 finds in one thread besides its records.
+struct ThreadOut {
+    ts: ThreadSummary,
+    dropped: u64,
+    spins: HashMap<u32, (u64, u64, u32)>,
+}
+
+fn put_marker(enc: &mut ThreadEncoder, t: &mut ThreadSummary, m: Marker) -> Result<(), TraceError> {
+    enc.marker(m)?;
+    t.markers[m.kind_index()] += 1;
+    Ok(())
+}
+
+#[inline]
+fn put_inst(
+    ctx: &Ctx,
+    enc: &mut ThreadEncoder,
+    t: &mut ThreadSummary,
+    raw: u32,
+    h: Hot,
+    mem: &[MemAccess],
+    next_pc: Option<u64>,
+) -> Result<(), TraceError> {
+    let taken = match h.branch {
+        BranchKind::None => false,
+        BranchKind::Conditional => next_pc.is_some_and(|n| n != h.pc + h.size as u64),
+        _ => true,
+    };
+    let sidx = ctx.sidx[raw as usize];
+    debug_assert_ne!(sidx, u32::MAX, "pass 1 declared every kept instruction");
+    enc.inst(sidx, taken, mem)?;
+    t.instructions += 1;
+    for a in mem {
+        if a.write {
+            t.stores += 1;
+        } else {
+            t.loads += 1;
+        }
+    }
+    if h.branch.is_branch() {
+        t.branches += 1;
+        t.taken_branches += taken as u64;
+    }
+    Ok(())
+}
+
+/// Pass 2 over thread `t`: its records into its encoder.
+fn second_pass(ctx: &Ctx, t: u32, mut enc: ThreadEncoder) -> Result<ThreadOut, TraceError> {
+    let mut out = ThreadOut {
+        ts: ThreadSummary::default(),
+        dropped: 0,
+        spins: HashMap::new(),
+    };
+    let mut ts = ThreadSummary::default();
+    let raw_tid = ctx.tids[t as usize];
+    let path = ctx.dir.join(format!("t{raw_tid}.raw"));
+    let state = ctx
+        .states
+        .get(&raw_tid)
+        .map(String::as_str)
+        .unwrap_or("running");
+    put_marker(&mut enc, &mut ts, Marker::ThreadStart)?;
+    if t == 0 && ctx.roi == RoiMode::All {
+        put_marker(&mut enc, &mut ts, Marker::RoiBegin)?;
+    }
+    let file =
+        std::fs::File::open(&path).map_err(|e| TraceError::io(&path, 0, "cannot open", e))?;
+    let mut rd = raw::RawReader::new(file);
+    // The instruction waiting for its successor, and the accesses reported for it.
+    let mut cur: Option<u32> = None;
+    let mut mem: Vec<MemAccess> = Vec::with_capacity(16);
+    let mut queued: Vec<Marker> = Vec::new();
+    let mut in_dropped = false;
+    // The stream itself says the thread ended (its ThreadEnd or MainEnd was recorded).
+    let mut ended = false;
+    let mut mark_no = 0usize;
+    // Spin-wait detection: instructions since the thread's last `pause`.
+    let mut since_pause = u64::MAX;
+    loop {
+        let Some(w) = rd.next_word() else {
+            if let Some(e) = rd.error.take() {
+                return Err(TraceError::at(&path, Some(t), rd.word * 4, e));
+            }
+            break;
+        };
+        match w {
+            Word::Exec(raw) => {
+                let Some(&h) = ctx.hot.get(raw as usize) else {
+                    return Err(TraceError::at(
+                        &path,
+                        Some(t),
+                        rd.word * 4,
+                        format!("instruction #{raw} is missing from static.bin"),
+                    ));
+                };
+                if !h.keep {
+                    out.dropped += 1;
+                    in_dropped = true;
+                    continue;
+                }
+                in_dropped = false;
+                since_pause = since_pause.saturating_add(1);
+                if h.pause {
+                    let e = out.spins.entry(raw).or_insert((0, 0, 0));
+                    e.0 += 1;
+                    if since_pause <= SPIN_GAP {
+                        e.1 += since_pause;
+                    }
+                    e.2 |= 1 << t.min(31);
+                    since_pause = 0;
+                }
+                if let Some(p) = cur.take() {
+                    let ph = ctx.hot[p as usize];
+                    merge_pieces(&mut mem, ph.widest as u32);
+                    put_inst(ctx, &mut enc, &mut ts, p, ph, &mem, Some(h.pc))?;
+                    if !queued.is_empty() {
+                        for m in queued.drain(..) {
+                            put_marker(&mut enc, &mut ts, m)?;
+                        }
+                    }
+                }
+                mem.clear();
+                cur = Some(raw);
+            }
+            Word::Mem { addr, size, store } => {
+                if !in_dropped && cur.is_some() {
+                    mem.push(MemAccess {
+                        addr,
+                        size,
+                        write: store,
+                    });
+                }
+            }
+            Word::Mark(op) => {
+                let k = mark_no;
+                mark_no += 1;
+                ended |= matches!(op, Op::ThreadEnd | Op::MainEnd);
+                let named = match op {
+                    Op::SectionBegin => Some(Marker::SectionBegin {
+                        name: ctx.section(raw::unpack_name(&rd.args)),
+                    }),
+                    Op::SectionEnd => Some(Marker::SectionEnd {
+                        name: ctx.section(raw::unpack_name(&rd.args)),
+                    }),
+                    _ => None,
+                };
+                for &m in named.as_slice().iter().chain(ctx.plan.at(t as usize, k)) {
+                    if cur.is_some() {
+                        queued.push(m);
+                    } else {
+                        put_marker(&mut enc, &mut ts, m)?;
+                    }
+                }
+            }
+        }
+    }
+    if let Some(p) = cur.take() {
+        let ph = ctx.hot[p as usize];
+        merge_pieces(&mut mem, ph.widest as u32);
+        put_inst(ctx, &mut enc, &mut ts, p, ph, &mem, None)?;
+    }
+    for m in queued.drain(..) {
+        put_marker(&mut enc, &mut ts, m)?;
+    }
+    let whole = ended
+        || matches!(state, "ended" | "crashed" | "exited" | "parked")
+        || (t == 0 && state == "exec");
+    if !whole {
+        ts.cut = true;
+    }
+    put_marker(&mut enc, &mut ts, Marker::ThreadEnd)?;
+    enc.finish()?;
+    out.ts = ts;
+    Ok(out)
+}
+
+/// Host threads for converting `n` streams: `asked`, or the host's cores if 0; at most one
+/// per stream.
+fn host_threads(n: usize, asked: usize) -> usize {
+    let cores = std::thread::available_parallelism().map_or(1, |c| c.get());
+    (if asked == 0 { cores } else { asked }).min(n).max(1)
+}
+
+/// `f(0)`, …, `f(n − 1)` on `host` threads, each index taken in order by whichever thread is
+/// free; the results in index order, or the error of the lowest index that failed.
+fn in_parallel<T: Send>(
+    n: usize,
+    host: usize,
+    f: impl Fn(usize) -> Result<T, TraceError> + Sync,
+) -> Result<Vec<T>, TraceError> {
+    let next = std::sync::atomic::AtomicUsize::new(0);
+    let results: Vec<std::sync::Mutex<Option<Result<T, TraceError>>>> =
+        (0..n).map(|_| std::sync::Mutex::new(None)).collect();
+    std::thread::scope(|s| {
+        for _ in 0..host {
+            s.spawn(|| {
+                loop {
+                    let i = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                    if i >= n {
+                        break;
+                    }
+                    let r = f(i);
+                    *results[i].lock().unwrap_or_else(|p| p.into_inner()) = Some(r);
+                }
+            });
+        }
+    });
+    results
+        .into_iter()
+        .map(|m| {
+            m.into_inner()
+                .unwrap_or_else(|p| p.into_inner())
+                .expect("every index ran")
+        })
+        .collect()
 }
 
 /// Merges the pieces QEMU reports for one access (contiguous, same direction) up to `widest`
@@ -448,28 +728,28 @@ pub fn convert(dir: &Path, out: &Path, opts: &Options) -> Result<Summary, TraceE
             ..Summary::default()
         },
     };
-    // Pass 1: every thread's markers with their sequence numbers, planned together with the
-    // recorded happens-before edges (sync.rs).
+    // Pass 1, every thread on its own host thread: its markers with their sequence numbers
+    // (planned below together with the recorded happens-before edges, sync.rs), and the
+    // static instructions and section names it meets first, in order.
+    let host = host_threads(tids.len(), opts.host_threads);
+    let firsts: Vec<FirstPass> = in_parallel(tids.len(), host, |t| {
+        first_pass(dir, t as u32, tids[t], &hot)
+    })?;
     let mut marks: Vec<Vec<RawMark>> = Vec::with_capacity(tids.len());
-    for (t, &raw_tid) in tids.iter().enumerate() {
-        let path = dir.join(format!("t{raw_tid}.raw"));
-        let file =
-            std::fs::File::open(&path).map_err(|e| TraceError::io(&path, 0, "cannot open", e))?;
-        let mut rd = raw::RawReader::new(file);
-        let mut v = Vec::new();
-        while let Some(w) = rd.next_word() {
-            if let Word::Mark(op) = w {
-                v.push(RawMark {
-                    op,
-                    args: [rd.args[0], rd.args[1], rd.args[2]],
-                    seq: rd.seq,
-                });
+    // Static indices, function, file and section names are numbered in the order a serial
+    // pass over thread 0, then thread 1, … meets them, whatever the host threads' timing.
+    for f in &firsts {
+        for (raw, mem) in &f.statics {
+            if c.sidx[*raw as usize] == u32::MAX {
+                c.declare(*raw, mem)?;
             }
         }
-        if let Some(e) = rd.error.take() {
-            return Err(TraceError::at(&path, Some(t as u32), rd.word * 4, e));
+        for name in &f.sections {
+            c.section(name.clone());
         }
-        marks.push(v);
+    }
+    for f in firsts {
+        marks.push(f.marks);
     }
     let mut saw_roi_marker = false;
     let plan = {
@@ -520,131 +800,48 @@ pub fn convert(dir: &Path, out: &Path, opts: &Options) -> Result<Summary, TraceE
         };
         sync::plan(&marks, &mut simple)
     };
-    // Section names need all six arguments: they are interned in pass 2.
+    // Pass 2, every thread on its own host thread again: its records, encoded into its own
+    // chunks (the thread directory says where each went).
+    let ctx = Ctx {
+        dir,
+        tids: &tids,
+        hot: &hot,
+        plan: &plan,
+        sidx: &c.sidx,
+        sections: &c.sections,
+        states: &states,
+        roi: opts.roi,
+    };
+    let encoders = c.w.encoders(tids.len() as u32)?;
+    let slots: Vec<std::sync::Mutex<Option<ThreadEncoder<'_>>>> = encoders
+        .into_iter()
+        .map(|e| std::sync::Mutex::new(Some(e)))
+        .collect();
+    let outs: Vec<ThreadOut> = in_parallel(tids.len(), host, |t| {
+        let enc = slots[t]
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .take()
+            .expect("each thread is encoded once");
+        second_pass(&ctx, t as u32, enc)
+    })?;
+    drop(slots);
     let mut spins: HashMap<u32, (u64, u64, u32)> = HashMap::new();
-    for (t, &raw_tid) in tids.iter().enumerate() {
-        let t = t as u32;
-        let path = dir.join(format!("t{raw_tid}.raw"));
-        let state = states
-            .get(&raw_tid)
-            .map(String::as_str)
-            .unwrap_or("running");
-        let mut ts = ThreadSummary::default();
-        c.marker(&mut ts, t, Marker::ThreadStart)?;
-        if t == 0 && opts.roi == RoiMode::All {
-            c.marker(&mut ts, t, Marker::RoiBegin)?;
+    for (t, o) in outs.into_iter().enumerate() {
+        c.summary.dropped_instructions += o.dropped;
+        for (raw, (n, insts, mask)) in o.spins {
+            let e = spins.entry(raw).or_insert((0, 0, 0));
+            e.0 += n;
+            e.1 += insts;
+            e.2 |= mask;
         }
-        let file =
-            std::fs::File::open(&path).map_err(|e| TraceError::io(&path, 0, "cannot open", e))?;
-        let mut rd = raw::RawReader::new(file);
-        // The instruction waiting for its successor, and the accesses reported for it.
-        let mut cur: Option<u32> = None;
-        let mut mem: Vec<MemAccess> = Vec::with_capacity(16);
-        let mut queued: Vec<Marker> = Vec::new();
-        let mut in_dropped = false;
-        // The stream itself says the thread ended (its ThreadEnd or MainEnd was recorded).
-        let mut ended = false;
-        let mut mark_no = 0usize;
-        // Spin-wait detection: instructions since the thread's last `pause`.
-        let mut since_pause = u64::MAX;
-        loop {
-            let Some(w) = rd.next_word() else {
-                if let Some(e) = rd.error.take() {
-                    return Err(TraceError::at(&path, Some(t), rd.word * 4, e));
-                }
-                break;
-            };
-            match w {
-                Word::Exec(raw) => {
-                    let Some(&h) = hot.get(raw as usize) else {
-                        return Err(TraceError::at(
-                            &path,
-                            Some(t),
-                            rd.word * 4,
-                            format!("instruction #{raw} is missing from static.bin"),
-                        ));
-                    };
-                    if !h.keep {
-                        c.summary.dropped_instructions += 1;
-                        in_dropped = true;
-                        continue;
-                    }
-                    in_dropped = false;
-                    since_pause = since_pause.saturating_add(1);
-                    if h.pause {
-                        let e = spins.entry(raw).or_insert((0, 0, 0));
-                        e.0 += 1;
-                        if since_pause <= SPIN_GAP {
-                            e.1 += since_pause;
-                        }
-                        e.2 |= 1 << t.min(31);
-                        since_pause = 0;
-                    }
-                    if let Some(p) = cur.take() {
-                        let ph = hot[p as usize];
-                        merge_pieces(&mut mem, ph.widest as u32);
-                        c.write_inst(&mut ts, t, p, ph, &mem, Some(h.pc))?;
-                        if !queued.is_empty() {
-                            for m in queued.drain(..) {
-                                c.marker(&mut ts, t, m)?;
-                            }
-                        }
-                    }
-                    mem.clear();
-                    cur = Some(raw);
-                }
-                Word::Mem { addr, size, store } => {
-                    if !in_dropped && cur.is_some() {
-                        mem.push(MemAccess {
-                            addr,
-                            size,
-                            write: store,
-                        });
-                    }
-                }
-                Word::Mark(op) => {
-                    let k = mark_no;
-                    mark_no += 1;
-                    ended |= matches!(op, Op::ThreadEnd | Op::MainEnd);
-                    let named = match op {
-                        Op::SectionBegin => Some(Marker::SectionBegin {
-                            name: c.section(raw::unpack_name(&rd.args)),
-                        }),
-                        Op::SectionEnd => Some(Marker::SectionEnd {
-                            name: c.section(raw::unpack_name(&rd.args)),
-                        }),
-                        _ => None,
-                    };
-                    for &m in named.as_slice().iter().chain(plan.at(t as usize, k)) {
-                        if cur.is_some() {
-                            queued.push(m);
-                        } else {
-                            c.marker(&mut ts, t, m)?;
-                        }
-                    }
-                }
-            }
-        }
-        if let Some(p) = cur.take() {
-            let ph = hot[p as usize];
-            merge_pieces(&mut mem, ph.widest as u32);
-            c.write_inst(&mut ts, t, p, ph, &mem, None)?;
-        }
-        for m in queued.drain(..) {
-            c.marker(&mut ts, t, m)?;
-        }
-        let whole = ended
-            || matches!(state, "ended" | "crashed" | "exited" | "parked")
-            || (t == 0 && state == "exec");
-        if !whole {
-            ts.cut = true;
+        if o.ts.cut {
             warnings.push(format!(
                 "thread {t} was still running when the process ended: its last events (up to \
                  1 MiB of capture) may be missing"
             ));
         }
-        c.marker(&mut ts, t, Marker::ThreadEnd)?;
-        c.summary.threads[t as usize] = ts;
+        c.summary.threads[t] = o.ts;
     }
     let mut spin: Vec<(u32, (u64, u64, u32))> = spins.into_iter().collect();
     spin.sort_unstable_by_key(|&(raw, (n, _, _))| (std::cmp::Reverse(n), raw));
