@@ -1,6 +1,7 @@
 //! Tracing speed of `isim trace` on a real program: traced instructions per wall second
 //! (capture under QEMU plus conversion to a trace) and bytes per instruction of the written
-//! trace, for `examples/c/owner_barrier.c` at 1 and 4 threads.
+//! trace, for `examples/c/owner_barrier.c` at 1 and 4 threads, converted on one host thread
+//! (`--host-threads 1`) and on all of them (the default), alternating, with the ratio.
 //!
 //! Not a criterion benchmark: one measurement takes seconds and spawns processes, so it runs
 //! each configuration three times and reports the median. Needs qemu-x86_64 and gcc; uses the
@@ -10,6 +11,10 @@
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
+
+/// One measurement: instructions per second, instructions, capture seconds, conversion
+/// seconds, bytes per instruction.
+type Run = (f64, f64, f64, f64, f64);
 
 fn main() {
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
@@ -39,13 +44,21 @@ fn main() {
         "{:>7} {:>14} {:>10} {:>10} {:>12} {:>12} {:>10}",
         "threads", "instructions", "capture s", "convert s", "capture M/s", "total M/s", "B/instr"
     );
+    let cores = std::thread::available_parallelism().map_or(1, |c| c.get());
     for threads in ["1", "4"] {
-        let mut runs = Vec::new();
-        for _ in 0..3 {
+        // Alternating one host thread and all, so that both see the same noise.
+        let mut runs: [Vec<Run>; 2] = [Vec::new(), Vec::new()];
+        for (k, host) in [(0usize, "1"), (1, "0")].iter().cycle().take(6) {
             let out = dir.path().join("t.itrace");
             let o = Command::new(&isim)
                 .env("ISIM_TRACER_DIR", &libs)
-                .args(["trace", "--json", "-o", out.to_str().unwrap(), "--"])
+                .args(["trace", "--json", "--host-threads"])
+                .arg(if *host == "0" {
+                    cores.to_string()
+                } else {
+                    host.to_string()
+                })
+                .args(["-o", out.to_str().unwrap(), "--"])
                 .arg(&exe)
                 .args(["-t", threads, "-n", &n])
                 .output()
@@ -55,7 +68,7 @@ fn main() {
             let json = &text[text.find("\n{\n").map_or(0, |i| i + 1)..];
             let v: serde_json::Value = serde_json::from_str(json).unwrap();
             let f = |k: &str| v[k].as_f64().unwrap();
-            runs.push((
+            runs[*k].push((
                 f("instructions_per_second"),
                 f("instructions"),
                 f("capture_seconds"),
@@ -63,12 +76,21 @@ fn main() {
                 f("bytes_per_instruction"),
             ));
         }
-        runs.sort_by(|a, b| a.0.total_cmp(&b.0));
-        let (ips, ins, cap, conv, bpi) = runs[1];
+        let mut medians = [0.0f64; 2];
+        for (k, label) in [(0, "1 host thread"), (1, "all host threads")] {
+            let r = &mut runs[k];
+            r.sort_by(|a, b| a.0.total_cmp(&b.0));
+            let (ips, ins, cap, conv, bpi) = r[1];
+            medians[k] = ips;
+            println!(
+                "{threads:>7} {ins:>14} {cap:>10.2} {conv:>10.2} {:>12.1} {:>12.1} {bpi:>10.3}  ({label})",
+                ins / cap / 1e6,
+                ips / 1e6
+            );
+        }
         println!(
-            "{threads:>7} {ins:>14} {cap:>10.2} {conv:>10.2} {:>12.1} {:>12.1} {bpi:>10.2}",
-            ins / cap / 1e6,
-            ips / 1e6
+            "{threads:>7} all host threads ({cores}) / one: {:.2}x end to end",
+            medians[1] / medians[0]
         );
     }
 }
