@@ -235,6 +235,66 @@ fn status_text(st: &std::process::ExitStatus) -> String {
     }
 }
 
+/// Why the capture in `cap` cannot be converted, if it has holes: the tracer plugin failed to
+/// write part of it (its `error` lines in `threads.tsv`, e.g. a full disk), or it could not
+/// write `threads.tsv` at all although QEMU exited normally (a process killed by a signal
+/// never writes it, and its trace holds what ran).
+fn capture_failed(cap: &Path, status: &std::process::ExitStatus) -> Option<String> {
+    match std::fs::read_to_string(cap.join("threads.tsv")) {
+        Ok(tsv) => {
+            let errors: Vec<&str> = tsv
+                .lines()
+                .filter_map(|l| l.strip_prefix("error\t"))
+                .collect();
+            (!errors.is_empty()).then(|| {
+                format!(
+                    "the tracer plugin could not write all of it ({})",
+                    errors.join("; ")
+                )
+            })
+        }
+        Err(_) if status.code().is_some() => Some(format!(
+            "the tracer plugin could not write {} (its message is above), so how each thread \
+             ended is unknown",
+            cap.join("threads.tsv").display()
+        )),
+        Err(_) => None,
+    }
+}
+
+/// `n` bytes in decimal units, to one decimal: `0.8 MB`, `77.2 GB`.
+fn decimal_size(n: u64) -> String {
+    let n = n as f64;
+    match n {
+        n if n >= 1e12 => format!("{:.1} TB", n / 1e12),
+        n if n >= 1e9 => format!("{:.1} GB", n / 1e9),
+        n if n >= 1e6 => format!("{:.1} MB", n / 1e6),
+        n => format!("{:.1} kB", n / 1e3),
+    }
+}
+
+/// Bytes of the files directly in `dir`.
+fn dir_bytes(dir: &Path) -> u64 {
+    std::fs::read_dir(dir).map_or(0, |rd| {
+        rd.filter_map(|e| e.ok()?.metadata().ok())
+            .map(|m| m.len())
+            .sum()
+    })
+}
+
+/// Bytes an unprivileged process may still write on the filesystem holding `path`.
+#[allow(unsafe_code)]
+fn free_bytes(path: &Path) -> Option<u64> {
+    use std::os::unix::ffi::OsStrExt;
+    let c = std::ffi::CString::new(path.as_os_str().as_bytes()).ok()?;
+    // SAFETY: `c` is a valid NUL-terminated path and `st` a plain C struct statvfs fills in.
+    let mut st: libc::statvfs = unsafe { std::mem::zeroed() };
+    if unsafe { libc::statvfs(c.as_ptr(), &mut st) } != 0 {
+        return None;
+    }
+    Some(st.f_bavail as u64 * st.f_frsize as u64)
+}
+
 /// Runs the tracer; returns the report (also when the program failed).
 pub fn trace(a: &TraceArgs) -> Result<TraceReport> {
     let program = check_program(&a.program[0])?;
@@ -295,6 +355,29 @@ pub fn trace(a: &TraceArgs) -> Result<TraceReport> {
             plugin.display(),
             cap.display(),
             program.display()
+        );
+    }
+    if let Some(why) = capture_failed(&cap, &status) {
+        let bytes = dir_bytes(&cap);
+        let free = free_bytes(&cap);
+        let kept = if a.keep_capture {
+            "kept"
+        } else {
+            let _ = std::fs::remove_dir_all(&cap);
+            "removed"
+        };
+        bail!(
+            "the capture of {} is incomplete, so no trace was written: {why}. The capture had \
+             reached {bytes} bytes ({}) in {} ({kept}){}; free space there, raise the file \
+             size limit, or write the trace elsewhere with -o (its capture is written beside \
+             it)",
+            program.display(),
+            decimal_size(bytes),
+            cap.display(),
+            free.map_or(String::new(), |f| format!(
+                ", and that filesystem has {} free now",
+                decimal_size(f)
+            )),
         );
     }
     let t1 = Instant::now();

@@ -666,6 +666,67 @@ fn a_killed_isim_trace_leaves_nothing_that_looks_complete() {
     assert_eq!(info["verified"], true);
 }
 
+/// A full disk while QEMU writes the raw capture (a file size limit stands in for it: the
+/// plugin's writes past 256 KiB fail with EFBIG, as they would with ENOSPC): `isim trace`
+/// refuses to convert a capture with holes, says why and how far the capture got, removes it,
+/// and writes no trace; the same command without the limit then succeeds.
+#[test]
+fn a_full_disk_during_the_capture_is_a_clear_error_that_leaves_no_trace() {
+    if !common::tools_present(&["qemu-x86_64", "gcc"]) {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let exe = example(dir.path(), "owner_barrier");
+    let t = dir.path().join("f.itrace");
+    // bash's `ulimit -f` counts KiB; SIGXFSZ ignored, so a write past the limit fails with
+    // EFBIG instead of killing QEMU (an ignored signal stays ignored across exec).
+    let o = Command::new("bash")
+        .env("ISIM_TRACER_DIR", tracer_libs())
+        .args([
+            "-c",
+            "ulimit -f 256 && trap '' XFSZ && exec \"$0\" \"$@\"",
+            env!("CARGO_BIN_EXE_isim"),
+            "trace",
+            "-o",
+            t.to_str().unwrap(),
+            "--",
+            exe.to_str().unwrap(),
+            "-t",
+            "2",
+            "-n",
+            "100",
+        ])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(!o.status.success(), "{err}");
+    assert!(err.contains("the capture of"), "{err}");
+    assert!(
+        err.contains("is incomplete, so no trace was written"),
+        "{err}"
+    );
+    assert!(err.contains("cannot write thread"), "{err}");
+    assert!(err.contains("File too large"), "{err}");
+    // How far it got: at least the limit, in bytes, and the capture removed.
+    let reached: u64 = err
+        .split("had reached ")
+        .nth(1)
+        .and_then(|r| r.split(' ').next())
+        .and_then(|n| n.parse().ok())
+        .unwrap_or_else(|| panic!("no byte count in: {err}"));
+    assert!(reached >= 256 << 10, "{reached}: {err}");
+    assert!(err.contains("(removed)"), "{err}");
+    assert!(!t.exists());
+    let leftovers: Vec<_> = std::fs::read_dir(dir.path())
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .filter(|n| n.starts_with("f.itrace"))
+        .collect();
+    assert!(leftovers.is_empty(), "{leftovers:?}");
+    let s = trace(&t, "main", &exe, &["-t", "2", "-n", "100"]);
+    assert!(s["instructions"].as_u64().unwrap() > 100_000, "{s}");
+}
+
 /// Converting a capture on several host threads gives the same trace as on one: the same
 /// static table, source map, counts and, thread by thread, the same records (only where the
 /// chunks sit in the file may differ); on one host thread the file is the same byte for byte

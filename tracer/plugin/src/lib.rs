@@ -99,6 +99,9 @@ struct Global {
     statics: Mutex<Statics>,
     /// Per thread number, whether it ended cleanly (flushed) — for `threads.tsv`.
     threads: Mutex<Vec<(u32, &'static str)>>,
+    /// Every failed write of the capture, said again in `threads.tsv` (`error` lines) so that
+    /// isim refuses to convert a capture with holes (a full disk, a file size limit).
+    errors: Mutex<Vec<String>>,
 }
 
 struct Statics {
@@ -201,10 +204,7 @@ impl ThreadState {
         match File::create(&path) {
             Ok(f) => self.file = Some(f),
             Err(e) => {
-                say(&format!(
-                    "isim plugin: cannot create {}: {e}\n",
-                    path.display()
-                ));
+                write_failed(format!("cannot create {}: {e}", path.display()));
                 self.failed = true;
                 self.recording = false;
             }
@@ -216,13 +216,12 @@ impl ThreadState {
         if self.buf.is_empty() {
             return;
         }
-        if let Some(f) = self.file.as_mut()
+        // After a failed write the thread records nothing more, and says so once.
+        if !self.failed
+            && let Some(f) = self.file.as_mut()
             && let Err(e) = f.write_all(&self.buf)
         {
-            say(&format!(
-                "isim plugin: cannot write thread {}: {e}\n",
-                self.tid
-            ));
+            write_failed(format!("cannot write thread {}: {e}", self.tid));
             self.failed = true;
             self.recording = false;
         }
@@ -525,7 +524,19 @@ extern "C" fn on_syscall_ret(_id: PluginId, vcpu: c_uint, num: i64, ret: i64) {
     }
 }
 
-/// Writes `threads.tsv`: each thread's state, then how the process ended and its forks.
+/// Says that a write of the capture failed, and keeps the message for `threads.tsv`.
+fn write_failed(msg: String) {
+    say(&format!("isim plugin: {msg}\n"));
+    if let Some(g) = GLOBAL.get() {
+        g.errors
+            .lock()
+            .unwrap()
+            .push(msg.replace(['\t', '\n'], " "));
+    }
+}
+
+/// Writes `threads.tsv`: each thread's state, then how the process ended and its forks, then
+/// one `error` line per failed write of the capture.
 fn write_threads_file(end: &str) {
     let Some(g) = GLOBAL.get() else { return };
     let mut s = String::new();
@@ -536,6 +547,9 @@ fn write_threads_file(end: &str) {
         "end\t{end}\nforks\t{}\n",
         FORKS.load(Ordering::Relaxed)
     ));
+    for e in g.errors.lock().unwrap().iter() {
+        s.push_str(&format!("error\t{e}\n"));
+    }
     if let Err(e) = std::fs::write(g.dir.join("threads.tsv"), s) {
         say(&format!("isim plugin: cannot write threads.tsv: {e}\n"));
     }
@@ -574,7 +588,7 @@ extern "C" fn on_trans(_id: PluginId, tb: *mut Tb) {
                     && st.error.is_none()
                 {
                     st.error = Some(e.to_string());
-                    say(&format!("isim plugin: cannot write static.bin: {e}\n"));
+                    write_failed(format!("cannot write static.bin: {e}"));
                 }
                 k
             }
@@ -652,6 +666,7 @@ pub unsafe extern "C" fn qemu_plugin_install(
             error: None,
         }),
         threads: Mutex::new(Vec::new()),
+        errors: Mutex::new(Vec::new()),
     };
     if GLOBAL.set(g).is_err() {
         return 1;
