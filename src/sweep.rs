@@ -787,6 +787,7 @@ pub(crate) fn trace_one(spec: &SweepSpec, dir: &Path, cores: u32) -> Result<()> 
         roi,
         cpu: crate::trace::DEFAULT_CPU.to_string(),
         keep_capture: false,
+        reconvert: false,
         json: false,
         host_threads: None,
         program: spec.program_for(cores),

@@ -52,6 +52,10 @@ pub struct TraceArgs {
     /// Keep the raw capture directory (`<out>.capture`).
     #[arg(long)]
     pub keep_capture: bool,
+    /// Do not run the program: convert the capture a run with --keep-capture left at
+    /// `<out>.capture` again (and keep it). For measuring conversion alone.
+    #[arg(long, hide = true)]
+    pub reconvert: bool,
     /// Print the summary as JSON.
     #[arg(long)]
     pub json: bool,
@@ -298,11 +302,14 @@ fn free_bytes(path: &Path) -> Option<u64> {
 /// Runs the tracer; returns the report (also when the program failed).
 pub fn trace(a: &TraceArgs) -> Result<TraceReport> {
     let program = check_program(&a.program[0])?;
-    let qemu = qemu()?;
-    let libs = tracer_dir()?;
     let mut cap = a.out.as_os_str().to_owned();
     cap.push(".capture");
     let cap = PathBuf::from(cap);
+    if a.reconvert {
+        return reconvert(a, &program, &cap);
+    }
+    let qemu = qemu()?;
+    let libs = tracer_dir()?;
     if cap.exists() {
         std::fs::remove_dir_all(&cap)
             .with_context(|| format!("cannot remove the old capture {}", cap.display()))?;
@@ -381,20 +388,7 @@ pub fn trace(a: &TraceArgs) -> Result<TraceReport> {
         );
     }
     let t1 = Instant::now();
-    let roi = match a.roi {
-        Roi::Markers => RoiMode::Markers,
-        Roi::Main => RoiMode::Main,
-        Roi::All => RoiMode::All,
-    };
-    let opts = Options {
-        program: program.clone(),
-        args: a.program[1..].to_vec(),
-        roi,
-        preload_name: PRELOAD_SO.to_string(),
-        base_dir: std::env::current_dir().ok(),
-        host_threads: a.host_threads.unwrap_or(0),
-    };
-    let summary = convert::convert(&cap, &a.out, &opts)
+    let summary = convert::convert(&cap, &a.out, &options(a, &program))
         .with_context(|| format!("cannot convert the capture of {}", program.display()))?;
     let convert_seconds = t1.elapsed().as_secs_f64();
     if !a.keep_capture {
@@ -416,6 +410,46 @@ pub fn trace(a: &TraceArgs) -> Result<TraceReport> {
         convert_seconds,
         warnings,
     )
+}
+
+/// `--reconvert`: converts the kept capture `cap` of `program` again, without running it.
+fn reconvert(a: &TraceArgs, program: &Path, cap: &Path) -> Result<TraceReport> {
+    if !cap.join("static.bin").exists() {
+        bail!(
+            "{} holds no capture: trace with --keep-capture first",
+            cap.display()
+        );
+    }
+    let t1 = Instant::now();
+    let summary = convert::convert(cap, &a.out, &options(a, program))
+        .with_context(|| format!("cannot convert the capture of {}", program.display()))?;
+    let convert_seconds = t1.elapsed().as_secs_f64();
+    let warnings = summary.warnings.clone();
+    report(
+        a,
+        program,
+        "not run (converted from a kept capture)".into(),
+        summary,
+        0.0,
+        convert_seconds,
+        warnings,
+    )
+}
+
+/// The converter's options for `a` tracing `program`.
+fn options(a: &TraceArgs, program: &Path) -> Options {
+    Options {
+        program: program.to_path_buf(),
+        args: a.program[1..].to_vec(),
+        roi: match a.roi {
+            Roi::Markers => RoiMode::Markers,
+            Roi::Main => RoiMode::Main,
+            Roi::All => RoiMode::All,
+        },
+        preload_name: PRELOAD_SO.to_string(),
+        base_dir: std::env::current_dir().ok(),
+        host_threads: a.host_threads.unwrap_or(0),
+    }
 }
 
 fn report(

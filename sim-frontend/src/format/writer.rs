@@ -55,6 +55,7 @@ impl ThreadEnc {
     }
 
     /// Encodes one instruction (see [`TraceWriter::inst`]); the error is the message.
+    #[inline(always)]
     fn inst(
         &mut self,
         program: &Program,
@@ -336,6 +337,7 @@ impl ThreadEncoder<'_> {
     }
 
     /// As [`TraceWriter::inst`], for this encoder's thread.
+    #[inline]
     pub fn inst(&mut self, sidx: u32, taken: bool, mem: &[MemAccess]) -> Result<(), TraceError> {
         if let Err(msg) = self.th.inst(self.program, self.mem_base, sidx, taken, mem) {
             return Err(TraceError::at(self.path, Some(self.tid), 0, msg));

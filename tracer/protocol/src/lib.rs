@@ -230,16 +230,6 @@ impl<R: std::io::Read> RawReader<R> {
         }
     }
 
-    /// Makes at least `n` bytes available at `pos` unless the input ends first.
-    #[inline(always)]
-    fn fill(&mut self, n: usize) -> std::io::Result<bool> {
-        if self.len - self.pos >= n {
-            return Ok(true);
-        }
-        self.refill(n)
-    }
-
-    #[cold]
     fn refill(&mut self, n: usize) -> std::io::Result<bool> {
         self.buf.copy_within(self.pos..self.len, 0);
         self.len -= self.pos;
@@ -264,8 +254,17 @@ impl<R: std::io::Read> RawReader<R> {
         u64::from_le_bytes(self.buf[i..i + 8].try_into().unwrap())
     }
 
+    /// Makes at least `n` bytes available at `pos` unless the input ends first (or fails: then
+    /// in [`RawReader::error`]).
+    #[inline(always)]
     fn have(&mut self, n: usize) -> bool {
-        match self.fill(n) {
+        self.len - self.pos >= n || self.have_slow(n)
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn have_slow(&mut self, n: usize) -> bool {
+        match self.refill(n) {
             Ok(b) => b,
             Err(e) => {
                 self.error = Some(e.to_string());
@@ -276,7 +275,7 @@ impl<R: std::io::Read> RawReader<R> {
 
     /// The next event; `None` at the end, at a cut final event, or at an error (then in
     /// [`RawReader::error`]).
-    #[inline]
+    #[inline(always)]
     pub fn next_word(&mut self) -> Option<Word> {
         if !self.have(4) {
             return None;
