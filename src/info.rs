@@ -1,8 +1,8 @@
 //! `isim trace-info`: what a trace holds — header, static table, and per thread the counts of
-//! instructions, memory operands, branches and every marker kind. A format v2 trace stores
-//! those counts in its tables, so they are read in the time it takes to open the file; with
-//! `--verify` (and always for a v1 trace) every stream is decoded and counted, which checks
-//! the whole file, and for v2 the decoded counts must equal the stored ones.
+//! instructions, memory operands, branches and every marker kind. A trace of format v2 or
+//! later stores those counts in its tables, so they are read in the time it takes to open the
+//! file; with `--verify` (and always for a v1 trace) every stream is decoded and counted,
+//! which checks the whole file, and then the decoded counts must equal the stored ones.
 
 use serde::Serialize;
 use sim_frontend::model::{Batch, Marker, Record};
@@ -63,7 +63,7 @@ impl TraceInfo {
         self.threads.iter().map(|t| t.instructions).sum()
     }
 
-    /// The counts `trace` stores (format v2), without decoding; `None` for a v1 trace.
+    /// The counts `trace` stores (format v2 and later), without decoding; `None` for a v1 trace.
     pub fn stored(trace: &Trace) -> Result<Option<TraceInfo>, TraceError> {
         let mut threads = Vec::with_capacity(trace.threads.len());
         for (tid, d) in trace.threads.iter().enumerate() {

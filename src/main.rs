@@ -49,7 +49,7 @@ enum Cmd {
         /// Print JSON instead of a table.
         #[arg(long)]
         json: bool,
-        /// Decode every record and check it (and, for a format v2 trace, that the counts equal
+        /// Decode every record and check it (and, from format v2 on, that the counts equal
         /// those stored in its tables); v1 traces are always decoded.
         #[arg(long)]
         verify: bool,

@@ -415,14 +415,18 @@ fn wrong_magic_names_what_was_expected() {
 fn newer_version_asks_for_an_upgrade() {
     let dir = tempfile::tempdir().unwrap();
     let (_, mut bytes) = small_trace(dir.path());
-    bytes[8..10].copy_from_slice(&3u16.to_le_bytes());
+    let next = sim_frontend::format::VERSION + 1;
+    bytes[8..10].copy_from_slice(&next.to_le_bytes());
     let crc = crc32(&bytes[0..12]);
     bytes[12..16].copy_from_slice(&crc.to_le_bytes());
-    let p = dir.path().join("v3.itrace");
+    let p = dir.path().join("next.itrace");
     std::fs::write(&p, &bytes).unwrap();
     let e = expect_err(&p);
     assert_eq!(e.offset, 8);
-    assert!(e.message.contains("version 3 is newer"), "{e}");
+    assert!(
+        e.message.contains(&format!("version {next} is newer")),
+        "{e}"
+    );
 }
 
 fn crc32(b: &[u8]) -> u32 {

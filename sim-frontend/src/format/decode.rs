@@ -100,6 +100,7 @@ pub fn decode_payload(
                     let d = unzigzag(varint(payload, &mut pos, "address delta")?);
                     let addr = st.pred.dyn_last.wrapping_add(d as u64);
                     st.pred.dyn_last = addr;
+                    st.pred.last = addr;
                     out.mem.push(MemAccess {
                         addr,
                         size,
@@ -124,12 +125,17 @@ pub fn decode_payload(
                     let addr = if i < HIT_BITS && (h >> (H_HIT_SHIFT + i as u32)) & 1 != 0 {
                         predicted
                     } else {
-                        let d = unzigzag(varint(payload, &mut pos, "address delta")?);
-                        let a = predicted.wrapping_add(d as u64);
+                        let z = varint(payload, &mut pos, "address delta")?;
+                        let a = if z == 0 && i < HIT_BITS {
+                            st.pred.last
+                        } else {
+                            predicted.wrapping_add(unzigzag(z) as u64)
+                        };
                         slot.1 = a.wrapping_sub(slot.0);
                         a
                     };
                     slot.0 = addr;
+                    st.pred.last = addr;
                     let spec = flow.specs[base + i];
                     out.mem.push(MemAccess {
                         addr,

@@ -1,4 +1,4 @@
-//! Trace format v2 (and v1, which the reader still reads): the byte layout shared by the
+//! Trace format v3 (and v1 and v2, which the reader still reads): the byte layout shared by the
 //! writer and the reader.
 //!
 //! `docs/trace-format.md` is the normative description; this module holds the constants and
@@ -21,8 +21,10 @@ pub const MAGIC: &[u8; 8] = b"ISIMTRC\0";
 pub const TRAILER_MAGIC: &[u8; 8] = b"ISIMEND\0";
 /// Chunk header magic.
 pub const CHUNK_MAGIC: &[u8; 4] = b"ICHK";
-/// The format version this code writes (it reads this one and every earlier one).
-pub const VERSION: u16 = 2;
+/// The format version this code writes (it reads this one and every earlier one). Version 3
+/// differs from 2 only in giving the address-delta value 0 a meaning (see [`Predictor::last`]);
+/// no version 1 or 2 writer wrote it, so one decoder reads all three.
+pub const VERSION: u16 = 3;
 /// The oldest format version this code reads.
 pub const OLDEST_VERSION: u16 = 1;
 /// Prologue length: magic, version, flags, crc.
@@ -125,6 +127,12 @@ pub struct Predictor {
     pub slots: Box<[(u64, u64); PRED_SLOTS]>,
     /// Address of the last explicitly listed (dynamic-shape) operand.
     pub dyn_last: u64,
+    /// Address of the thread's previous memory operand, of whatever kind (format v3): an
+    /// operand `i < HIT_BITS` that misses its prediction and is at this address is written as
+    /// the delta value 0 (which such an operand could not have otherwise), so that the store
+    /// of a read-modify-write at a random address (`hist[k]++`) costs one byte, not a second
+    /// copy of the load's delta.
+    pub last: u64,
 }
 
 impl Default for Predictor {
@@ -132,6 +140,7 @@ impl Default for Predictor {
         Predictor {
             slots: Box::new([(0, 0); PRED_SLOTS]),
             dyn_last: 0,
+            last: 0,
         }
     }
 }

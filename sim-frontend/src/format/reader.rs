@@ -1,6 +1,6 @@
-//! Opens a trace (format v2, or v1 as earlier isim wrote it) and streams each thread's records
-//! in bounded memory: one chunk (≤ 64 KiB of decoded payload as written) per stream at a time,
-//! or a few more with read-ahead.
+//! Opens a trace (format v3, or v1 and v2 as earlier isim wrote them) and streams each
+//! thread's records in bounded memory: one chunk (≤ 64 KiB of decoded payload as written) per
+//! stream at a time, or a few more with read-ahead.
 //!
 //! Opening checks the prologue, the trailer and the tables; each chunk is checked (magic,
 //! thread, length, CRC-32) and, in v2, decompressed (to exactly the length its header states)
@@ -193,7 +193,7 @@ impl Trace {
         })
     }
 
-    /// The trace's format version (1 or 2).
+    /// The trace's format version (1, 2 or 3).
     pub fn version(&self) -> u16 {
         self.version
     }

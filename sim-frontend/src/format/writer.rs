@@ -1,4 +1,4 @@
-//! Writes trace format v2. Producers (generators, importers, the tracer) declare static
+//! Writes trace format v3. Producers (generators, importers, the tracer) declare static
 //! instructions, then hand over each thread's dynamic instructions and markers in program
 //! order; the writer decides what is implied and what must be spelled out, compresses each
 //! chunk with zstd, and counts what each stream holds for the tables.
@@ -100,11 +100,15 @@ impl ThreadEnc {
                 let predicted = slot.0.wrapping_add(slot.1);
                 if i < HIT_BITS && a.addr == predicted {
                     h |= 1 << (H_HIT_SHIFT + i as u32);
+                } else if i < HIT_BITS && a.addr == th.pred.last {
+                    th.buf.push(0);
+                    slot.1 = a.addr.wrapping_sub(slot.0);
                 } else {
                     put_varint(&mut th.buf, zigzag(a.addr.wrapping_sub(predicted) as i64));
                     slot.1 = a.addr.wrapping_sub(slot.0);
                 }
                 slot.0 = a.addr;
+                th.pred.last = a.addr;
             }
         } else {
             h |= H_DYN_MEM;
@@ -116,6 +120,7 @@ impl ThreadEnc {
                     zigzag(a.addr.wrapping_sub(th.pred.dyn_last) as i64),
                 );
                 th.pred.dyn_last = a.addr;
+                th.pred.last = a.addr;
             }
         }
         th.buf[hpos] = h;
