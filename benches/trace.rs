@@ -1,13 +1,13 @@
-//! Tracing speed of `isim trace` on a real program: traced instructions per wall second
+//! Tracing speed of `isim trace` on real programs: traced instructions per wall second
 //! (capture under QEMU plus conversion to a trace) and bytes per instruction of the written
-//! trace, for `examples/c/owner_barrier.c` at 1 and 4 threads, converted on one host thread
-//! (`--host-threads 1`) and on all of them (the default), alternating, with the ratio.
+//! trace, for `examples/c/owner_barrier.c` (`-n 300`, about 75 M instructions) at 1 and 4
+//! threads and `examples/c/blocked_lu.c` (`-n 256`, about 55 M) at 4, converted on one host
+//! thread (`--host-threads 1`) and on all of them (the default), alternating, with the ratio.
 //!
 //! Not a criterion benchmark: one measurement takes seconds and spawns processes, so it runs
 //! each configuration three times and reports the median. Needs qemu-x86_64 and gcc; uses the
 //! release `isim` and tracer libraries (`cargo build --release` first; `cargo bench --bench
-//! trace` builds the `isim` binary itself). Size with `ISIM_BENCH_N` (matrix order, default
-//! 300: about 75 M instructions).
+//! trace` builds the `isim` binary itself).
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -27,70 +27,83 @@ fn main() {
         );
         std::process::exit(1);
     }
-    let n = std::env::var("ISIM_BENCH_N").unwrap_or_else(|_| "300".into());
     let dir = tempfile::tempdir().unwrap();
-    let exe = dir.path().join("owner_barrier");
-    let st = Command::new("gcc")
-        .args(["-g", "-O2", "-pthread", "-I"])
-        .arg(root.join("include"))
-        .arg("-o")
-        .arg(&exe)
-        .arg(root.join("examples/c/owner_barrier.c"))
-        .status()
-        .expect("gcc");
-    assert!(st.success());
-    println!("owner_barrier -n {n}: median of 3 runs");
-    println!(
-        "{:>7} {:>14} {:>10} {:>10} {:>12} {:>12} {:>10}",
-        "threads", "instructions", "capture s", "convert s", "capture M/s", "total M/s", "B/instr"
-    );
     let cores = std::thread::available_parallelism().map_or(1, |c| c.get());
-    for threads in ["1", "4"] {
-        // Alternating one host thread and all, so that both see the same noise.
-        let mut runs: [Vec<Run>; 2] = [Vec::new(), Vec::new()];
-        for (k, host) in [(0usize, "1"), (1, "0")].iter().cycle().take(6) {
-            let out = dir.path().join("t.itrace");
-            let o = Command::new(&isim)
-                .env("ISIM_TRACER_DIR", &libs)
-                .args(["trace", "--json", "--host-threads"])
-                .arg(if *host == "0" {
-                    cores.to_string()
-                } else {
-                    host.to_string()
-                })
-                .args(["-o", out.to_str().unwrap(), "--"])
-                .arg(&exe)
-                .args(["-t", threads, "-n", &n])
-                .output()
-                .expect("isim trace");
-            assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
-            let text = String::from_utf8_lossy(&o.stdout);
-            let json = &text[text.find("\n{\n").map_or(0, |i| i + 1)..];
-            let v: serde_json::Value = serde_json::from_str(json).unwrap();
-            let f = |k: &str| v[k].as_f64().unwrap();
-            runs[*k].push((
-                f("instructions_per_second"),
-                f("instructions"),
-                f("capture_seconds"),
-                f("convert_seconds"),
-                f("bytes_per_instruction"),
-            ));
-        }
-        let mut medians = [0.0f64; 2];
-        for (k, label) in [(0, "1 host thread"), (1, "all host threads")] {
-            let r = &mut runs[k];
-            r.sort_by(|a, b| a.0.total_cmp(&b.0));
-            let (ips, ins, cap, conv, bpi) = r[1];
-            medians[k] = ips;
-            println!(
-                "{threads:>7} {ins:>14} {cap:>10.2} {conv:>10.2} {:>12.1} {:>12.1} {bpi:>10.3}  ({label})",
-                ins / cap / 1e6,
-                ips / 1e6
-            );
-        }
+    // (example, its size argument, thread counts)
+    let programs = [
+        ("owner_barrier", "300", &["1", "4"][..]),
+        ("blocked_lu", "256", &["4"][..]),
+    ];
+    for (name, n, thread_counts) in programs {
+        let exe = dir.path().join(name);
+        let st = Command::new("gcc")
+            .args(["-g", "-O2", "-pthread", "-I"])
+            .arg(root.join("include"))
+            .arg("-o")
+            .arg(&exe)
+            .arg(root.join(format!("examples/c/{name}.c")))
+            .status()
+            .expect("gcc");
+        assert!(st.success());
+        println!("{name} -n {n}: median of 3 runs");
         println!(
-            "{threads:>7} all host threads ({cores}) / one: {:.2}x end to end",
-            medians[1] / medians[0]
+            "{:>7} {:>14} {:>10} {:>10} {:>12} {:>12} {:>10}",
+            "threads",
+            "instructions",
+            "capture s",
+            "convert s",
+            "capture M/s",
+            "total M/s",
+            "B/instr"
+        );
+        for &threads in thread_counts {
+            bench(&isim, &libs, dir.path(), &exe, threads, n, cores);
+        }
+    }
+}
+
+/// Traces `exe -t threads -n n` three times on one host thread and three times on all
+/// `cores`, alternating so that both see the same noise, and prints the medians and the ratio.
+fn bench(isim: &Path, libs: &Path, dir: &Path, exe: &Path, threads: &str, n: &str, cores: usize) {
+    let mut runs: [Vec<Run>; 2] = [Vec::new(), Vec::new()];
+    for (k, host) in [(0usize, 1usize), (1, cores)].iter().cycle().take(6) {
+        let out = dir.join("t.itrace");
+        let o = Command::new(isim)
+            .env("ISIM_TRACER_DIR", libs)
+            .args(["trace", "--json", "--host-threads"])
+            .arg(host.to_string())
+            .args(["-o", out.to_str().unwrap(), "--"])
+            .arg(exe)
+            .args(["-t", threads, "-n", n])
+            .output()
+            .expect("isim trace");
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+        let text = String::from_utf8_lossy(&o.stdout);
+        let json = &text[text.find("\n{\n").map_or(0, |i| i + 1)..];
+        let v: serde_json::Value = serde_json::from_str(json).unwrap();
+        let f = |k: &str| v[k].as_f64().unwrap();
+        runs[*k].push((
+            f("instructions_per_second"),
+            f("instructions"),
+            f("capture_seconds"),
+            f("convert_seconds"),
+            f("bytes_per_instruction"),
+        ));
+    }
+    let mut medians = [0.0f64; 2];
+    for (k, label) in [(0, "1 host thread"), (1, "all host threads")] {
+        let r = &mut runs[k];
+        r.sort_by(|a, b| a.0.total_cmp(&b.0));
+        let (ips, ins, cap, conv, bpi) = r[1];
+        medians[k] = ips;
+        println!(
+            "{threads:>7} {ins:>14} {cap:>10.2} {conv:>10.2} {:>12.1} {:>12.1} {bpi:>10.3}  ({label})",
+            ins / cap / 1e6,
+            ips / 1e6
         );
     }
+    println!(
+        "{threads:>7} all host threads ({cores}) / one: {:.2}x end to end",
+        medians[1] / medians[0]
+    );
 }

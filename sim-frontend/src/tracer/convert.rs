@@ -338,7 +338,7 @@ fn first_pass(dir: &Path, t: u32, raw_tid: u32, hot: &[Hot]) -> Result<FirstPass
         merge_pieces(m, hot[*p as usize].widest as u32);
     }
     if let Some(e) = rd.error.take() {
-        return Err(TraceError::at(&path, Some(t), rd.word * 4, e));
+        return Err(TraceError::at(&path, Some(t), rd.offset(), e));
     }
     Ok(out)
 }
@@ -445,7 +445,7 @@ fn second_pass(ctx: &Ctx, t: u32, mut enc: ThreadEncoder) -> Result<ThreadOut, T
     loop {
         let Some(w) = rd.next_word() else {
             if let Some(e) = rd.error.take() {
-                return Err(TraceError::at(&path, Some(t), rd.word * 4, e));
+                return Err(TraceError::at(&path, Some(t), rd.offset(), e));
             }
             break;
         };
@@ -455,7 +455,7 @@ fn second_pass(ctx: &Ctx, t: u32, mut enc: ThreadEncoder) -> Result<ThreadOut, T
                     return Err(TraceError::at(
                         &path,
                         Some(t),
-                        rd.word * 4,
+                        rd.offset(),
                         format!("instruction #{raw} is missing from static.bin"),
                     ));
                 };

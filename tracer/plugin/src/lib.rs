@@ -30,7 +30,7 @@ use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, AtomicU8, AtomicU32, AtomicU64, Ordering};
 use std::sync::{Mutex, OnceLock};
 
-use isim_trace_protocol::{Op, word};
+use isim_trace_protocol::{Op, RawEncoder};
 
 type PluginId = u64;
 #[repr(C)]
@@ -159,6 +159,8 @@ struct ThreadState {
     tid: u32,
     recording: bool,
     buf: Vec<u8>,
+    /// The raw stream's encoder (its predictions restart with each thread's file).
+    enc: RawEncoder,
     file: Option<File>,
     failed: bool,
 }
@@ -171,34 +173,29 @@ impl ThreadState {
             tid: u32::MAX,
             recording: false,
             buf: Vec::new(),
+            enc: RawEncoder::new(),
             file: None,
             failed: false,
         }
     }
 
+    /// Appends an executed instruction.
     #[inline(always)]
-    fn put(&mut self, w: u32) {
-        self.buf.extend_from_slice(&w.to_le_bytes());
-    }
-
-    #[inline(always)]
-    fn put64(&mut self, v: u64) {
-        self.buf.extend_from_slice(&v.to_le_bytes());
+    fn exec(&mut self, idx: u32) {
+        self.enc.exec(&mut self.buf, idx);
     }
 
     /// Appends a marker with its arguments and the next sequence number.
     fn mark(&mut self, op: Op, args: &[u64]) {
-        self.put((op as u32) << 2 | word::MARK);
-        for &a in &args[..op.nargs()] {
-            self.put64(a);
-        }
-        self.put64(SEQ.fetch_add(1, Ordering::SeqCst));
+        let seq = SEQ.fetch_add(1, Ordering::SeqCst);
+        self.enc.mark(&mut self.buf, op, args, seq);
     }
 
     fn start(&mut self, tid: u32) {
         let Some(g) = GLOBAL.get() else { return };
         self.tid = tid;
         self.recording = true;
+        self.enc = RawEncoder::new();
         self.buf.reserve(FLUSH_AT + 64);
         let path = g.dir.join(format!("t{tid}.raw"));
         match File::create(&path) {
@@ -328,7 +325,7 @@ fn say(s: &str) {
 extern "C" fn on_exec(vcpu: c_uint, udata: *mut c_void) {
     with_state(vcpu, |t| {
         if t.recording {
-            t.put((udata as usize as u32) << 2 | word::EXEC);
+            t.exec(udata as usize as u32);
             if t.buf.len() >= FLUSH_AT {
                 t.flush();
             }
@@ -337,7 +334,7 @@ extern "C" fn on_exec(vcpu: c_uint, udata: *mut c_void) {
             && !MAIN_SEEN.swap(true, Ordering::Relaxed)
         {
             t.start(0);
-            t.put((udata as usize as u32) << 2 | word::EXEC);
+            t.exec(udata as usize as u32);
         }
     })
 }
@@ -352,8 +349,7 @@ extern "C" fn on_mem(vcpu: c_uint, info: u32, vaddr: u64, _udata: *mut c_void) {
                     qemu_plugin_mem_is_store(info),
                 )
             };
-            t.put((shift & 7) << 2 | (store as u32) << 5 | word::MEM);
-            t.put64(vaddr);
+            t.enc.mem(&mut t.buf, vaddr, shift, store);
         }
     })
 }

@@ -1,7 +1,7 @@
 //! The raw capture protocol between the pieces of `isim trace` (a crate of its own, without
 //! dependencies, so that the two shared libraries build in seconds): the magic system calls by which
 //! the interposition library and `include/isim.h` talk to the QEMU plugin, and the files the
-//! plugin writes for `sim_frontend::tracer::convert` to turn into a trace v1.
+//! plugin writes for `sim_frontend::tracer::convert` to turn into a trace.
 //!
 //! **Magic system calls.** Guest code cannot call into the plugin, and plugin API v1 cannot read
 //! guest registers or memory, but it sees every system call with its number and arguments. A
@@ -11,7 +11,9 @@
 //! **Files** in the capture directory:
 //! * `static.bin`: one entry per distinct instruction address, appended as blocks are
 //!   translated: `u64 vaddr, u8 len, len bytes of code`. An entry's position is its raw index.
-//! * `t<N>.raw`: thread `N`'s events, little-endian `u32` words (see [`Word`]).
+//! * `t<N>.raw`: thread `N`'s events (see [`Word`]), a byte stream written by [`RawEncoder`]
+//!   and read by [`RawReader`], which predict each raw index and address the same way so that
+//!   the common event is one byte (see [`word`]).
 //! * `modules.tsv`: the objects the guest had loaded when `main` started, written by the
 //!   interposition library: `load_bias<TAB>start<TAB>end<TAB>path` per executable segment.
 //! * `threads.tsv`: written by the plugin at exit: `N<TAB>state` per thread it saw.
@@ -153,15 +155,137 @@ impl Op {
     }
 }
 
-/// The tag of a raw word (its low two bits).
+/// The encoding of a raw event. Its first byte's low two bits are its kind:
+///
+/// * **exec** (`0`): an instruction with raw index `i` executes. `z` = zigzag of
+///   `i − (previous instruction's index + 1)` (so 0 for the next instruction of a block):
+///   bits 2–6 of the first byte hold `z`'s low 5 bits, bit 7 says more follow, then the rest of
+///   `z` as LEB128.
+/// * **mem** (`1`): a memory access of the last instruction: bits 2–4 = log2 of its size,
+///   bit 5 = store, bit 6 = at its predicted address, bit 7 = 0. The prediction is
+///   `last + stride` of slot `(4·i + min(k, 3)) mod` [`RAW_SLOTS`] (`i` the instruction's raw
+///   index, `k` the access's number within the instruction); without bit 6, LEB128 of the
+///   zigzag of `address − prediction` follows. Then the slot's stride becomes
+///   `address − last` and its last the address. Slots start at (0, 0).
+/// * **mark** (`2`): bits 2–7 = the [`Op`], then [`Op::nargs`] arguments and the marker's
+///   sequence number, 8 bytes little-endian each.
 pub mod word {
-    /// `raw index << 2`: an instruction executes.
-    pub const EXEC: u32 = 0;
-    /// `size_shift << 2 | store << 5 | 1`, then the address as two words (low, high).
-    pub const MEM: u32 = 1;
-    /// `op << 2 | 2`, then [`super::Op::nargs`] arguments, two words each, then the marker's
-    /// sequence number (two words).
-    pub const MARK: u32 = 2;
+    /// Kind of an exec event.
+    pub const EXEC: u8 = 0;
+    /// Kind of a memory access.
+    pub const MEM: u8 = 1;
+    /// Kind of a marker.
+    pub const MARK: u8 = 2;
+    /// Mem: the access is at its predicted address.
+    pub const HIT: u8 = 1 << 6;
+}
+
+/// Address-predictor slots of a raw stream.
+pub const RAW_SLOTS: usize = 4096;
+
+/// What the writer and the reader of one raw stream both track to predict the next event.
+#[derive(Debug, Clone, Default)]
+pub struct RawState {
+    /// The raw index the next exec is expected to have.
+    next: u32,
+    /// The last exec's raw index.
+    cur: u32,
+    /// Memory accesses of the last exec so far.
+    mem_no: u32,
+    /// (last address, stride) per slot; allocated at the first access.
+    slots: Vec<(u64, u64)>,
+}
+
+impl RawState {
+    /// A stream's initial state.
+    pub const fn new() -> Self {
+        RawState {
+            next: 0,
+            cur: 0,
+            mem_no: 0,
+            slots: Vec::new(),
+        }
+    }
+
+    #[inline(always)]
+    fn slot(&mut self) -> &mut (u64, u64) {
+        if self.slots.is_empty() {
+            self.slots = vec![(0, 0); RAW_SLOTS];
+        }
+        let k = (self.cur as usize)
+            .wrapping_mul(4)
+            .wrapping_add(self.mem_no.min(3) as usize)
+            & (RAW_SLOTS - 1);
+        self.mem_no += 1;
+        &mut self.slots[k]
+    }
+}
+
+/// Appends `v` as LEB128.
+#[inline(always)]
+fn put_leb(buf: &mut Vec<u8>, mut v: u64) {
+    while v >= 0x80 {
+        buf.push(v as u8 | 0x80);
+        v >>= 7;
+    }
+    buf.push(v as u8);
+}
+
+/// Writes one thread's raw stream (in the plugin): see [`word`].
+#[derive(Debug, Clone, Default)]
+pub struct RawEncoder {
+    st: RawState,
+}
+
+impl RawEncoder {
+    /// An encoder at the start of a stream.
+    pub const fn new() -> Self {
+        RawEncoder {
+            st: RawState::new(),
+        }
+    }
+
+    /// Instruction `idx` executes.
+    #[inline(always)]
+    pub fn exec(&mut self, buf: &mut Vec<u8>, idx: u32) {
+        let d = idx.wrapping_sub(self.st.next) as i32;
+        let z = ((d << 1) ^ (d >> 31)) as u32 as u64;
+        if z < 32 {
+            buf.push((z as u8) << 2 | word::EXEC);
+        } else {
+            buf.push((z as u8 & 31) << 2 | 0x80 | word::EXEC);
+            put_leb(buf, z >> 5);
+        }
+        self.st.cur = idx;
+        self.st.next = idx.wrapping_add(1);
+        self.st.mem_no = 0;
+    }
+
+    /// The last instruction accesses `1 << size_shift` bytes at `addr`.
+    #[inline(always)]
+    pub fn mem(&mut self, buf: &mut Vec<u8>, addr: u64, size_shift: u32, store: bool) {
+        let head = ((size_shift & 7) as u8) << 2 | (store as u8) << 5 | word::MEM;
+        let slot = self.st.slot();
+        let predicted = slot.0.wrapping_add(slot.1);
+        if addr == predicted {
+            buf.push(head | word::HIT);
+        } else {
+            buf.push(head);
+            let d = addr.wrapping_sub(predicted) as i64;
+            put_leb(buf, ((d << 1) ^ (d >> 63)) as u64);
+            slot.1 = addr.wrapping_sub(slot.0);
+        }
+        slot.0 = addr;
+    }
+
+    /// A marker with its arguments (the first [`Op::nargs`]) and sequence number.
+    pub fn mark(&mut self, buf: &mut Vec<u8>, op: Op, args: &[u64], seq: u64) {
+        buf.push((op as u8) << 2 | word::MARK);
+        for &a in &args[..op.nargs()] {
+            buf.extend_from_slice(&a.to_le_bytes());
+        }
+        buf.extend_from_slice(&seq.to_le_bytes());
+    }
 }
 
 /// One decoded raw event.
@@ -196,7 +320,7 @@ pub fn decode(bytes: &[u8], mut f: impl FnMut(Word, [u64; 6])) -> Result<(), Str
     r.error.map_or(Ok(()), Err)
 }
 
-/// Streams the words of a raw file from any reader, in 4 MiB reads. A cut final event (the
+/// Streams the events of a raw file from any reader, in 4 MiB reads. A cut final event (the
 /// process was killed while writing) ends the stream.
 pub struct RawReader<R> {
     inner: R,
@@ -204,15 +328,19 @@ pub struct RawReader<R> {
     pos: usize,
     len: usize,
     eof: bool,
-    /// Words consumed so far (for error messages).
-    pub word: u64,
+    /// File offset of `buf[0]`.
+    base: u64,
+    st: RawState,
     /// Arguments of the last marker read.
     pub args: [u64; 6],
     /// Sequence number of the last marker read (see [`Word::Mark`]).
     pub seq: u64,
-    /// Why the stream stopped early, if it did (an I/O error or a word no writer makes).
+    /// Why the stream stopped early, if it did (an I/O error or an event no writer makes).
     pub error: Option<String>,
 }
+
+/// The longest exec or mem event: a kind byte and a 64-bit LEB128 value.
+const MAX_EVENT: usize = 11;
 
 impl<R: std::io::Read> RawReader<R> {
     /// A reader over `inner`.
@@ -223,15 +351,22 @@ impl<R: std::io::Read> RawReader<R> {
             pos: 0,
             len: 0,
             eof: false,
-            word: 0,
+            base: 0,
+            st: RawState::new(),
             args: [0; 6],
             seq: 0,
             error: None,
         }
     }
 
+    /// File offset of the next event (for error messages).
+    pub fn offset(&self) -> u64 {
+        self.base + self.pos as u64
+    }
+
     fn refill(&mut self, n: usize) -> std::io::Result<bool> {
         self.buf.copy_within(self.pos..self.len, 0);
+        self.base += self.pos as u64;
         self.len -= self.pos;
         self.pos = 0;
         while !self.eof && self.len < n {
@@ -242,11 +377,6 @@ impl<R: std::io::Read> RawReader<R> {
             self.len += k;
         }
         Ok(self.len >= n)
-    }
-
-    #[inline(always)]
-    fn u32_at(&self, i: usize) -> u32 {
-        u32::from_le_bytes(self.buf[i..i + 4].try_into().unwrap())
     }
 
     #[inline(always)]
@@ -273,58 +403,100 @@ impl<R: std::io::Read> RawReader<R> {
         }
     }
 
+    /// LEB128 at `*p`, not reading past `len`; `None` if cut (or longer than 64 bits).
+    #[inline(always)]
+    fn leb(&self, p: &mut usize) -> Option<u64> {
+        let mut v = 0u64;
+        let mut shift = 0;
+        loop {
+            let b = *self.buf[..self.len].get(*p)?;
+            *p += 1;
+            v |= ((b & 0x7f) as u64) << shift;
+            if b < 0x80 {
+                return Some(v);
+            }
+            shift += 7;
+            if shift > 63 {
+                return None;
+            }
+        }
+    }
+
     /// The next event; `None` at the end, at a cut final event, or at an error (then in
     /// [`RawReader::error`]).
     #[inline(always)]
     pub fn next_word(&mut self) -> Option<Word> {
-        if !self.have(4) {
+        // Near the end of the input fewer bytes remain: `leb` stops at a cut event.
+        if !self.have(MAX_EVENT) && (self.error.is_some() || self.pos == self.len) {
             return None;
         }
-        let x = self.u32_at(self.pos);
-        match x & 3 {
+        let b = self.buf[self.pos];
+        let mut p = self.pos + 1;
+        match b & 3 {
             word::EXEC => {
-                self.pos += 4;
-                self.word += 1;
-                Some(Word::Exec(x >> 2))
+                let mut z = ((b >> 2) & 31) as u64;
+                if b & 0x80 != 0 {
+                    z |= self.leb(&mut p)? << 5;
+                }
+                let d = ((z >> 1) as i64 ^ -((z & 1) as i64)) as u32;
+                let idx = self.st.next.wrapping_add(d);
+                self.pos = p;
+                self.st.cur = idx;
+                self.st.next = idx.wrapping_add(1);
+                self.st.mem_no = 0;
+                Some(Word::Exec(idx))
             }
             word::MEM => {
-                if !self.have(12) {
-                    return None;
+                if b & 0x80 != 0 {
+                    return self.bad(b);
                 }
-                let addr = self.u64_at(self.pos + 4);
-                self.pos += 12;
-                self.word += 3;
+                let hit = b & word::HIT != 0;
+                let d = if hit { 0 } else { self.leb(&mut p)? };
+                self.pos = p;
+                let slot = self.st.slot();
+                let predicted = slot.0.wrapping_add(slot.1);
+                let addr = if hit {
+                    predicted
+                } else {
+                    let a = predicted.wrapping_add(((d >> 1) as i64 ^ -((d & 1) as i64)) as u64);
+                    slot.1 = a.wrapping_sub(slot.0);
+                    a
+                };
+                slot.0 = addr;
                 Some(Word::Mem {
                     addr,
-                    size: 1u8 << ((x >> 2) & 7).min(7),
-                    store: (x >> 5) & 1 == 1,
+                    size: 1u8 << ((b >> 2) & 7),
+                    store: (b >> 5) & 1 == 1,
                 })
             }
-            _ => self.mark(x),
+            _ => self.mark(b),
         }
     }
 
     #[cold]
-    fn mark(&mut self, x: u32) -> Option<Word> {
-        let at = self.word;
-        let op = (x & 3 == word::MARK)
-            .then(|| Op::ALL.get((x >> 2) as usize).copied())
+    fn bad(&mut self, b: u8) -> Option<Word> {
+        self.error = Some(format!("bad event byte {b:#04x} at byte {}", self.offset()));
+        None
+    }
+
+    #[cold]
+    fn mark(&mut self, b: u8) -> Option<Word> {
+        let op = (b & 3 == word::MARK)
+            .then(|| Op::ALL.get((b >> 2) as usize).copied())
             .flatten();
         let Some(op) = op else {
-            self.error = Some(format!("bad word {x:#x} at word {at}"));
-            return None;
+            return self.bad(b);
         };
         let k = op.nargs();
-        if !self.have(12 + 8 * k) {
+        if !self.have(1 + 8 * (k + 1)) {
             return None;
         }
         self.args = [0; 6];
         for j in 0..k {
-            self.args[j] = self.u64_at(self.pos + 4 + 8 * j);
+            self.args[j] = self.u64_at(self.pos + 1 + 8 * j);
         }
-        self.seq = self.u64_at(self.pos + 4 + 8 * k);
-        self.pos += 12 + 8 * k;
-        self.word += 3 + 2 * k as u64;
+        self.seq = self.u64_at(self.pos + 1 + 8 * k);
+        self.pos += 1 + 8 * (k + 1);
         Some(Word::Mark(op))
     }
 }
@@ -359,53 +531,80 @@ mod tests {
         assert_eq!(unpack_name(&pack_name(long.as_bytes())).len(), 48);
     }
 
+    /// Events written by the encoder read back the same, with each marker's arguments and
+    /// sequence number; a stream cut anywhere keeps exactly the events before the cut.
     #[test]
-    fn raw_words_decode_and_a_cut_tail_ends_the_stream() {
+    fn raw_events_round_trip_and_a_cut_tail_ends_the_stream() {
+        let mut e = RawEncoder::new();
         let mut b = Vec::new();
-        let mut put = |x: u32| b.extend_from_slice(&x.to_le_bytes());
-        put(7 << 2);
-        put(3 << 2 | 1 << 5 | word::MEM);
-        put(0x1000);
-        put(0x1);
-        put((Op::Barrier as u32) << 2 | word::MARK);
-        for v in [0x20u32, 0, 4, 0, 77, 0] {
-            put(v);
-        }
-        put(9 << 2);
-        let mut got = Vec::new();
-        decode(&b, |w, a| got.push((w, a))).unwrap();
-        let none = [0; 6];
+        let mut want = Vec::new();
+        let mut ends = Vec::new();
         let bar = [0x20, 4, 0, 0, 0, 0];
-        let mem = Word::Mem {
-            addr: 0x1_0000_1000,
-            size: 8,
-            store: true,
-        };
-        // A marker's arguments stay readable until the next marker.
-        assert_eq!(
-            got,
-            vec![
-                (Word::Exec(7), none),
-                (mem, none),
-                (Word::Mark(Op::Barrier), bar),
-                (Word::Exec(9), bar),
-            ]
-        );
-        // Cut inside the barrier's arguments: the events before it survive.
-        let mut got = Vec::new();
-        decode(&b[..b.len() - 12], |w, _| got.push(w)).unwrap();
-        assert_eq!(got.len(), 2);
-        // The sequence number is read with the marker.
-        let mut r = RawReader::new(&b[..]);
-        while let Some(w) = r.next_word() {
-            if w == Word::Mark(Op::Barrier) {
-                assert_eq!(r.seq, 77);
+        // A loop of 3 instructions (7, 8, 9) with a strided load, then a random store, a
+        // jump far back and forth, a marker, and accesses of every size.
+        let mut x = 0x1234_5678_9abc_def1u64;
+        for i in 0..200u64 {
+            for idx in [7u32, 8, 9] {
+                e.exec(&mut b, idx);
+                want.push((Word::Exec(idx), None));
+                ends.push(b.len());
+                if idx == 8 {
+                    e.mem(&mut b, 0x10_0000 + 8 * i, 3, false);
+                    want.push((
+                        Word::Mem {
+                            addr: 0x10_0000 + 8 * i,
+                            size: 8,
+                            store: false,
+                        },
+                        None,
+                    ));
+                    ends.push(b.len());
+                    x ^= x << 13;
+                    x ^= x >> 7;
+                    x ^= x << 17;
+                    e.mem(&mut b, x, (i % 5) as u32, true);
+                    want.push((
+                        Word::Mem {
+                            addr: x,
+                            size: 1 << (i % 5),
+                            store: true,
+                        },
+                        None,
+                    ));
+                    ends.push(b.len());
+                }
+            }
+            if i % 50 == 0 {
+                e.exec(&mut b, u32::MAX - i as u32);
+                want.push((Word::Exec(u32::MAX - i as u32), None));
+                ends.push(b.len());
+                e.mark(&mut b, Op::Barrier, &bar, 77 + i);
+                want.push((Word::Mark(Op::Barrier), Some(77 + i)));
+                ends.push(b.len());
             }
         }
-        let mut got = Vec::new();
-        decode(&b[..b.len() - 20], |w, _| got.push(w)).unwrap();
-        assert_eq!(got.len(), 2);
-        assert!(decode(&[3, 0, 0, 0], |_, _| {}).is_err());
+        let read = |bytes: &[u8]| {
+            let mut r = RawReader::new(bytes);
+            let mut got = Vec::new();
+            while let Some(w) = r.next_word() {
+                let seq = matches!(w, Word::Mark(_)).then_some(r.seq);
+                if seq.is_some() {
+                    assert_eq!(r.args, bar);
+                }
+                got.push((w, seq));
+            }
+            assert!(r.error.is_none(), "{:?}", r.error);
+            got
+        };
+        assert_eq!(read(&b), want);
+        // The common events are one byte each: 3 execs and a strided load per iteration,
+        // the random store apart.
+        assert!(b.len() < 200 * 4 + 200 * 11 + 4 * 80, "{} bytes", b.len());
+        for cut in 0..b.len() {
+            let n = ends.iter().take_while(|&&e| e <= cut).count();
+            assert_eq!(read(&b[..cut]), want[..n], "cut at {cut}");
+        }
+        assert!(decode(&[3], |_, _| {}).is_err());
         assert_eq!(Op::from_syscall(SYS_BASE + 6), Some(Op::Barrier));
         assert_eq!(Op::from_syscall(60), None);
     }
