@@ -5,8 +5,10 @@
 //! with its chunks stored uncompressed (the same records: what compression saves), then
 //! measures records decoded per second on one core three ways: `memory/` runs the record
 //! decoder over chunk payloads already in memory (the format's own cost), `file/` streams the
-//! thread through [`Trace::stream`] (read, checksum, decompress and decode), `file-stored/`
-//! the same from the uncompressed copy. Run with `cargo bench --bench trace_decode`.
+//! thread through [`Trace::stream`] (read, checksum, decompress and decode), `file-ahead/`
+//! through [`Trace::stream_readahead`] (chunks read, checked and decompressed on a second
+//! thread), `file-stored/` the same as `file/` from the uncompressed copy. Run with
+//! `cargo bench --bench trace_decode`.
 
 // criterion_group! generates a public function without docs.
 #![allow(missing_docs)]
@@ -102,6 +104,17 @@ fn bench(c: &mut Criterion) {
                 for p in &payloads {
                     batch.clear();
                     decode_payload(&flow, &mut st, p, &limits, &mut batch).expect("decode");
+                    n += batch.records.len();
+                }
+                black_box(n)
+            })
+        });
+        g.bench_function(format!("file-ahead/{}", w.name), |b| {
+            let mut batch = Batch::default();
+            b.iter(|| {
+                let mut s = trace.stream_readahead(0, 4).expect("stream");
+                let mut n = 0usize;
+                while s.next_batch(&mut batch).expect("decode") {
                     n += batch.records.len();
                 }
                 black_box(n)
