@@ -44,6 +44,22 @@ struct ThreadEnc {
     pending_indirect: bool,
     /// What the stream holds so far.
     counts: StreamCounts,
+    /// Chunks a [`ThreadEncoder`] wrote apart, appended to the file by
+    /// [`TraceWriter::finish`] in thread order.
+    spill: Option<Spill>,
+}
+
+/// One thread's chunks as a [`ThreadEncoder`] compressed them, in a file of their own beside
+/// the trace (`<trace>.partial.t<N>`): encoders on several host threads finish in any order,
+/// and the trace must not depend on it, so each thread's chunks are appended to the trace in
+/// thread order once all are done (the same bytes as encoding on one host thread).
+struct Spill {
+    path: PathBuf,
+    out: BufWriter<File>,
+    /// Bytes written so far.
+    len: u64,
+    /// Each chunk's offset in this file.
+    chunks: Vec<u64>,
 }
 
 impl ThreadEnc {
@@ -311,11 +327,20 @@ impl Packer {
         crc.update(&hdr[0..20]);
         crc.update(stored);
         hdr[20..24].copy_from_slice(&crc.finalize().to_le_bytes());
-        let mut sink = sink.lock().unwrap_or_else(|p| p.into_inner());
-        th.dir.chunks.push(sink.offset);
-        sink.write_raw(&hdr)?;
-        sink.write_raw(stored)?;
-        drop(sink);
+        if let Some(sp) = th.spill.as_mut() {
+            sp.chunks.push(sp.len);
+            for part in [&hdr[..], stored] {
+                sp.out.write_all(part).map_err(|e| {
+                    write_error(&sp.path, sp.len + part.len() as u64, "write failed", e)
+                })?;
+                sp.len += part.len() as u64;
+            }
+        } else {
+            let mut sink = sink.lock().unwrap_or_else(|p| p.into_inner());
+            th.dir.chunks.push(sink.offset);
+            sink.write_raw(&hdr)?;
+            sink.write_raw(stored)?;
+        }
         th.buf.clear();
         Ok(())
     }
@@ -333,6 +358,8 @@ pub struct ThreadEncoder<'a> {
     packer: Option<Packer>,
     compress: bool,
     path: &'a Path,
+    /// The trace's `.partial` file, beside which the chunks are kept (see [`Spill`]).
+    tmp: &'a Path,
 }
 
 impl ThreadEncoder<'_> {
@@ -364,17 +391,39 @@ impl ThreadEncoder<'_> {
     }
 
     fn flush(&mut self) -> Result<(), TraceError> {
+        if self.th.buf.is_empty() {
+            return Ok(());
+        }
         let packer = match &mut self.packer {
             Some(p) => p,
             None => self.packer.insert(Packer::new(self.path, self.compress)?),
         };
+        if self.th.spill.is_none() {
+            let mut name = self.tmp.as_os_str().to_owned();
+            name.push(format!(".t{}", self.tid));
+            let path = PathBuf::from(name);
+            let f =
+                File::create(&path).map_err(|e| TraceError::io(&path, 0, "cannot create", e))?;
+            self.th.spill = Some(Spill {
+                path,
+                out: BufWriter::with_capacity(1 << 20, f),
+                len: 0,
+                chunks: Vec::new(),
+            });
+        }
         packer.flush(self.th, self.tid, self.sink)
     }
 
     /// Writes the thread's last chunk.
     pub fn finish(mut self) -> Result<(), TraceError> {
         self.th.close_pending();
-        self.flush()
+        self.flush()?;
+        if let Some(sp) = self.th.spill.as_mut() {
+            sp.out
+                .flush()
+                .map_err(|e| write_error(&sp.path, sp.len, "write failed", e))?;
+        }
+        Ok(())
     }
 }
 
@@ -574,6 +623,7 @@ impl TraceWriter {
                 packer: None,
                 compress,
                 path: &self.path,
+                tmp: &self.tmp,
             });
         }
         Ok(v)
@@ -599,6 +649,7 @@ impl TraceWriter {
             self.threads[tid as usize].close_pending();
             self.flush_chunk(tid)?;
         }
+        self.append_spills()?;
         let t = Tables {
             meta: std::mem::take(&mut self.meta),
             threads: self
@@ -646,11 +697,54 @@ impl TraceWriter {
     }
 }
 
+impl TraceWriter {
+    /// Appends the chunks each [`ThreadEncoder`] kept apart, thread by thread, and removes
+    /// their files.
+    fn append_spills(&mut self) -> Result<(), TraceError> {
+        let sink = self.sink.get_mut().unwrap_or_else(|p| p.into_inner());
+        let mut block = vec![0u8; 1 << 20];
+        for th in &mut self.threads {
+            let Some(sp) = th.spill.take() else { continue };
+            drop(sp.out);
+            let base = sink.offset;
+            let mut f = File::open(&sp.path)
+                .map_err(|e| TraceError::io(&sp.path, 0, "cannot reopen", e))?;
+            let mut copied = 0u64;
+            loop {
+                let n = std::io::Read::read(&mut f, &mut block)
+                    .map_err(|e| TraceError::io(&sp.path, copied, "cannot read", e))?;
+                if n == 0 {
+                    break;
+                }
+                sink.write_raw(&block[..n])?;
+                copied += n as u64;
+            }
+            if copied != sp.len {
+                return Err(TraceError::io(
+                    &sp.path,
+                    copied,
+                    "cannot read back",
+                    std::io::Error::other(format!("{} bytes expected", sp.len)),
+                ));
+            }
+            th.dir.chunks.extend(sp.chunks.iter().map(|c| base + c));
+            let _ = std::fs::remove_file(&sp.path);
+        }
+        Ok(())
+    }
+}
+
 impl Drop for TraceWriter {
     fn drop(&mut self) {
         if self.sink_mut().out.take().is_some() {
             // Not finished: remove the partial file so nothing looks complete.
             let _ = std::fs::remove_file(&self.tmp);
+        }
+        for th in &mut self.threads {
+            if let Some(sp) = th.spill.take() {
+                drop(sp.out);
+                let _ = std::fs::remove_file(&sp.path);
+            }
         }
     }
 }
