@@ -33,24 +33,131 @@
 //! window; waiting is charged to the matching sync component by the engine. Every advance of
 //! the core's clock is charged exactly once, so the stack sums to the elapsed cycles.
 
-use sim_frontend::model::{BranchKind, MemAccess, OpClass, StaticInst};
+use sim_frontend::model::{BranchKind, MemAccess, NO_SIDX, OpClass, StaticInst};
 use sim_memory::{Kind, Memory};
 
 use crate::bpred::{BranchPredictor, Predictor};
 use crate::stack::{COMPONENTS, Component, CycleStack};
 use crate::tlb::{Tlb, TlbParams};
 
+/// What the core needs of one static instruction, 32 bytes, its registers in a pool shared
+/// by the whole table: the simulation reads one of these per instruction, where a
+/// [`StaticInst`] is two host cache lines and three heap blocks.
+#[derive(Debug, Clone, Copy)]
+pub struct TimingInst {
+    /// Program counter.
+    pub pc: u64,
+    /// Target PC of a direct branch; 0 otherwise.
+    pub target: u64,
+    /// Where its source registers start in [`TimingTable::regs`]; its destinations follow.
+    regs: u32,
+    n_src: u8,
+    /// How many of the sources the loads wait for (`StaticInst::addr_srcs`, or all).
+    n_addr: u8,
+    n_dst: u8,
+    /// Encoded length in bytes.
+    pub size: u8,
+    /// Operation class.
+    pub class: OpClass,
+    /// Control-flow kind.
+    pub branch: BranchKind,
+}
+
+/// A program's static instructions as the core reads them (see [`TimingInst`]), indexed
+/// like `Program::insts`.
+#[derive(Debug, Clone, Default)]
+pub struct TimingTable {
+    insts: Vec<TimingInst>,
+    regs: Vec<u8>,
+}
+
+impl TimingTable {
+    /// The timing view of `insts`.
+    ///
+    /// # Panics
+    /// If an instruction has more than 255 source or destination registers (the trace
+    /// format's bound).
+    pub fn new(insts: &[StaticInst]) -> TimingTable {
+        let mut t = TimingTable {
+            insts: Vec::with_capacity(insts.len()),
+            regs: Vec::new(),
+        };
+        for s in insts {
+            let n_src = u8::try_from(s.srcs.len()).expect("at most 255 sources");
+            t.insts.push(TimingInst {
+                pc: s.pc,
+                target: s.target,
+                regs: t.regs.len() as u32,
+                n_src,
+                n_addr: s.addr_srcs.map_or(n_src, |a| a.min(n_src)),
+                n_dst: u8::try_from(s.dsts.len()).expect("at most 255 destinations"),
+                size: s.size,
+                class: s.class,
+                branch: s.branch,
+            });
+            t.regs.extend_from_slice(&s.srcs);
+            t.regs.extend_from_slice(&s.dsts);
+        }
+        t
+    }
+
+    /// Instruction `sidx`.
+    #[inline]
+    pub fn get(&self, sidx: u32) -> &TimingInst {
+        &self.insts[sidx as usize]
+    }
+
+    /// The PC of instruction `sidx`, 0 for [`NO_SIDX`] (control went somewhere unknown).
+    #[inline]
+    pub fn pc(&self, sidx: u32) -> u64 {
+        if sidx == NO_SIDX {
+            0
+        } else {
+            self.insts[sidx as usize].pc
+        }
+    }
+
+    #[inline]
+    fn srcs(&self, s: &TimingInst) -> &[u8] {
+        let a = s.regs as usize;
+        &self.regs[a..a + s.n_src as usize]
+    }
+
+    #[inline]
+    fn dsts(&self, s: &TimingInst) -> &[u8] {
+        let a = s.regs as usize + s.n_src as usize;
+        &self.regs[a..a + s.n_dst as usize]
+    }
+}
+
 /// The target a predictor learns: a conditional branch's static target whether taken or
-/// not (the static predictor needs its direction), otherwise where control went.
-fn branch_target(s: &StaticInst, taken: bool, next_pc: u64) -> u64 {
+/// not (the static predictor needs its direction), otherwise where control went (the
+/// instruction `next`, looked up only then).
+#[inline]
+fn branch_target(tt: &TimingTable, s: &TimingInst, taken: bool, next: u32) -> u64 {
     if s.branch == BranchKind::Conditional {
         s.target
     } else if taken {
-        next_pc
+        tt.pc(next)
     } else {
         s.pc + s.size as u64
     }
 }
+
+/// The components a window entry can be credited to (`depend-*`, `mem-*`): the only ones
+/// whose critical-path contribution can be non-zero.
+const WINDOW_COMPONENTS: [usize; 10] = [
+    Component::DependInt as usize,
+    Component::DependFp as usize,
+    Component::MemL1d as usize,
+    Component::MemL1Neighbor as usize,
+    Component::MemL2 as usize,
+    Component::MemL2Neighbor as usize,
+    Component::MemL3 as usize,
+    Component::MemOffSocket as usize,
+    Component::MemDram as usize,
+    Component::MemTlb as usize,
+];
 
 /// Core parameters in cycles.
 #[derive(Debug, Clone, PartialEq)]
@@ -175,14 +282,20 @@ impl Core {
         if dt <= 0.0 {
             return;
         }
-        let total: f64 = self.contrib.iter().map(|c| c.max(0.0)).sum();
+        // Only the window's own components can hold a contribution; the others are 0 and
+        // would add nothing (the sums are the same bit for bit without them).
+        let mut total = 0.0f64;
+        for i in WINDOW_COMPONENTS {
+            total += self.contrib[i].max(0.0);
+        }
         if total <= 1e-12 {
             self.stack.add(Component::Base, dt);
             return;
         }
         let scale = dt / total;
-        for (i, c) in self.contrib.iter().enumerate() {
-            if *c > 0.0 {
+        for i in WINDOW_COMPONENTS {
+            let c = self.contrib[i];
+            if c > 0.0 {
                 self.stack.0[i] += c * scale;
             }
         }
@@ -193,7 +306,10 @@ impl Core {
             let e = self.rob[self.head];
             self.contrib[e.comp as usize] -= e.inc - e.tinc;
             self.contrib[Component::MemTlb as usize] -= e.tinc;
-            self.head = (self.head + 1) % self.rob.len();
+            self.head += 1;
+            if self.head == self.rob.len() {
+                self.head = 0;
+            }
             self.len -= 1;
         }
         if self.len == 0 {
@@ -201,16 +317,18 @@ impl Core {
         }
     }
 
-    /// Executes one instruction. `mem_ops` are its accesses; `next_pc` is where control went
-    /// (the branch target when taken).
+    /// Executes instruction `sidx` of `tt`. `mem_ops` are its accesses; `next` is the static
+    /// index of where control went ([`NO_SIDX`] if unknown).
     pub fn execute(
         &mut self,
         mem: &mut Memory,
-        s: &StaticInst,
+        tt: &TimingTable,
+        sidx: u32,
         mem_ops: &[MemAccess],
         taken: bool,
-        next_pc: u64,
+        next: u32,
     ) -> InstResult {
+        let s = tt.get(sidx);
         let mut r = InstResult::default();
         // Fetch: one L1I access per new line.
         let line = s.pc >> self.line_shift;
@@ -269,10 +387,11 @@ impl Core {
         // Execute. The loads wait for the address registers only (a load-op instruction's
         // load micro-op issues before its other operands are ready); the operation waits for
         // every source.
-        let n_addr = s.addr_srcs.map_or(s.srcs.len(), usize::from);
+        let srcs = tt.srcs(s);
+        let n_addr = s.n_addr as usize;
         let mut ready = t;
         let mut issue = t;
-        for (i, &reg) in s.srcs.iter().enumerate() {
+        for (i, &reg) in srcs.iter().enumerate() {
             let r = self.reg_ready[reg as usize];
             ready = ready.max(r);
             if i < n_addr {
@@ -364,25 +483,31 @@ impl Core {
                 self.store_next = (self.store_next + 1) % self.store_slots.len();
             }
         }
-        let complete = if served.is_some() && n_addr < s.srcs.len() {
+        let complete = if served.is_some() && n_addr < srcs.len() {
             // The load's data, or the operation one cycle after its last other operand.
             (issue + lat).max(ready + 1.0)
         } else {
             ready + lat.max(if mem_ops.is_empty() { 1.0 } else { 0.0 })
         };
-        for &reg in &s.dsts {
+        for &reg in tt.dsts(s) {
             self.reg_ready[reg as usize] = complete;
         }
         // Critical-path accounting at insertion.
         // A load's increase is shared between its level and its translation in proportion
         // to their latencies.
-        let inc = (complete - self.cp_end).max(0.0);
+        // (Both fields are read before either is written: a store to one followed by a
+        // wider load of the two would miss store forwarding.)
+        let (cp_end, commit) = (self.cp_end, self.commit);
+        let inc = (complete - cp_end).max(0.0);
         let tinc = inc * tlb_share;
-        self.cp_end = self.cp_end.max(complete);
+        self.cp_end = cp_end.max(complete);
+        self.commit = commit.max(complete);
         self.contrib[comp as usize] += inc - tinc;
         self.contrib[Component::MemTlb as usize] += tinc;
-        self.commit = self.commit.max(complete);
-        let slot = (self.head + self.len) % self.rob.len();
+        let mut slot = self.head + self.len;
+        if slot >= self.rob.len() {
+            slot -= self.rob.len();
+        }
         self.rob[slot] = Entry {
             commit: self.commit,
             inc,
@@ -402,7 +527,7 @@ impl Core {
             if matches!(s.branch, BranchKind::DirectCall | BranchKind::IndirectCall) {
                 self.bp.note_call(s.pc + s.size as u64);
             }
-            let target = branch_target(s, taken, next_pc);
+            let target = branch_target(tt, s, taken, next);
             if self.bp.predict_and_update(s.pc, s.branch, taken, target) {
                 self.mispredictions += 1;
                 r.mispredicted = true;
@@ -421,11 +546,13 @@ impl Core {
     pub fn warm(
         &mut self,
         mem: &mut Memory,
-        s: &StaticInst,
+        tt: &TimingTable,
+        sidx: u32,
         mem_ops: &[MemAccess],
         taken: bool,
-        next_pc: u64,
+        next: u32,
     ) {
+        let s = tt.get(sidx);
         let line = s.pc >> self.line_shift;
         if line != self.last_fetch_line {
             self.last_fetch_line = line;
@@ -446,7 +573,7 @@ impl Core {
             if matches!(s.branch, BranchKind::DirectCall | BranchKind::IndirectCall) {
                 self.bp.note_call(s.pc + s.size as u64);
             }
-            let target = branch_target(s, taken, next_pc);
+            let target = branch_target(tt, s, taken, next);
             self.bp.predict_and_update(s.pc, s.branch, taken, target);
         }
     }

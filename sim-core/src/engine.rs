@@ -42,7 +42,7 @@ use sim_frontend::{ThreadStream, Trace, TraceError};
 use sim_memory::{CacheStats, CoreStats, Memory, MemoryConfig};
 
 use crate::bpred::{BpredConfig, build};
-use crate::core::{Core, CoreParams, InstResult};
+use crate::core::{Core, CoreParams, InstResult, TimingTable};
 use crate::stack::{Component, CycleStack};
 
 /// Cycles a thread may run ahead of the next slowest runnable thread.
@@ -247,7 +247,8 @@ enum Step {
 
 /// The engine.
 pub struct Engine<'t, O: Observer> {
-    trace: &'t Trace,
+    /// The static instructions as the cores read them.
+    timing: TimingTable,
     mem: Memory,
     threads: Vec<Thread<'t>>,
     roi_active: bool,
@@ -310,7 +311,7 @@ impl<'t, O: Observer> Engine<'t, O> {
             });
         }
         Ok(Engine {
-            trace,
+            timing: TimingTable::new(&trace.program.insts),
             mem,
             threads,
             roi_active: !roi,
@@ -415,7 +416,7 @@ impl<'t, O: Observer> Engine<'t, O> {
     }
 
     fn slice(&mut self, tid: u32, limit: f64) -> Result<Step, SimError> {
-        let program = &self.trace.program;
+        let tt = &self.timing;
         let th = &mut self.threads[tid as usize];
         while th.core.now <= limit {
             if th.pos >= th.batch.records.len() {
@@ -433,20 +434,17 @@ impl<'t, O: Observer> Engine<'t, O> {
                     if self.roi_done {
                         continue;
                     }
-                    let s = &program.insts[i.sidx as usize];
                     let ops =
                         &th.batch.mem[i.mem_start as usize..(i.mem_start + i.mem_len) as usize];
-                    let next_pc = if i.next == NO_SIDX {
-                        0
-                    } else {
-                        program.insts[i.next as usize].pc
-                    };
                     if self.roi_active {
-                        let r = th.core.execute(&mut self.mem, s, ops, i.taken, next_pc);
+                        let r = th
+                            .core
+                            .execute(&mut self.mem, tt, i.sidx, ops, i.taken, i.next);
                         self.obs.inst(tid, i.sidx, &r, &th.core.stack);
                         self.executed += 1;
                     } else {
-                        th.core.warm(&mut self.mem, s, ops, i.taken, next_pc);
+                        th.core
+                            .warm(&mut self.mem, tt, i.sidx, ops, i.taken, i.next);
                     }
                 }
                 Record::Marker(m) => return Ok(Step::Marker(m)),

@@ -1,6 +1,8 @@
 //! One set-associative cache instance: tags, MSI state, dirty bits, a sharer mask over the
-//! instance's children (for coherence), a replacement policy and statistics. Flat arrays
-//! indexed by `set * ways + way` ("slot"); a lookup scans one set and allocates nothing.
+//! instance's children (for coherence), a replacement policy and statistics. Two flat arrays
+//! indexed by `set * ways + way` ("slot"): the tags, so that a lookup scans one set's tags
+//! (one host cache line at 8 ways) and allocates nothing, and everything else about a slot
+//! in one 32-byte record, so that a hit touches one more line.
 //!
 //! An invalidated line keeps its tag with state `I`, so a later miss on it can be recognised
 //! as a coherence miss.
@@ -35,24 +37,45 @@ pub struct Victim {
     pub sharers: u64,
 }
 
+/// Everything about one slot but its tag.
+#[derive(Debug, Clone, Copy)]
+struct Slot {
+    /// The cycle the fill was requested and the cycle the line arrives (equal, 0, when no
+    /// fill is in flight).
+    fill_start: u64,
+    fill_done: u64,
+    sharers: u64,
+    state: u8,
+    dirty: bool,
+    /// Where the fill is served from (a `Served` index).
+    fill_src: u8,
+    /// Brought by a prefetch and not yet used by a demand access.
+    prefetched: bool,
+}
+
+impl Slot {
+    const EMPTY: Slot = Slot {
+        fill_start: 0,
+        fill_done: 0,
+        sharers: 0,
+        state: INVALID,
+        dirty: false,
+        fill_src: 0,
+        prefetched: false,
+    };
+}
+
 /// A set-associative cache.
 #[derive(Debug, Clone)]
 pub struct Cache {
     /// Geometry and timing.
     pub params: CacheParams,
     ways: usize,
+    /// log2(ways) when `ways` is a power of two (a slot's set is then a shift away).
+    ways_shift: Option<u32>,
     set_mask: u64,
     tags: Vec<u64>,
-    state: Vec<u8>,
-    dirty: Vec<bool>,
-    sharers: Vec<u64>,
-    /// Per slot: the cycle the fill was requested and the cycle the line arrives (equal, 0,
-    /// when no fill is in flight), and where the fill is served from (a `Served` index).
-    fill_start: Vec<u64>,
-    fill_done: Vec<u64>,
-    fill_src: Vec<u8>,
-    /// Per slot: brought by a prefetch and not yet used by a demand access.
-    prefetched: Vec<bool>,
+    slots: Vec<Slot>,
     policy: Policy,
     /// Counters of this instance.
     pub stats: CacheStats,
@@ -71,15 +94,10 @@ impl Cache {
         Cache {
             params,
             ways,
+            ways_shift: ways.is_power_of_two().then(|| ways.trailing_zeros()),
             set_mask: sets as u64 - 1,
             tags: vec![NO_TAG; n],
-            state: vec![INVALID; n],
-            dirty: vec![false; n],
-            sharers: vec![0; n],
-            fill_start: vec![0; n],
-            fill_done: vec![0; n],
-            fill_src: vec![0; n],
-            prefetched: vec![false; n],
+            slots: vec![Slot::EMPTY; n],
             policy: Policy::new(params.replacement, sets, ways),
             stats: CacheStats::default(),
         }
@@ -100,49 +118,50 @@ impl Cache {
     /// The slot holding a valid copy of `line`, if any.
     #[inline]
     pub fn find(&self, line: u64) -> Option<usize> {
-        self.find_tag(line).filter(|&s| self.state[s] != INVALID)
+        self.find_tag(line)
+            .filter(|&s| self.slots[s].state != INVALID)
     }
 
     /// State of `line` (INVALID if absent).
     #[inline]
     pub fn state_of(&self, line: u64) -> u8 {
-        self.find(line).map_or(INVALID, |s| self.state[s])
+        self.find(line).map_or(INVALID, |s| self.slots[s].state)
     }
 
     /// State in a slot.
     #[inline]
     pub fn state(&self, slot: usize) -> u8 {
-        self.state[slot]
+        self.slots[slot].state
     }
 
     /// Sets the state in a slot.
     #[inline]
     pub fn set_state(&mut self, slot: usize, st: u8) {
-        self.state[slot] = st;
+        self.slots[slot].state = st;
     }
 
     /// Dirty bit of a slot.
     #[inline]
     pub fn dirty(&self, slot: usize) -> bool {
-        self.dirty[slot]
+        self.slots[slot].dirty
     }
 
     /// Sets the dirty bit of a slot.
     #[inline]
     pub fn set_dirty(&mut self, slot: usize, d: bool) {
-        self.dirty[slot] = d;
+        self.slots[slot].dirty = d;
     }
 
     /// Sharer mask (children holding copies) of a slot.
     #[inline]
     pub fn sharers(&self, slot: usize) -> u64 {
-        self.sharers[slot]
+        self.slots[slot].sharers
     }
 
     /// Replaces the sharer mask of a slot.
     #[inline]
     pub fn set_sharers(&mut self, slot: usize, m: u64) {
-        self.sharers[slot] = m;
+        self.slots[slot].sharers = m;
     }
 
     /// Line address in a slot (meaningful when valid).
@@ -154,15 +173,20 @@ impl Cache {
     /// Records a hit on a slot for replacement.
     #[inline]
     pub fn touch(&mut self, slot: usize) {
-        self.policy.touch(slot / self.ways, slot % self.ways);
+        let set = match self.ways_shift {
+            Some(k) => slot >> k,
+            None => slot / self.ways,
+        };
+        self.policy.touch(set, slot - set * self.ways);
     }
 
     /// Marks a slot invalid (the tag stays, to recognise coherence misses).
     #[inline]
     pub fn invalidate(&mut self, slot: usize) {
-        self.state[slot] = INVALID;
-        self.dirty[slot] = false;
-        self.sharers[slot] = 0;
+        let m = &mut self.slots[slot];
+        m.state = INVALID;
+        m.dirty = false;
+        m.sharers = 0;
     }
 
     /// Installs `line` (not currently valid here) in state `st`; returns its slot and the
@@ -172,27 +196,28 @@ impl Cache {
         let base = set * self.ways;
         let slot = match self.find_tag(line) {
             Some(s) => s,
-            None => match (base..base + self.ways).find(|&s| self.state[s] == INVALID) {
+            None => match (base..base + self.ways).find(|&s| self.slots[s].state == INVALID) {
                 Some(s) => s,
                 None => base + self.policy.victim(set),
             },
         };
-        let victim = (self.state[slot] != INVALID && self.tags[slot] != line).then(|| Victim {
+        let m = self.slots[slot];
+        let victim = (m.state != INVALID && self.tags[slot] != line).then(|| Victim {
             line: self.tags[slot],
-            state: self.state[slot],
-            dirty: self.dirty[slot],
-            sharers: self.sharers[slot],
+            state: m.state,
+            dirty: m.dirty,
+            sharers: m.sharers,
         });
-        if self.prefetched[slot] && self.state[slot] != INVALID {
+        if m.prefetched && m.state != INVALID {
             self.stats.prefetch_unused += 1;
         }
-        self.prefetched[slot] = false;
         self.tags[slot] = line;
-        self.state[slot] = st;
-        self.dirty[slot] = false;
-        self.sharers[slot] = 0;
-        self.fill_start[slot] = 0;
-        self.fill_done[slot] = 0;
+        // (The source of a finished fill is kept, as before; nothing reads it.)
+        self.slots[slot] = Slot {
+            state: st,
+            fill_src: m.fill_src,
+            ..Slot::EMPTY
+        };
         self.policy.insert(set, slot - base);
         (slot, victim)
     }
@@ -201,9 +226,10 @@ impl Cache {
     /// served from `src` (a `Served` index).
     #[inline]
     pub fn set_fill(&mut self, slot: usize, start: u64, done: u64, src: u8) {
-        self.fill_start[slot] = start;
-        self.fill_done[slot] = done;
-        self.fill_src[slot] = src;
+        let m = &mut self.slots[slot];
+        m.fill_start = start;
+        m.fill_done = done;
+        m.fill_src = src;
     }
 
     /// For an access at cycle `t` to the line in `slot`: if the line has not arrived by `t`,
@@ -213,14 +239,15 @@ impl Cache {
     /// latency.
     #[inline]
     pub fn pending(&self, slot: usize, t: u64) -> Option<(u64, u8)> {
-        let done = self.fill_done[slot];
-        (done > t).then(|| (done - t.max(self.fill_start[slot]), self.fill_src[slot]))
+        let m = &self.slots[slot];
+        let done = m.fill_done;
+        (done > t).then(|| (done - t.max(m.fill_start), m.fill_src))
     }
 
     /// Marks the line in `slot` as brought by a prefetch.
     #[inline]
     pub fn set_prefetched(&mut self, slot: usize) {
-        self.prefetched[slot] = true;
+        self.slots[slot].prefetched = true;
         self.stats.prefetches += 1;
     }
 
@@ -228,10 +255,10 @@ impl Cache {
     /// it was still in flight) if this is the first use of a prefetched line.
     #[inline]
     pub fn first_use(&mut self, slot: usize, late: bool) -> bool {
-        if !self.prefetched[slot] {
+        if !self.slots[slot].prefetched {
             return false;
         }
-        self.prefetched[slot] = false;
+        self.slots[slot].prefetched = false;
         self.stats.prefetch_useful += 1;
         self.stats.prefetch_late += late as u64;
         true
@@ -240,7 +267,7 @@ impl Cache {
     /// Every valid line, for invariant checks.
     pub fn valid_lines(&self) -> impl Iterator<Item = (u64, u8)> + '_ {
         (0..self.tags.len())
-            .filter(|&s| self.state[s] != INVALID)
-            .map(|s| (self.tags[s], self.state[s]))
+            .filter(|&s| self.slots[s].state != INVALID)
+            .map(|s| (self.tags[s], self.slots[s].state))
     }
 }

@@ -74,6 +74,9 @@ pub const TAGE_MAX_TAG_BITS: u32 = 16;
 const CTR_MIN: i8 = -4;
 const CTR_MAX: i8 = 3;
 
+/// The counter value of an entry never allocated (outside `CTR_MIN..=CTR_MAX`).
+const EMPTY_CTR: i8 = i8::MIN;
+
 /// Saturation of the 2-bit usefulness counters (2006 paper).
 const U_MAX: u8 = 3;
 
@@ -90,12 +93,14 @@ const PATH_BITS: u32 = 16;
 /// Width of the loop predictor's iteration counters (L-TAGE's 10).
 const LOOP_COUNT_BITS: u32 = 10;
 
-/// One tagged entry.
+/// One tagged entry: 4 bytes, so that the tables of the default predictor (7 × 1024
+/// entries) fit in a host's 32 KiB L1 data cache.
 #[derive(Debug, Clone, Copy)]
 struct TaggedEntry {
-    /// Partial tag; [`TaggedEntry::EMPTY`]'s never matches (tags have at most 16 bits).
-    tag: u32,
-    /// 3-bit signed prediction counter: taken iff >= 0.
+    /// Partial tag.
+    tag: u16,
+    /// 3-bit signed prediction counter: taken iff >= 0; [`EMPTY_CTR`] in an entry never
+    /// allocated, which matches no tag.
     ctr: i8,
     /// 2-bit usefulness counter.
     u: u8,
@@ -103,10 +108,16 @@ struct TaggedEntry {
 
 impl TaggedEntry {
     const EMPTY: TaggedEntry = TaggedEntry {
-        tag: u32::MAX,
-        ctr: 0,
+        tag: 0,
+        ctr: EMPTY_CTR,
         u: 0,
     };
+
+    /// Whether the entry holds partial tag `tag`.
+    #[inline]
+    fn matches(&self, tag: u16) -> bool {
+        self.tag == tag && self.ctr != EMPTY_CTR
+    }
 
     /// A weak counter and no proven usefulness: the entry was (as good as) just allocated.
     #[inline]
@@ -120,18 +131,22 @@ impl TaggedEntry {
 #[derive(Debug, Clone, Copy)]
 struct FoldedHistory {
     value: u64,
-    width: u32,
-    /// Where the bit leaving the window lands after the rotation: `length mod width`.
-    out_pos: u32,
+    /// `width` low bits set.
+    mask: u64,
+    /// Bit `width - 1`, which the rotation carries to bit 0.
+    top: u64,
+    /// Where the bit leaving the window lands after the rotation: bit `length mod width`.
+    out_bit: u64,
 }
 
 impl FoldedHistory {
     fn new(length: u32, width: u32) -> FoldedHistory {
-        let width = width.max(1);
+        let width = width.clamp(1, 63);
         FoldedHistory {
             value: 0,
-            width,
-            out_pos: length % width,
+            mask: low_mask(width),
+            top: 1 << (width - 1),
+            out_bit: 1 << (length % width),
         }
     }
 
@@ -139,11 +154,13 @@ impl FoldedHistory {
     /// bit `length - 1` before the shift).
     #[inline]
     fn push(&mut self, newest: bool, oldest: bool) {
-        // Rotate left by one within `width` bits, insert the new bit, remove the old one.
-        let mut v = (self.value << 1) | newest as u64;
-        v ^= v >> self.width;
-        v &= low_mask(self.width);
-        v ^= (oldest as u64) << self.out_pos;
+        // Rotate left by one within `width` bits, insert the new bit, remove the old one
+        // (constant masks only: no shift by a variable amount).
+        let carry = (self.value & self.top != 0) as u64;
+        let mut v = ((self.value << 1) & self.mask) | (newest as u64 ^ carry);
+        if oldest {
+            v ^= self.out_bit;
+        }
         self.value = v;
     }
 }
@@ -155,6 +172,8 @@ struct TableFolds {
     index: FoldedHistory,
     tag: FoldedHistory,
     tag2: FoldedHistory,
+    /// The newest `min(length, 16)` bits of path history folded to the index width.
+    path: FoldedHistory,
 }
 
 /// A circular buffer of conditional-branch outcomes, newest at `head`.
@@ -288,6 +307,7 @@ impl Tage {
                 index: FoldedHistory::new(length, index_bits),
                 tag: FoldedHistory::new(length, tag_bits),
                 tag2: FoldedHistory::new(length, tag_bits - 1),
+                path: FoldedHistory::new(length.min(PATH_BITS), index_bits),
             })
             .collect();
         Tage {
@@ -331,19 +351,15 @@ impl Tage {
 
         // Index and tag of every table; the provider and the alternate.
         let mut slots = [0usize; N];
-        let mut tags = [0u32; N];
+        let mut tags = [0u16; N];
         let mut provider = None;
         let mut alt = None;
         for t in (0..n).rev() {
-            let path = fold(
-                self.path & low_mask(self.lengths[t].min(PATH_BITS)),
-                self.index_bits,
-            );
             let f = &self.folds[t];
-            let idx = (pc_idx ^ f.index.value ^ path) & index_mask;
+            let idx = (pc_idx ^ f.index.value ^ f.path.value) & index_mask;
             slots[t] = self.slot(t, idx as usize);
-            tags[t] = ((pc_tag ^ f.tag.value ^ (f.tag2.value << 1)) & tag_mask) as u32;
-            if self.entries[slots[t]].tag == tags[t] {
+            tags[t] = ((pc_tag ^ f.tag.value ^ (f.tag2.value << 1)) & tag_mask) as u16;
+            if self.entries[slots[t]].matches(tags[t]) {
                 if provider.is_none() {
                     provider = Some(t);
                 } else if alt.is_none() {
@@ -447,11 +463,14 @@ impl Tage {
         }
 
         // Histories.
+        let pc_bit = pc & 1 != 0;
         for (f, &length) in self.folds.iter_mut().zip(&self.lengths) {
             let oldest = self.history.bit(length - 1);
             f.index.push(taken, oldest);
             f.tag.push(taken, oldest);
             f.tag2.push(taken, oldest);
+            let path_oldest = (self.path >> (length.min(PATH_BITS) - 1)) & 1 != 0;
+            f.path.push(pc_bit, path_oldest);
         }
         self.history.push(taken);
         self.path = ((self.path << 1) | (pc & 1)) & low_mask(PATH_BITS);
