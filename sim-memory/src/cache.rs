@@ -1,8 +1,9 @@
 //! One set-associative cache instance: tags, MSI state, dirty bits, a sharer mask over the
-//! instance's children (for coherence), a replacement policy and statistics. Two flat arrays
-//! indexed by `set * ways + way` ("slot"): the tags, so that a lookup scans one set's tags
-//! (one host cache line at 8 ways) and allocates nothing, and everything else about a slot
-//! in one 32-byte record, so that a hit touches one more line.
+//! instance's children (for coherence), a replacement policy and statistics. Flat arrays
+//! indexed by `set * ways + way` ("slot"): the tags and the states, which a lookup and the
+//! search for a free way scan (a set's tags are one host cache line at 8 ways, its states a
+//! few bytes), and everything else about a slot in one 24-byte record, so that a hit
+//! touches one more line.
 //!
 //! An invalidated line keeps its tag with state `I`, so a later miss on it can be recognised
 //! as a coherence miss.
@@ -45,7 +46,6 @@ struct Slot {
     fill_start: u64,
     fill_done: u64,
     sharers: u64,
-    state: u8,
     dirty: bool,
     /// Where the fill is served from (a `Served` index).
     fill_src: u8,
@@ -58,7 +58,6 @@ impl Slot {
         fill_start: 0,
         fill_done: 0,
         sharers: 0,
-        state: INVALID,
         dirty: false,
         fill_src: 0,
         prefetched: false,
@@ -75,6 +74,7 @@ pub struct Cache {
     ways_shift: Option<u32>,
     set_mask: u64,
     tags: Vec<u64>,
+    state: Vec<u8>,
     slots: Vec<Slot>,
     policy: Policy,
     /// Counters of this instance.
@@ -97,6 +97,7 @@ impl Cache {
             ways_shift: ways.is_power_of_two().then(|| ways.trailing_zeros()),
             set_mask: sets as u64 - 1,
             tags: vec![NO_TAG; n],
+            state: vec![INVALID; n],
             slots: vec![Slot::EMPTY; n],
             policy: Policy::new(params.replacement, sets, ways),
             stats: CacheStats::default(),
@@ -118,26 +119,25 @@ impl Cache {
     /// The slot holding a valid copy of `line`, if any.
     #[inline]
     pub fn find(&self, line: u64) -> Option<usize> {
-        self.find_tag(line)
-            .filter(|&s| self.slots[s].state != INVALID)
+        self.find_tag(line).filter(|&s| self.state[s] != INVALID)
     }
 
     /// State of `line` (INVALID if absent).
     #[inline]
     pub fn state_of(&self, line: u64) -> u8 {
-        self.find(line).map_or(INVALID, |s| self.slots[s].state)
+        self.find(line).map_or(INVALID, |s| self.state[s])
     }
 
     /// State in a slot.
     #[inline]
     pub fn state(&self, slot: usize) -> u8 {
-        self.slots[slot].state
+        self.state[slot]
     }
 
     /// Sets the state in a slot.
     #[inline]
     pub fn set_state(&mut self, slot: usize, st: u8) {
-        self.slots[slot].state = st;
+        self.state[slot] = st;
     }
 
     /// Dirty bit of a slot.
@@ -183,8 +183,8 @@ impl Cache {
     /// Marks a slot invalid (the tag stays, to recognise coherence misses).
     #[inline]
     pub fn invalidate(&mut self, slot: usize) {
+        self.state[slot] = INVALID;
         let m = &mut self.slots[slot];
-        m.state = INVALID;
         m.dirty = false;
         m.sharers = 0;
     }
@@ -196,25 +196,26 @@ impl Cache {
         let base = set * self.ways;
         let slot = match self.find_tag(line) {
             Some(s) => s,
-            None => match (base..base + self.ways).find(|&s| self.slots[s].state == INVALID) {
+            None => match (base..base + self.ways).find(|&s| self.state[s] == INVALID) {
                 Some(s) => s,
                 None => base + self.policy.victim(set),
             },
         };
         let m = self.slots[slot];
-        let victim = (m.state != INVALID && self.tags[slot] != line).then(|| Victim {
+        let old = self.state[slot];
+        let victim = (old != INVALID && self.tags[slot] != line).then(|| Victim {
             line: self.tags[slot],
-            state: m.state,
+            state: old,
             dirty: m.dirty,
             sharers: m.sharers,
         });
-        if m.prefetched && m.state != INVALID {
+        if m.prefetched && old != INVALID {
             self.stats.prefetch_unused += 1;
         }
         self.tags[slot] = line;
         // (The source of a finished fill is kept, as before; nothing reads it.)
+        self.state[slot] = st;
         self.slots[slot] = Slot {
-            state: st,
             fill_src: m.fill_src,
             ..Slot::EMPTY
         };
@@ -267,7 +268,7 @@ impl Cache {
     /// Every valid line, for invariant checks.
     pub fn valid_lines(&self) -> impl Iterator<Item = (u64, u8)> + '_ {
         (0..self.tags.len())
-            .filter(|&s| self.slots[s].state != INVALID)
-            .map(|s| (self.tags[s], self.slots[s].state))
+            .filter(|&s| self.state[s] != INVALID)
+            .map(|s| (self.tags[s], self.state[s]))
     }
 }
