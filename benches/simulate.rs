@@ -1,65 +1,167 @@
 //! Simulation speed: simulated instructions per host second (MIPS) of the whole simulator —
-//! trace decoding, interval cores, memory hierarchy, synchronization — on `configs/default.toml`
-//! with 8 threads of `lu-owner` and of `radix-miss`, one host core. Run with
-//! `cargo bench --bench simulate`.
+//! trace decoding, branch prediction, interval cores, memory hierarchy, synchronization — on
+//! `configs/default.toml`, at `--host-threads 1` and `2` (each simulated thread's records
+//! decoded and its branches predicted ahead on a host thread of its own), with the ratio.
+//! Inputs: every built-in workload at 8 threads, and the example programs `blocked_lu.c` and
+//! `owner_barrier.c` traced at 4, 8 and 16 threads (when qemu-x86_64, gcc and the tracer
+//! libraries are there: `cargo build --release` first).
+//!
+//! Not a criterion benchmark: a measurement is one whole run of seconds. Each input runs
+//! three times at each host-thread count, alternating so that both see the same noise, and
+//! the medians are printed. Run with `cargo bench --bench simulate`; `-- NAME` keeps the
+//! inputs whose name contains NAME.
 
-// criterion_group! generates a public function without docs.
-#![allow(missing_docs)]
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::Instant;
 
-use std::path::Path;
-use std::time::Duration;
-
-use criterion::{Criterion, Throughput, criterion_group, criterion_main};
+use isim::config::MachineConfig;
 use sim_core::{Engine, EngineConfig};
 use sim_frontend::Trace;
 use sim_frontend::workloads::{Params, find};
 
-fn bench(c: &mut Criterion) {
+/// Built-in workloads and the sizes that make each a few million instructions at 8 threads.
+const WORKLOADS: [(&str, u64); 11] = [
+    ("lu-owner", 32),
+    ("radix-miss", 65_536),
+    ("serial-phases", 8_192),
+    ("false-sharing", 60_000),
+    ("balanced", 8_192),
+    ("lock-contention", 8_000),
+    ("stream", 65_536),
+    ("pointer-chase", 65_536),
+    ("dep-chain", 200_000),
+    ("indep-alu", 200_000),
+    ("random-branch", 200_000),
+];
+
+/// Traced example programs: (source, size argument, thread counts).
+const PROGRAMS: [(&str, &str, &[u32]); 2] = [
+    ("blocked_lu", "256", &[4, 8, 16]),
+    ("owner_barrier", "300", &[4, 8]),
+];
+
+fn main() {
+    let filter = std::env::args().skip(1).find(|a| !a.starts_with('-'));
+    let keep = |name: &str| filter.as_ref().is_none_or(|f| name.contains(f.as_str()));
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let cfg = isim::config::load(&root.join("configs/default.toml"), &[]).expect("config");
     let dir = tempfile::tempdir().expect("temp dir");
-    let m = isim::config::load(
-        &Path::new(env!("CARGO_MANIFEST_DIR")).join("configs/default.toml"),
-        &[],
-    )
-    .expect("config");
-    let cfg = EngineConfig {
+    println!("simulated MIPS, median of 3 alternating runs, default config");
+    println!(
+        "{:<24} {:>7} {:>13} {:>10} {:>10} {:>7}",
+        "input", "threads", "instructions", "1 host", "2 host", "ratio"
+    );
+    for (name, size) in WORKLOADS {
+        if !keep(name) {
+            continue;
+        }
+        let path = dir.path().join(format!("{name}.itrace"));
+        let p = Params {
+            threads: 8,
+            size,
+            seed: 1,
+        };
+        find(name)
+            .expect("workload")
+            .generate(&p, &path)
+            .expect("generate");
+        measure(name, &path, &cfg);
+    }
+    let isim = PathBuf::from(env!("CARGO_BIN_EXE_isim"));
+    let libs = isim.parent().unwrap().to_path_buf();
+    let have = |tool: &str| {
+        Command::new("sh")
+            .args(["-c", &format!("command -v {tool}")])
+            .output()
+            .is_ok_and(|o| o.status.success())
+    };
+    if !(have("qemu-x86_64") && have("gcc") && libs.join("libisim_qemu_plugin.so").is_file()) {
+        println!(
+            "(traced programs skipped: they need qemu-x86_64, gcc and the tracer libraries in {})",
+            libs.display()
+        );
+        return;
+    }
+    for (prog, n, threads) in PROGRAMS {
+        if !threads.iter().any(|t| keep(&format!("{prog}-t{t}"))) {
+            continue;
+        }
+        let exe = dir.path().join(prog);
+        let st = Command::new("gcc")
+            .args(["-g", "-O2", "-pthread", "-I"])
+            .arg(root.join("include"))
+            .arg("-o")
+            .arg(&exe)
+            .arg(root.join(format!("examples/c/{prog}.c")))
+            .status()
+            .expect("gcc");
+        assert!(st.success());
+        for &t in threads {
+            let name = format!("{prog}-t{t}");
+            if !keep(&name) {
+                continue;
+            }
+            let path = dir.path().join(format!("{name}.itrace"));
+            let st = Command::new(&isim)
+                .env("ISIM_TRACER_DIR", &libs)
+                .args(["trace", "-o"])
+                .arg(&path)
+                .arg("--")
+                .arg(&exe)
+                .args(["-t", &t.to_string(), "-n", n])
+                .stdout(std::process::Stdio::null())
+                .status()
+                .expect("isim trace");
+            assert!(st.success(), "tracing {name}");
+            measure(&name, &path, &cfg);
+        }
+    }
+}
+
+/// Simulates `path` three times on one host thread and three on two, alternating, and
+/// prints the medians and their ratio. The machine grows to the trace's threads, as
+/// `isim run` grows it.
+fn measure(name: &str, path: &Path, machine: &MachineConfig) {
+    let trace = Trace::open(path).expect("open");
+    let n: u64 = trace.threads.iter().map(|t| t.instructions).sum();
+    let mut m = machine.clone();
+    if trace.thread_count() > m.total_cores() {
+        m = m.with_cores(trace.thread_count()).expect("resize");
+    }
+    let cfg = &EngineConfig {
         core: m.core_params(),
         bpred: m.bpred(),
         memory: m.memory().expect("memory"),
         erase: vec![],
     };
-    let mut g = c.benchmark_group("simulate");
-    g.sample_size(10)
-        .warm_up_time(Duration::from_millis(500))
-        .measurement_time(Duration::from_secs(5));
-    for (name, size) in [("lu-owner", 24u64), ("radix-miss", 65_536)] {
-        let path = dir.path().join(format!("{name}.itrace"));
-        find(name)
-            .expect("workload")
-            .generate(
-                &Params {
-                    threads: 8,
-                    size,
-                    seed: 1,
-                },
-                &path,
-            )
-            .expect("generate");
-        let trace = Trace::open(&path).expect("open");
-        let n: u64 = trace.threads.iter().map(|t| t.instructions).sum();
-        println!("{name}: {n} instructions, 8 threads");
-        g.throughput(Throughput::Elements(n));
-        g.bench_function(name, |b| {
-            b.iter(|| {
-                let (r, ()) = Engine::new(&trace, &cfg, ())
-                    .expect("engine")
-                    .run(|_| {})
-                    .expect("run");
-                r.cycles
-            })
-        });
+    let run = |h: usize| {
+        let start = Instant::now();
+        let (r, ()) = Engine::new(&trace, cfg, ())
+            .expect("engine")
+            .host_threads(h)
+            .run(|_| {})
+            .expect("run");
+        std::hint::black_box(r.cycles);
+        n as f64 / start.elapsed().as_secs_f64() / 1e6
+    };
+    let (mut one, mut two) = (Vec::new(), Vec::new());
+    for _ in 0..3 {
+        one.push(run(1));
+        two.push(run(2));
     }
-    g.finish();
+    let median = |v: &mut Vec<f64>| {
+        v.sort_by(f64::total_cmp);
+        v[v.len() / 2]
+    };
+    let (a, b) = (median(&mut one), median(&mut two));
+    println!(
+        "{:<24} {:>7} {:>13} {:>10.1} {:>10.1} {:>6.2}x",
+        name,
+        trace.thread_count(),
+        n,
+        a,
+        b,
+        b / a
+    );
 }
-
-criterion_group!(benches, bench);
-criterion_main!(benches);

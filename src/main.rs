@@ -130,6 +130,11 @@ struct RunArgs {
     /// Run directory to write.
     #[arg(long = "out", short = 'o', default_value = "isim-run")]
     out: PathBuf,
+    /// Host threads the simulation uses (default: all cores): each simulated thread's trace
+    /// is decoded and its branches predicted a batch ahead on a host thread of its own. The
+    /// results are the same, byte for byte, whatever the number.
+    #[arg(long, value_name = "N")]
+    host_threads: Option<usize>,
 }
 
 #[derive(Args)]
@@ -249,6 +254,7 @@ fn run(cli: Cli) -> Result<ExitCode> {
                 cores: a.cores,
                 erase: Vec::new(),
                 out: a.out,
+                host_threads: a.host_threads.unwrap_or(0),
             };
             let pb = spinner("simulating".into());
             let start = std::time::Instant::now();

@@ -44,6 +44,18 @@ pub struct RunRequest {
     pub erase: Vec<u64>,
     /// Run directory.
     pub out: PathBuf,
+    /// Host threads the simulation may use (0: all cores). The results are the same for
+    /// every number.
+    pub host_threads: usize,
+}
+
+/// `n` host threads, or all cores for 0.
+pub fn host_threads(n: usize) -> usize {
+    if n == 0 {
+        std::thread::available_parallelism().map_or(1, |c| c.get())
+    } else {
+        n
+    }
 }
 
 /// A finished run.
@@ -128,6 +140,17 @@ struct PcRow<'a> {
     counters: &'a accounting::attribution::PcCounters,
 }
 
+/// Removes a directory when dropped, unless disarmed (`.0 = None`).
+struct RemoveOnDrop(Option<PathBuf>);
+
+impl Drop for RemoveOnDrop {
+    fn drop(&mut self) {
+        if let Some(p) = self.0.take() {
+            let _ = std::fs::remove_dir_all(p);
+        }
+    }
+}
+
 /// Runs one simulation and writes its run directory.
 pub fn run(req: &RunRequest, progress: impl FnMut(u64)) -> Result<RunOutcome> {
     let mut machine = load_machine(req)?;
@@ -147,6 +170,8 @@ pub fn run(req: &RunRequest, progress: impl FnMut(u64)) -> Result<RunOutcome> {
     }
     std::fs::create_dir_all(&partial)
         .with_context(|| format!("cannot create {}", partial.display()))?;
+    // A run that fails (a damaged trace, a full disk) leaves nothing behind.
+    let mut cleanup = RemoveOnDrop(Some(partial.clone()));
     let mut notes = Vec::new();
     let trace_path = match &req.trace {
         Some(t) => {
@@ -202,7 +227,7 @@ pub fn run(req: &RunRequest, progress: impl FnMut(u64)) -> Result<RunOutcome> {
     };
     let has_tlb = cfg.core.tlb.is_some();
     let obs = Attribution::new(n as usize, trace.program.insts.len());
-    let engine = Engine::new(&trace, &cfg, obs)?;
+    let engine = Engine::new(&trace, &cfg, obs)?.host_threads(host_threads(req.host_threads));
     let (result, attribution) = engine.run(progress)?;
 
     // Outputs.
@@ -293,6 +318,7 @@ pub fn run(req: &RunRequest, progress: impl FnMut(u64)) -> Result<RunOutcome> {
     }
     std::fs::rename(&partial, out)
         .with_context(|| format!("cannot move the run into {}", out.display()))?;
+    cleanup.0 = None;
     Ok(RunOutcome {
         result,
         attribution,
@@ -474,7 +500,7 @@ impl RunDir {
             .map_err(|e| anyhow::anyhow!("{e}"))?
         };
         let cfg = self.engine_config(&machine, erase)?;
-        let engine = Engine::new(&self.trace, &cfg, obs)?;
+        let engine = Engine::new(&self.trace, &cfg, obs)?.host_threads(host_threads(0));
         Ok(engine.run(progress)?)
     }
 }

@@ -400,6 +400,8 @@ impl SweepSpec {
                 cores: Some(run.cores),
                 erase: Vec::new(),
                 out: run.dir(dir),
+                // A sweep's parallelism is its runs, one host thread each.
+                host_threads: 1,
             };
         }
         RunRequest {
@@ -413,6 +415,7 @@ impl SweepSpec {
             cores: Some(run.cores),
             erase: Vec::new(),
             out: run.dir(dir),
+            host_threads: 1,
         }
     }
 

@@ -542,3 +542,122 @@ fn a_full_disk_is_a_clear_error_that_leaves_no_trace() {
     let left: Vec<_> = std::fs::read_dir(dir.path()).unwrap().collect();
     assert!(left.is_empty(), "left behind: {left:?}");
 }
+
+/// Every file of a run directory, by name.
+fn run_files(dir: &Path) -> Vec<(String, Vec<u8>)> {
+    let mut v: Vec<(String, Vec<u8>)> = std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| {
+            let e = e.unwrap();
+            (
+                e.file_name().to_string_lossy().into_owned(),
+                std::fs::read(e.path()).unwrap(),
+            )
+        })
+        .collect();
+    v.sort();
+    v
+}
+
+/// A run on several host threads (each simulated thread's records decoded and its branches
+/// predicted ahead on a host thread of its own) writes the same run directory, byte for byte,
+/// as on one: built-in workloads at 8 threads, a v1 trace of a traced real program (recorded
+/// synchronization order) and a v2 trace.
+#[test]
+fn runs_are_byte_identical_on_1_2_and_3_host_threads() {
+    let dir = tempfile::tempdir().unwrap();
+    let data = common::root().join("tests/data");
+    let owner = data.join("v1/owner-barrier-t2.itrace");
+    let radix = data.join("v2/radix-miss-t4.itrace");
+    let inputs: Vec<(String, Vec<String>)> = ["lu-owner", "radix-miss", "lock-contention"]
+        .iter()
+        .map(|w| {
+            let args = ["-w", w, "-t", "8", "-s"];
+            let size = if *w == "radix-miss" { "4096" } else { "8" };
+            let size = if *w == "lock-contention" { "300" } else { size };
+            (
+                w.to_string(),
+                args.iter().chain(&[size]).map(|s| s.to_string()).collect(),
+            )
+        })
+        .chain([&owner, &radix].iter().map(|p| {
+            (
+                p.file_stem().unwrap().to_string_lossy().into_owned(),
+                vec!["--trace".to_string(), p.to_str().unwrap().to_string()],
+            )
+        }))
+        .collect();
+    for (name, args) in &inputs {
+        let mut first: Option<Vec<(String, Vec<u8>)>> = None;
+        for h in ["1", "2", "3"] {
+            let out = dir.path().join(format!("{name}-{h}"));
+            let mut a: Vec<&str> = vec!["run", "--host-threads", h, "-o", out.to_str().unwrap()];
+            a.extend(args.iter().map(String::as_str));
+            ok(&a);
+            let files = run_files(&out);
+            assert!(files.iter().any(|(n, _)| n == "summary.json"), "{files:?}");
+            match &first {
+                None => first = Some(files),
+                Some(f) => {
+                    assert_eq!(
+                        f.len(),
+                        files.len(),
+                        "{name}: files differ at {h} host threads"
+                    );
+                    for ((n1, b1), (n2, b2)) in f.iter().zip(&files) {
+                        assert_eq!(n1, n2);
+                        assert!(b1 == b2, "{name}: {n1} differs at {h} host threads");
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// A damaged chunk is the same error, naming the file and thread, whether the records are
+/// decoded on the simulating thread or ahead on another.
+#[test]
+fn a_damaged_trace_is_the_same_error_on_any_number_of_host_threads() {
+    let dir = tempfile::tempdir().unwrap();
+    let t = dir.path().join("t.itrace");
+    ok(&[
+        "gen",
+        "radix-miss",
+        "--threads",
+        "4",
+        "--size",
+        "65536",
+        "-o",
+        t.to_str().unwrap(),
+    ]);
+    // Flip a byte in the middle of the file: inside some thread's chunks.
+    let mut bytes = std::fs::read(&t).unwrap();
+    let mid = bytes.len() / 2;
+    bytes[mid] ^= 0x5a;
+    std::fs::write(&t, &bytes).unwrap();
+    let errs: Vec<String> = ["1", "2"]
+        .iter()
+        .map(|h| {
+            let out = dir.path().join(format!("run-{h}"));
+            fails(&[
+                "run",
+                "--host-threads",
+                h,
+                "--trace",
+                t.to_str().unwrap(),
+                "-o",
+                out.to_str().unwrap(),
+            ])
+        })
+        .collect();
+    assert!(errs[0].contains("t.itrace"), "{}", errs[0]);
+    assert!(errs[0].contains("thread"), "{}", errs[0]);
+    assert_eq!(errs[0], errs[1]);
+    // Nothing is left of the failed runs, not even their `.partial` directories.
+    let left: Vec<String> = std::fs::read_dir(dir.path())
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .filter(|n| n != "t.itrace")
+        .collect();
+    assert!(left.is_empty(), "{left:?}");
+}

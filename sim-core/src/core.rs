@@ -130,6 +130,23 @@ impl TimingTable {
     }
 }
 
+/// Predicts instruction `sidx` of `tt` with a thread's predictor `bp` and teaches it the
+/// outcome (`taken`, and `next`, the static index of where control went): true if `bp`
+/// mispredicted it (false for anything but a branch). A predictor sees its thread's
+/// branches in program order and nothing else, so this may run ahead of the timing.
+#[inline]
+pub fn predict(bp: &mut Predictor, tt: &TimingTable, sidx: u32, taken: bool, next: u32) -> bool {
+    let s = tt.get(sidx);
+    if s.branch == BranchKind::None {
+        return false;
+    }
+    if matches!(s.branch, BranchKind::DirectCall | BranchKind::IndirectCall) {
+        bp.note_call(s.pc + s.size as u64);
+    }
+    let target = branch_target(tt, s, taken, next);
+    bp.predict_and_update(s.pc, s.branch, taken, target)
+}
+
 /// The target a predictor learns: a conditional branch's static target whether taken or
 /// not (the static predictor needs its direction), otherwise where control went (the
 /// instruction `next`, looked up only then).
@@ -231,7 +248,6 @@ pub struct Core {
     last_fetch_line: u64,
     line_shift: u32,
     l1i_hit: u32,
-    bp: Predictor,
     /// Cycles charged so far.
     pub stack: CycleStack,
     /// Instructions executed with timing.
@@ -244,7 +260,7 @@ pub struct Core {
 
 impl Core {
     /// A core with id `id` (its index in the memory system) starting at time `now`.
-    pub fn new(p: CoreParams, bp: Predictor, id: u32, mem: &Memory, now: f64) -> Core {
+    pub fn new(p: CoreParams, id: u32, mem: &Memory, now: f64) -> Core {
         let rob = vec![Entry::default(); p.rob_size.max(1) as usize];
         let cfg = mem.config();
         Core {
@@ -269,7 +285,6 @@ impl Core {
             last_fetch_line: u64::MAX,
             line_shift: cfg.l1i.line_size.trailing_zeros(),
             l1i_hit: cfg.l1i.data_latency,
-            bp,
             stack: CycleStack::default(),
             instructions: 0,
             branches: 0,
@@ -317,16 +332,15 @@ impl Core {
         }
     }
 
-    /// Executes instruction `sidx` of `tt`. `mem_ops` are its accesses; `next` is the static
-    /// index of where control went ([`NO_SIDX`] if unknown).
+    /// Executes instruction `sidx` of `tt`. `mem_ops` are its accesses; `mispredicted`
+    /// says whether the thread's branch predictor got it wrong (see [`predict`]).
     pub fn execute(
         &mut self,
         mem: &mut Memory,
         tt: &TimingTable,
         sidx: u32,
         mem_ops: &[MemAccess],
-        taken: bool,
-        next: u32,
+        mispredicted: bool,
     ) -> InstResult {
         let s = tt.get(sidx);
         let mut r = InstResult::default();
@@ -521,14 +535,10 @@ impl Core {
             self.redirect = self.redirect.max(complete);
             self.redirect_comp = Component::DependInt;
         }
-        // Branch prediction.
+        // A mispredicted branch redirects the front end.
         if s.branch != BranchKind::None {
             self.branches += 1;
-            if matches!(s.branch, BranchKind::DirectCall | BranchKind::IndirectCall) {
-                self.bp.note_call(s.pc + s.size as u64);
-            }
-            let target = branch_target(tt, s, taken, next);
-            if self.bp.predict_and_update(s.pc, s.branch, taken, target) {
+            if mispredicted {
                 self.mispredictions += 1;
                 r.mispredicted = true;
                 let t = complete + self.p.frontend_depth as f64;
@@ -542,16 +552,9 @@ impl Core {
         r
     }
 
-    /// Functional warming before the ROI: caches and predictor learn, time does not move.
-    pub fn warm(
-        &mut self,
-        mem: &mut Memory,
-        tt: &TimingTable,
-        sidx: u32,
-        mem_ops: &[MemAccess],
-        taken: bool,
-        next: u32,
-    ) {
+    /// Functional warming before the ROI: caches learn, time does not move (the branch
+    /// predictor learns in [`predict`], as for every instruction).
+    pub fn warm(&mut self, mem: &mut Memory, tt: &TimingTable, sidx: u32, mem_ops: &[MemAccess]) {
         let s = tt.get(sidx);
         let line = s.pc >> self.line_shift;
         if line != self.last_fetch_line {
@@ -568,13 +571,6 @@ impl Core {
                 a.size as u32,
                 if a.write { Kind::Store } else { Kind::Load },
             );
-        }
-        if s.branch != BranchKind::None {
-            if matches!(s.branch, BranchKind::DirectCall | BranchKind::IndirectCall) {
-                self.bp.note_call(s.pc + s.size as u64);
-            }
-            let target = branch_target(tt, s, taken, next);
-            self.bp.predict_and_update(s.pc, s.branch, taken, target);
         }
     }
 

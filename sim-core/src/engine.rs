@@ -35,14 +35,19 @@
 //! listing what each thread waits on.
 
 use std::collections::HashMap;
+use std::path::Path;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
 
 use serde::Serialize;
 use sim_frontend::model::{Batch, Marker, NO_SIDX, Order, Record};
 use sim_frontend::{ThreadStream, Trace, TraceError};
 use sim_memory::{CacheStats, CoreStats, Memory, MemoryConfig};
 
-use crate::bpred::{BpredConfig, build};
-use crate::core::{Core, CoreParams, InstResult, TimingTable};
+use crossbeam_channel::{Receiver, SendTimeoutError, Sender, bounded};
+
+use crate::bpred::{BpredConfig, Predictor, build};
+use crate::core::{Core, CoreParams, InstResult, TimingTable, predict};
 use crate::stack::{Component, CycleStack};
 
 /// Cycles a thread may run ahead of the next slowest runnable thread.
@@ -220,9 +225,100 @@ struct Pending {
     addr: u64,
 }
 
-struct Thread<'t> {
-    stream: ThreadStream<'t>,
+/// A batch of one thread's records and, for each, whether the thread's branch predictor
+/// mispredicted it (false for anything but a branch).
+#[derive(Default)]
+struct Fed {
     batch: Batch,
+    mispredicted: Vec<bool>,
+}
+
+/// The front end of one thread: its stream of records and its branch predictor. The
+/// predictor sees the thread's branches in program order and nothing else (no timing, no
+/// other thread), so its outcomes are the same whether computed just before each
+/// instruction is timed or ahead of it on another host thread.
+struct Front<'t> {
+    stream: ThreadStream<'t>,
+    bp: Predictor,
+}
+
+impl Front<'_> {
+    /// Decodes the next batch into `f` and predicts its branches; false at the end.
+    fn fill(&mut self, tt: &TimingTable, f: &mut Fed) -> Result<bool, TraceError> {
+        if !self.stream.next_batch(&mut f.batch)? {
+            return Ok(false);
+        }
+        f.mispredicted.clear();
+        f.mispredicted.reserve(f.batch.records.len());
+        for r in &f.batch.records {
+            f.mispredicted.push(match r {
+                Record::Inst(i) => predict(&mut self.bp, tt, i.sidx, i.taken, i.next),
+                Record::Marker(_) => false,
+            });
+        }
+        Ok(true)
+    }
+}
+
+/// What a front-end thread sends.
+enum Msg {
+    Batch(Fed),
+    End,
+    Failed(TraceError),
+}
+
+/// Where a thread's batches come from.
+enum Feed<'t> {
+    /// Decoded and predicted on the simulation's host thread, when needed.
+    Inline(Box<Front<'t>>),
+    /// From a front-end host thread, a batch ahead; spent batches go back for reuse.
+    Ahead {
+        rx: Receiver<Msg>,
+        recycle: Sender<Fed>,
+    },
+    /// The stream has ended (or its front-end thread is gone).
+    Closed,
+}
+
+impl Thread<'_> {
+    /// Replaces the spent batch with the stream's next; false at the end of the stream.
+    fn refill(&mut self, tid: u32, tt: &TimingTable, path: &Path) -> Result<bool, SimError> {
+        match &mut self.feed {
+            Feed::Inline(front) => Ok(front.fill(tt, &mut self.fed)?),
+            Feed::Ahead { rx, recycle } => {
+                let msg = rx.recv().unwrap_or_else(|_| {
+                    Msg::Failed(TraceError::at(
+                        path,
+                        Some(tid),
+                        0,
+                        "the host thread decoding this stream stopped unexpectedly",
+                    ))
+                });
+                match msg {
+                    Msg::Batch(f) => {
+                        let spent = std::mem::replace(&mut self.fed, f);
+                        let _ = recycle.try_send(spent);
+                        Ok(true)
+                    }
+                    Msg::End => {
+                        self.feed = Feed::Closed;
+                        self.fed.batch.clear();
+                        Ok(false)
+                    }
+                    Msg::Failed(e) => {
+                        self.feed = Feed::Closed;
+                        Err(e.into())
+                    }
+                }
+            }
+            Feed::Closed => Ok(false),
+        }
+    }
+}
+
+struct Thread<'t> {
+    feed: Feed<'t>,
+    fed: Fed,
     pos: usize,
     core: Core,
     state: State,
@@ -249,6 +345,9 @@ enum Step {
 pub struct Engine<'t, O: Observer> {
     /// The static instructions as the cores read them.
     timing: TimingTable,
+    /// Host threads to use (1: everything on the calling thread).
+    host_threads: usize,
+    trace_path: &'t Path,
     mem: Memory,
     threads: Vec<Thread<'t>>,
     roi_active: bool,
@@ -295,10 +394,13 @@ impl<'t, O: Observer> Engine<'t, O> {
         let mut threads = Vec::with_capacity(n as usize);
         for t in 0..n {
             threads.push(Thread {
-                stream: trace.stream(t)?,
-                batch: Batch::default(),
+                feed: Feed::Inline(Box::new(Front {
+                    stream: trace.stream(t)?,
+                    bp: build(&cfg.bpred),
+                })),
+                fed: Fed::default(),
                 pos: 0,
-                core: Core::new(cfg.core.clone(), build(&cfg.bpred), t, &mem, 0.0),
+                core: Core::new(cfg.core.clone(), t, &mem, 0.0),
                 state: if t == 0 {
                     State::Runnable
                 } else {
@@ -312,6 +414,8 @@ impl<'t, O: Observer> Engine<'t, O> {
         }
         Ok(Engine {
             timing: TimingTable::new(&trace.program.insts),
+            host_threads: 1,
+            trace_path: trace.path(),
             mem,
             threads,
             roi_active: !roi,
@@ -325,9 +429,91 @@ impl<'t, O: Observer> Engine<'t, O> {
         })
     }
 
+    /// Lets the run use up to `n` host threads (at least 1; the default is 1). The results
+    /// are the same, bit for bit, for every `n`: with more than one, each simulated thread's
+    /// records are decoded and its branches predicted on a host thread of its own, a batch
+    /// ahead of the timing (see [`Front`]); the timing itself stays on the calling thread.
+    pub fn host_threads(mut self, n: usize) -> Self {
+        self.host_threads = n.max(1);
+        self
+    }
+
     /// Runs to the end; `progress` is called with the instructions executed so far, about
     /// every million.
-    pub fn run(mut self, mut progress: impl FnMut(u64)) -> Result<(RunResult, O), SimError> {
+    pub fn run(mut self, progress: impl FnMut(u64)) -> Result<(RunResult, O), SimError> {
+        let tt = std::mem::take(&mut self.timing);
+        if self.host_threads <= 1 || self.threads.is_empty() {
+            self.run_on(&tt, progress)?;
+            return Ok(self.finish());
+        }
+        // Set when the simulation stops, however it stops (a panic included), so that no
+        // front end waits for ever to hand over a batch.
+        struct StopOnDrop<'a>(&'a AtomicBool);
+        impl Drop for StopOnDrop<'_> {
+            fn drop(&mut self) {
+                self.0.store(true, Ordering::Relaxed);
+            }
+        }
+        let stop = AtomicBool::new(false);
+        std::thread::scope(|scope| {
+            let _stop = StopOnDrop(&stop);
+            let stop = &stop;
+            let mut started = Ok(());
+            for (tid, th) in self.threads.iter_mut().enumerate() {
+                let Feed::Inline(mut front) = std::mem::replace(&mut th.feed, Feed::Closed) else {
+                    continue;
+                };
+                // One batch in the channel and one being filled; the spent ones come back.
+                let (tx, rx) = bounded::<Msg>(1);
+                let (recycle, spent) = bounded::<Fed>(3);
+                th.feed = Feed::Ahead { rx, recycle };
+                let tt = &tt;
+                let spawned = std::thread::Builder::new()
+                    .name(format!("isim-front-{tid}"))
+                    .spawn_scoped(scope, move || {
+                        loop {
+                            let mut f = spent.try_recv().unwrap_or_default();
+                            let mut msg = match front.fill(tt, &mut f) {
+                                Ok(true) => Msg::Batch(f),
+                                Ok(false) => Msg::End,
+                                Err(e) => Msg::Failed(e),
+                            };
+                            let last = !matches!(msg, Msg::Batch(_));
+                            loop {
+                                match tx.send_timeout(msg, Duration::from_millis(20)) {
+                                    Ok(()) => break,
+                                    Err(SendTimeoutError::Timeout(m)) => {
+                                        if stop.load(Ordering::Relaxed) {
+                                            return;
+                                        }
+                                        msg = m;
+                                    }
+                                    Err(SendTimeoutError::Disconnected(_)) => return,
+                                }
+                            }
+                            if last {
+                                return;
+                            }
+                        }
+                    });
+                if let Err(e) = spawned {
+                    started = Err(SimError::Config(format!(
+                        "cannot start a front-end host thread: {e}"
+                    )));
+                    break;
+                }
+            }
+            let r = started.and_then(|()| self.run_on(&tt, progress));
+            // Dropping the channels releases any front end still waiting to send.
+            for th in &mut self.threads {
+                th.feed = Feed::Closed;
+            }
+            r
+        })?;
+        Ok(self.finish())
+    }
+
+    fn run_on(&mut self, tt: &TimingTable, mut progress: impl FnMut(u64)) -> Result<(), SimError> {
         let mut reported = 0u64;
         if self.roi_active && !self.threads.is_empty() {
             self.obs.thread_start(0, 0.0);
@@ -368,7 +554,7 @@ impl<'t, O: Observer> Engine<'t, O> {
             } else {
                 f64::INFINITY
             };
-            match self.slice(tid, limit)? {
+            match self.slice(tt, tid, limit)? {
                 Step::Quantum => {}
                 Step::End => self.end_thread(tid),
                 Step::Marker(m) => self.marker(tid, m),
@@ -379,7 +565,7 @@ impl<'t, O: Observer> Engine<'t, O> {
             }
         }
         progress(self.executed);
-        Ok(self.finish())
+        Ok(())
     }
 
     fn describe(&self) -> String {
@@ -415,18 +601,18 @@ impl<'t, O: Observer> Engine<'t, O> {
         s
     }
 
-    fn slice(&mut self, tid: u32, limit: f64) -> Result<Step, SimError> {
-        let tt = &self.timing;
+    fn slice(&mut self, tt: &TimingTable, tid: u32, limit: f64) -> Result<Step, SimError> {
         let th = &mut self.threads[tid as usize];
         while th.core.now <= limit {
-            if th.pos >= th.batch.records.len() {
+            if th.pos >= th.fed.batch.records.len() {
                 th.pos = 0;
-                if !th.stream.next_batch(&mut th.batch)? {
+                if !th.refill(tid, tt, self.trace_path)? {
                     return Ok(Step::End);
                 }
                 continue;
             }
-            let rec = th.batch.records[th.pos];
+            let rec = th.fed.batch.records[th.pos];
+            let mispredicted = th.fed.mispredicted[th.pos];
             th.pos += 1;
             match rec {
                 Record::Inst(i) => {
@@ -435,16 +621,15 @@ impl<'t, O: Observer> Engine<'t, O> {
                         continue;
                     }
                     let ops =
-                        &th.batch.mem[i.mem_start as usize..(i.mem_start + i.mem_len) as usize];
+                        &th.fed.batch.mem[i.mem_start as usize..(i.mem_start + i.mem_len) as usize];
                     if self.roi_active {
                         let r = th
                             .core
-                            .execute(&mut self.mem, tt, i.sidx, ops, i.taken, i.next);
+                            .execute(&mut self.mem, tt, i.sidx, ops, mispredicted);
                         self.obs.inst(tid, i.sidx, &r, &th.core.stack);
                         self.executed += 1;
                     } else {
-                        th.core
-                            .warm(&mut self.mem, tt, i.sidx, ops, i.taken, i.next);
+                        th.core.warm(&mut self.mem, tt, i.sidx, ops);
                     }
                 }
                 Record::Marker(m) => return Ok(Step::Marker(m)),
