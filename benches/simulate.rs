@@ -6,6 +6,8 @@
 //! `owner_barrier.c` traced at 4, 8 and 16 threads (when qemu-x86_64, gcc and the tracer
 //! libraries are there: `cargo build --release` first).
 //!
+//! Also the peak memory of `isim run` at 8, 64 and 256 threads and for longer runs.
+//!
 //! Not a criterion benchmark: a measurement is one whole run of seconds. Each input runs
 //! three times at each host-thread count, alternating so that both see the same noise, and
 //! the medians are printed. Run with `cargo bench --bench simulate`; `-- NAME` keeps the
@@ -69,6 +71,9 @@ fn main() {
         measure(name, &path, &cfg);
     }
     let isim = PathBuf::from(env!("CARGO_BIN_EXE_isim"));
+    if keep("memory") {
+        memory(&isim, dir.path());
+    }
     let libs = isim.parent().unwrap().to_path_buf();
     let have = |tool: &str| {
         Command::new("sh")
@@ -164,4 +169,39 @@ fn measure(name: &str, path: &Path, machine: &MachineConfig) {
         b,
         b / a
     );
+}
+
+/// Peak memory of `isim run` (its own report of the process's peak resident set) as the
+/// threads grow (`balanced`, 1,024 elements per thread and round; the machine grows to one
+/// core per thread) and as the run grows longer (8 threads, 16 and 64 times the elements),
+/// and what the front-end host threads add (their batches in flight, a few per thread).
+fn memory(isim: &Path, dir: &Path) {
+    println!("peak memory of isim run (MB)");
+    let peak = |host: &str, args: &[&str]| -> (String, String) {
+        let o = Command::new(isim)
+            .args(["run", "--host-threads", host, "-w", "balanced", "-o"])
+            .arg(dir.join("rss-run"))
+            .args(args)
+            .output()
+            .expect("isim run");
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+        let text = String::from_utf8_lossy(&o.stdout);
+        let grab = |key: &str, end: &str| {
+            text.find(key).map_or("?".to_string(), |i| {
+                let rest = &text[i + key.len()..];
+                rest[..rest.find(end).unwrap_or(rest.len())]
+                    .trim()
+                    .to_string()
+            })
+        };
+        (grab("total:", "instructions"), grab("peak memory", "MB"))
+    };
+    for t in ["8", "64", "256"] {
+        let (n, mb) = peak("1", &["-t", t, "-s", "1024"]);
+        println!("  balanced {t:>3} threads, {n:>10} instructions, 1 host thread: {mb:>6} MB");
+    }
+    for (size, host) in [("16384", "1"), ("65536", "1"), ("65536", "2")] {
+        let (n, mb) = peak(host, &["-t", "8", "-s", size]);
+        println!("  balanced   8 threads, {n:>10} instructions, {host} host thread(s): {mb:>6} MB");
+    }
 }

@@ -227,6 +227,13 @@ fn bar(len: u64, what: &str) -> ProgressBar {
     pb
 }
 
+/// This process's peak resident set so far, in KiB (Linux's `VmHWM`; `None` elsewhere).
+fn peak_rss() -> Option<u64> {
+    let status = std::fs::read_to_string("/proc/self/status").ok()?;
+    let line = status.lines().find(|l| l.starts_with("VmHWM:"))?;
+    line.split_whitespace().nth(1)?.parse().ok()
+}
+
 fn summary_line(path: &Path) -> Result<String> {
     let t = Trace::open(path)?;
     let n: u64 = t.threads.iter().map(|d| d.instructions).sum();
@@ -270,8 +277,12 @@ fn run(cli: Cli) -> Result<ExitCode> {
             print!("{}", isim::run::render_summary(&o));
             let insts: u64 = o.result.threads.iter().map(|t| t.instructions).sum();
             println!(
-                "host: {secs:.2} s, {:.1} simulated MIPS",
-                insts as f64 / secs / 1e6
+                "host: {secs:.2} s, {:.1} simulated MIPS{}",
+                insts as f64 / secs / 1e6,
+                peak_rss().map_or(String::new(), |kb| format!(
+                    ", peak memory {:.0} MB",
+                    kb as f64 / 1024.0
+                ))
             );
         }
         Cmd::Workloads => {
