@@ -37,6 +37,7 @@
 use std::collections::HashMap;
 use std::path::Path;
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Condvar, Mutex};
 use std::time::Duration;
 
 use serde::Serialize;
@@ -260,6 +261,37 @@ impl Front<'_> {
     }
 }
 
+/// A counting semaphore: how many front ends may decode at once, so that a run uses no
+/// more host threads than it was given however many simulated threads it has (a front end
+/// holds a permit only while it decodes, never while it waits to hand a batch over, so
+/// every permit comes back).
+struct Permits {
+    free: Mutex<usize>,
+    freed: Condvar,
+}
+
+impl Permits {
+    fn new(n: usize) -> Permits {
+        Permits {
+            free: Mutex::new(n.max(1)),
+            freed: Condvar::new(),
+        }
+    }
+
+    fn acquire(&self) {
+        let mut free = self.free.lock().unwrap_or_else(|p| p.into_inner());
+        while *free == 0 {
+            free = self.freed.wait(free).unwrap_or_else(|p| p.into_inner());
+        }
+        *free -= 1;
+    }
+
+    fn release(&self) {
+        *self.free.lock().unwrap_or_else(|p| p.into_inner()) += 1;
+        self.freed.notify_one();
+    }
+}
+
 /// What a front-end thread sends.
 enum Msg {
     Batch(Fed),
@@ -432,7 +464,8 @@ impl<'t, O: Observer> Engine<'t, O> {
     /// Lets the run use up to `n` host threads (at least 1; the default is 1). The results
     /// are the same, bit for bit, for every `n`: with more than one, each simulated thread's
     /// records are decoded and its branches predicted on a host thread of its own, a batch
-    /// ahead of the timing (see [`Front`]); the timing itself stays on the calling thread.
+    /// ahead of the timing (see [`Front`]), at most `n - 1` of them decoding at once; the
+    /// timing itself stays on the calling thread.
     pub fn host_threads(mut self, n: usize) -> Self {
         self.host_threads = n.max(1);
         self
@@ -455,9 +488,13 @@ impl<'t, O: Observer> Engine<'t, O> {
             }
         }
         let stop = AtomicBool::new(false);
+        // The simulating thread is one of the run's host threads; the front ends share the
+        // others, however many simulated threads there are.
+        let permits = Permits::new(self.host_threads - 1);
         std::thread::scope(|scope| {
             let _stop = StopOnDrop(&stop);
             let stop = &stop;
+            let permits = &permits;
             let mut started = Ok(());
             for (tid, th) in self.threads.iter_mut().enumerate() {
                 let Feed::Inline(mut front) = std::mem::replace(&mut th.feed, Feed::Closed) else {
@@ -473,7 +510,14 @@ impl<'t, O: Observer> Engine<'t, O> {
                     .spawn_scoped(scope, move || {
                         loop {
                             let mut f = spent.try_recv().unwrap_or_default();
-                            let mut msg = match front.fill(tt, &mut f) {
+                            permits.acquire();
+                            if stop.load(Ordering::Relaxed) {
+                                permits.release();
+                                return;
+                            }
+                            let filled = front.fill(tt, &mut f);
+                            permits.release();
+                            let mut msg = match filled {
                                 Ok(true) => Msg::Batch(f),
                                 Ok(false) => Msg::End,
                                 Err(e) => Msg::Failed(e),
@@ -987,5 +1031,42 @@ impl<'t, O: Observer> Engine<'t, O> {
             caches: self.mem.cache_stats(),
         };
         (result, self.obs)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Permits;
+    use std::sync::atomic::{AtomicUsize, Ordering};
+
+    /// However many front ends want to decode, no more than the permits do at once, and
+    /// every one gets its turn.
+    #[test]
+    fn permits_bound_the_front_ends_decoding_at_once() {
+        let permits = Permits::new(2);
+        let (active, most, done) = (
+            AtomicUsize::new(0),
+            AtomicUsize::new(0),
+            AtomicUsize::new(0),
+        );
+        let start = std::sync::Barrier::new(8);
+        std::thread::scope(|s| {
+            for _ in 0..8 {
+                s.spawn(|| {
+                    start.wait();
+                    for _ in 0..20 {
+                        permits.acquire();
+                        let now = active.fetch_add(1, Ordering::SeqCst) + 1;
+                        most.fetch_max(now, Ordering::SeqCst);
+                        std::thread::sleep(std::time::Duration::from_micros(200));
+                        active.fetch_sub(1, Ordering::SeqCst);
+                        permits.release();
+                        done.fetch_add(1, Ordering::SeqCst);
+                    }
+                });
+            }
+        });
+        assert_eq!(done.load(Ordering::SeqCst), 160);
+        assert_eq!(most.load(Ordering::SeqCst), 2, "two permits, eight threads");
     }
 }
