@@ -12,6 +12,21 @@ use std::process::Command;
 
 use common::{fails, ok};
 
+/// `summary.json` of `isim run --trace trace -o run`, without the trace's path.
+fn simulated_summary(trace: &Path, run: &Path) -> serde_json::Value {
+    ok(&[
+        "run",
+        "--trace",
+        trace.to_str().unwrap(),
+        "-o",
+        run.to_str().unwrap(),
+    ]);
+    let mut sum: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(run.join("summary.json")).unwrap()).unwrap();
+    sum.as_object_mut().unwrap().remove("trace");
+    sum
+}
+
 fn info(path: &Path) -> serde_json::Value {
     serde_json::from_str(&ok(&["trace-info", path.to_str().unwrap(), "--json"])).expect("json")
 }
@@ -384,17 +399,7 @@ fn v1_traces_read_count_and_simulate_as_the_isim_that_wrote_them() {
         assert_eq!(j, expected("info"), "{name}");
         // Simulated, it gives v1 isim's summary (but for the trace's path).
         let run = dir.path().join(name);
-        ok(&[
-            "run",
-            "--trace",
-            t.to_str().unwrap(),
-            "-o",
-            run.to_str().unwrap(),
-        ]);
-        let mut sum: serde_json::Value =
-            serde_json::from_str(&std::fs::read_to_string(run.join("summary.json")).unwrap())
-                .unwrap();
-        sum.as_object_mut().unwrap().remove("trace");
+        let sum = simulated_summary(&t, &run);
         assert_eq!(sum, expected("summary"), "{name}");
         // Rewritten in the current version: smaller, the same counts stored, the same
         // simulation.
@@ -473,21 +478,7 @@ fn v2_traces_read_and_simulate_as_the_isim_that_wrote_them() {
     .unwrap();
     assert_eq!(verified["verified"], true);
     assert_eq!(strip(verified), expected("info"));
-    let summary = |trace: &Path, out: &str| {
-        let run = dir.path().join(out);
-        ok(&[
-            "run",
-            "--trace",
-            trace.to_str().unwrap(),
-            "-o",
-            run.to_str().unwrap(),
-        ]);
-        let mut sum: serde_json::Value =
-            serde_json::from_str(&std::fs::read_to_string(run.join("summary.json")).unwrap())
-                .unwrap();
-        sum.as_object_mut().unwrap().remove("trace");
-        sum
-    };
+    let summary = |trace: &Path, out: &str| simulated_summary(trace, &dir.path().join(out));
     assert_eq!(summary(&t, "v2"), expected("summary"));
     let v3 = dir.path().join(format!("{name}-v3.itrace"));
     sim_frontend::format::writer::rewrite(&t, &v3, true).unwrap();

@@ -70,8 +70,6 @@ pub struct Cache {
     /// Geometry and timing.
     pub params: CacheParams,
     ways: usize,
-    /// log2(ways) when `ways` is a power of two (a slot's set is then a shift away).
-    ways_shift: Option<u32>,
     set_mask: u64,
     tags: Vec<u64>,
     state: Vec<u8>,
@@ -94,7 +92,6 @@ impl Cache {
         Cache {
             params,
             ways,
-            ways_shift: ways.is_power_of_two().then(|| ways.trailing_zeros()),
             set_mask: sets as u64 - 1,
             tags: vec![NO_TAG; n],
             state: vec![INVALID; n],
@@ -173,10 +170,8 @@ impl Cache {
     /// Records a hit on a slot for replacement.
     #[inline]
     pub fn touch(&mut self, slot: usize) {
-        let set = match self.ways_shift {
-            Some(k) => slot >> k,
-            None => slot / self.ways,
-        };
+        // A hit slot holds its line, whose low bits are the set: no division by the ways.
+        let set = self.set_of(self.tags[slot]);
         self.policy.touch(set, slot - set * self.ways);
     }
 
