@@ -13,6 +13,9 @@
 //! the medians are printed. Run with `cargo bench --bench simulate`; `-- NAME` keeps the
 //! inputs whose name contains NAME.
 
+#[path = "common/mod.rs"]
+mod common;
+
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::Instant;
@@ -92,16 +95,7 @@ fn main() {
         if !threads.iter().any(|t| keep(&format!("{prog}-t{t}"))) {
             continue;
         }
-        let exe = dir.path().join(prog);
-        let st = Command::new("gcc")
-            .args(["-g", "-O2", "-pthread", "-I"])
-            .arg(root.join("include"))
-            .arg("-o")
-            .arg(&exe)
-            .arg(root.join(format!("examples/c/{prog}.c")))
-            .status()
-            .expect("gcc");
-        assert!(st.success());
+        let exe = common::compile_example(root, dir.path(), prog);
         for &t in threads {
             let name = format!("{prog}-t{t}");
             if !keep(&name) {

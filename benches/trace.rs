@@ -9,6 +9,9 @@
 //! release `isim` and tracer libraries (`cargo build --release` first; `cargo bench --bench
 //! trace` builds the `isim` binary itself).
 
+#[path = "common/mod.rs"]
+mod common;
+
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
@@ -35,16 +38,7 @@ fn main() {
         ("blocked_lu", "256", &["4"][..]),
     ];
     for (name, n, thread_counts) in programs {
-        let exe = dir.path().join(name);
-        let st = Command::new("gcc")
-            .args(["-g", "-O2", "-pthread", "-I"])
-            .arg(root.join("include"))
-            .arg("-o")
-            .arg(&exe)
-            .arg(root.join(format!("examples/c/{name}.c")))
-            .status()
-            .expect("gcc");
-        assert!(st.success());
+        let exe = common::compile_example(root, dir.path(), name);
         println!("{name} -n {n}: median of 3 runs");
         println!(
             "{:>7} {:>14} {:>10} {:>10} {:>12} {:>12} {:>10}",
