@@ -3,6 +3,7 @@
 //! thin command-line layer over it.
 
 pub mod config;
+pub mod dirs;
 pub mod fsutil;
 pub mod info;
 pub mod lime;

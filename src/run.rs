@@ -8,16 +8,14 @@ use std::path::{Path, PathBuf};
 use accounting::attribution::Attribution;
 use accounting::render::{self, stacked_bars_svg, text_bars};
 use anyhow::{Context, Result, bail};
-use serde::Serialize;
 use sim_core::{Component, Engine, EngineConfig, RunResult};
 use sim_frontend::Trace;
 use sim_frontend::workloads::{self, Params};
 
 use crate::config::{self, MachineConfig};
+use crate::dirs::run::{self as files, CacheRow, PcRow, Summary, ThreadSummary};
 use crate::fsutil::write_atomic;
 
-/// Schema identifier written into `summary.json`.
-pub const SCHEMA: &str = "isim-run/1";
 /// The workload `isim run` simulates when given neither a workload nor a trace.
 pub const DEFAULT_WORKLOAD: &str = "lu-owner";
 
@@ -86,60 +84,6 @@ fn load_machine(req: &RunRequest) -> Result<MachineConfig> {
     r.map_err(|e| anyhow::anyhow!("{e}"))
 }
 
-#[derive(Serialize)]
-struct ThreadSummary<'a> {
-    thread: u32,
-    instructions: u64,
-    cycles: f64,
-    ipc: f64,
-    branches: u64,
-    mispredictions: u64,
-    /// Data-TLB first-level misses and page walks; written only for a machine with a TLB.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    tlb_misses: Option<u64>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    page_walks: Option<u64>,
-    end: f64,
-    stack: &'a sim_core::CycleStack,
-}
-
-#[derive(Serialize)]
-struct Summary<'a> {
-    schema: &'static str,
-    workload: &'a str,
-    params: &'a [(String, String)],
-    /// The trace simulated: `trace.itrace` inside the run directory, or the absolute path of
-    /// the user's trace.
-    trace: String,
-    /// PCs whose misses were erased (hex).
-    erase: Vec<String>,
-    cores: u32,
-    sockets: u32,
-    frequency_hz: u64,
-    cycles: f64,
-    instructions: u64,
-    threads: Vec<ThreadSummary<'a>>,
-    memory_cores: &'a [sim_memory::CoreStats],
-    caches: Vec<CacheRow<'a>>,
-}
-
-#[derive(Serialize)]
-struct CacheRow<'a> {
-    name: &'a str,
-    #[serde(flatten)]
-    stats: &'a sim_memory::CacheStats,
-}
-
-#[derive(Serialize)]
-struct PcRow<'a> {
-    thread: u32,
-    pc: String,
-    function: Option<&'a str>,
-    location: Option<String>,
-    #[serde(flatten)]
-    counters: &'a accounting::attribution::PcCounters,
-}
-
 /// Removes a directory when dropped, unless disarmed (`.0 = None`).
 struct RemoveOnDrop(Option<PathBuf>);
 
@@ -155,7 +99,7 @@ impl Drop for RemoveOnDrop {
 pub fn run(req: &RunRequest, progress: impl FnMut(u64)) -> Result<RunOutcome> {
     let mut machine = load_machine(req)?;
     let out = &req.out;
-    if out.exists() && !out.join("summary.json").exists() {
+    if out.exists() && !out.join(files::SUMMARY).exists() {
         bail!(
             "{} exists and is not an isim run directory; choose another --out",
             out.display()
@@ -248,20 +192,20 @@ pub fn run(req: &RunRequest, progress: impl FnMut(u64)) -> Result<RunOutcome> {
             tlb_misses: has_tlb.then_some(t.tlb_misses),
             page_walks: has_tlb.then_some(t.page_walks),
             end: t.end,
-            stack: &t.stack,
+            stack: t.stack,
         })
         .collect();
     let summary = Summary {
-        schema: SCHEMA,
-        workload: &trace.meta.workload,
-        params: &trace.meta.params,
-        trace: match &req.trace {
+        schema: files::SCHEMA.to_string(),
+        workload: trace.meta.workload.clone(),
+        params: trace.meta.params.clone(),
+        trace: Some(match &req.trace {
             Some(t) => std::path::absolute(t)
                 .unwrap_or_else(|_| t.clone())
                 .display()
                 .to_string(),
             None => "trace.itrace".to_string(),
-        },
+        }),
         erase: req.erase.iter().map(|pc| format!("{pc:#x}")).collect(),
         cores: machine.total_cores(),
         sockets: machine.system.sockets,
@@ -269,18 +213,21 @@ pub fn run(req: &RunRequest, progress: impl FnMut(u64)) -> Result<RunOutcome> {
         cycles: result.cycles,
         instructions: result.threads.iter().map(|t| t.instructions).sum(),
         threads,
-        memory_cores: &result.memory_cores,
+        memory_cores: result.memory_cores.clone(),
         caches: result
             .caches
             .iter()
-            .map(|(name, stats)| CacheRow { name, stats })
+            .map(|(name, stats)| CacheRow {
+                name: name.clone(),
+                stats: *stats,
+            })
             .collect(),
     };
     write_atomic(
-        &partial.join("summary.json"),
+        &partial.join(files::SUMMARY),
         serde_json::to_string_pretty(&summary)?.as_bytes(),
     )?;
-    write_atomic(&partial.join("config.toml"), machine.to_toml().as_bytes())?;
+    write_atomic(&partial.join(files::CONFIG), machine.to_toml().as_bytes())?;
     let program = &trace.program;
     let mut rows = Vec::new();
     for (t, per) in attribution.per_thread.iter().enumerate() {
@@ -289,19 +236,19 @@ pub fn run(req: &RunRequest, progress: impl FnMut(u64)) -> Result<RunOutcome> {
                 rows.push(PcRow {
                     thread: t as u32,
                     pc: format!("{:#x}", program.insts[sidx].pc),
-                    function: program.function_name(sidx as u32),
+                    function: program.function_name(sidx as u32).map(str::to_string),
                     location: program.file_line(sidx as u32),
-                    counters: c,
+                    counters: *c,
                 });
             }
         }
     }
     write_atomic(
-        &partial.join("attribution.json"),
+        &partial.join(files::ATTRIBUTION),
         serde_json::to_string(&rows)?.as_bytes(),
     )?;
     write_atomic(
-        &partial.join("sections.json"),
+        &partial.join(files::SECTIONS),
         serde_json::to_string(&attribution.sections)?.as_bytes(),
     )?;
     let bars = stack_bars(&result);
@@ -311,7 +258,7 @@ pub fn run(req: &RunRequest, progress: impl FnMut(u64)) -> Result<RunOutcome> {
         &render::bars(&bars),
         false,
     );
-    write_atomic(&partial.join("cycle-stacks.svg"), svg.as_bytes())?;
+    write_atomic(&partial.join(files::STACKS_SVG), svg.as_bytes())?;
     if out.exists() {
         std::fs::remove_dir_all(out)
             .with_context(|| format!("cannot replace {}", out.display()))?;
@@ -405,58 +352,14 @@ pub struct RunDir {
     pub workload: String,
 }
 
-#[derive(serde::Deserialize)]
-struct SummaryHead {
-    schema: String,
-    #[serde(default)]
-    trace: Option<String>,
-    #[serde(default)]
-    erase: Vec<String>,
-    workload: String,
-}
-
 impl RunDir {
     /// Opens a run directory written by [`run`].
     pub fn open(dir: &Path) -> Result<RunDir> {
-        let summary = dir.join("summary.json");
-        let text = match std::fs::read_to_string(&summary) {
-            Ok(t) => t,
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-                if dir.is_dir() {
-                    bail!(
-                        "{} is not an isim run directory: it has no summary.json (make one with `isim run --out {}`)",
-                        dir.display(),
-                        dir.display()
-                    );
-                }
-                bail!("{}: no such run directory", dir.display());
-            }
-            Err(e) => return Err(e).with_context(|| format!("cannot read {}", summary.display())),
-        };
-        let head: SummaryHead = serde_json::from_str(&text)
-            .with_context(|| format!("{}: not a run summary", summary.display()))?;
-        if head.schema != SCHEMA {
-            bail!(
-                "{}: schema `{}`, expected `{SCHEMA}`: re-run `isim run` with this version",
-                summary.display(),
-                head.schema
-            );
-        }
-        let trace_path = match head.trace {
-            Some(t) if Path::new(&t).is_absolute() => PathBuf::from(t),
-            Some(t) => dir.join(t),
-            None => dir.join("trace.itrace"),
-        };
-        let trace = Trace::open(&trace_path)?;
+        let head = Summary::read(dir)?;
+        let trace = Trace::open(&head.trace_path(dir))?;
         let machine =
-            config::load(&dir.join("config.toml"), &[]).map_err(|e| anyhow::anyhow!("{e}"))?;
-        let mut erase = Vec::new();
-        for pc in &head.erase {
-            let v = u64::from_str_radix(pc.trim_start_matches("0x"), 16).with_context(|| {
-                format!("{}: erase entry `{pc}` is not a hex PC", summary.display())
-            })?;
-            erase.push(v);
-        }
+            config::load(&dir.join(files::CONFIG), &[]).map_err(|e| anyhow::anyhow!("{e}"))?;
+        let erase = head.erased_pcs(dir)?;
         Ok(RunDir {
             dir: dir.to_path_buf(),
             trace,

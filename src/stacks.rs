@@ -13,9 +13,10 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use accounting::scaling::{RunAggregate, ThreadStack};
-use anyhow::{Context, Result, bail};
-use serde::Deserialize;
-use sim_core::{Component, CycleStack};
+use anyhow::Result;
+use sim_core::CycleStack;
+
+use crate::dirs::run::{Summary, read_attribution};
 
 /// Group name of a thread that executed no instruction with a known function.
 pub const UNKNOWN_GROUP: &str = "(unknown)";
@@ -75,83 +76,24 @@ impl RunStacks {
     }
 }
 
-#[derive(Deserialize)]
-struct Summary {
-    schema: String,
-    workload: String,
-    #[serde(default)]
-    params: Vec<(String, String)>,
-    cores: u32,
-    sockets: u32,
-    frequency_hz: u64,
-    cycles: f64,
-    instructions: u64,
-    threads: Vec<SummaryThread>,
-}
-
-#[derive(Deserialize)]
-struct SummaryThread {
-    thread: u32,
-    instructions: u64,
-    cycles: f64,
-    stack: BTreeMap<String, f64>,
-}
-
-#[derive(Deserialize)]
-struct AttributionRow {
-    thread: u32,
-    function: Option<String>,
-    execs: u64,
-}
-
 /// Reads the stacks of the run directory `dir`.
 pub fn load(dir: &Path) -> Result<RunStacks> {
-    let path = dir.join("summary.json");
-    let text = std::fs::read_to_string(&path).with_context(|| {
-        if dir.is_dir() {
-            format!(
-                "{} is not an isim run directory (no readable summary.json)",
-                dir.display()
-            )
-        } else {
-            format!("{}: no such run directory", dir.display())
-        }
-    })?;
-    let s: Summary = serde_json::from_str(&text)
-        .with_context(|| format!("{}: not an isim run summary", path.display()))?;
-    if s.schema != crate::run::SCHEMA {
-        bail!(
-            "{}: schema `{}`, expected `{}`: re-run it with this version of isim",
-            path.display(),
-            s.schema,
-            crate::run::SCHEMA
-        );
-    }
-    let groups = thread_groups(&dir.join("attribution.json"))?;
-    let mut threads = Vec::with_capacity(s.threads.len());
-    for t in s.threads {
-        let mut stack = CycleStack::default();
-        for (name, v) in &t.stack {
-            let Some(c) = Component::ALL.iter().find(|c| c.name() == name) else {
-                bail!(
-                    "{}: thread {} has an unknown cycle-stack component `{name}`",
-                    path.display(),
-                    t.thread
-                );
-            };
-            stack.add(*c, *v);
-        }
-        threads.push(ThreadData {
+    let s = Summary::read(dir)?;
+    let groups = thread_groups(dir)?;
+    let threads: Vec<ThreadData> = s
+        .threads
+        .into_iter()
+        .map(|t| ThreadData {
             thread: t.thread,
             instructions: t.instructions,
             cycles: t.cycles,
-            stack,
+            stack: t.stack,
             group: groups
                 .get(&t.thread)
                 .cloned()
                 .unwrap_or_else(|| UNKNOWN_GROUP.to_string()),
-        });
-    }
+        })
+        .collect();
     let inputs: Vec<ThreadStack> = threads
         .iter()
         .map(|t| ThreadStack {
@@ -175,19 +117,15 @@ pub fn load(dir: &Path) -> Result<RunStacks> {
 }
 
 /// Each thread's group: the function with most executions (ties to the smaller name). A missing
-/// `attribution.json` puts every thread in [`UNKNOWN_GROUP`].
-fn thread_groups(path: &Path) -> Result<BTreeMap<u32, String>> {
-    let text = match std::fs::read_to_string(path) {
-        Ok(t) => t,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(BTreeMap::new()),
-        Err(e) => return Err(e).with_context(|| format!("cannot read {}", path.display())),
+/// `attribution.json` in `dir` puts every thread in [`UNKNOWN_GROUP`].
+fn thread_groups(dir: &Path) -> Result<BTreeMap<u32, String>> {
+    let Some(rows) = read_attribution(dir)? else {
+        return Ok(BTreeMap::new());
     };
-    let rows: Vec<AttributionRow> = serde_json::from_str(&text)
-        .with_context(|| format!("{}: not an attribution file", path.display()))?;
     let mut per: BTreeMap<u32, BTreeMap<String, u64>> = BTreeMap::new();
     for r in rows {
         if let Some(f) = r.function {
-            *per.entry(r.thread).or_default().entry(f).or_default() += r.execs;
+            *per.entry(r.thread).or_default().entry(f).or_default() += r.counters.execs;
         }
     }
     Ok(per
@@ -209,29 +147,40 @@ fn thread_groups(path: &Path) -> Result<BTreeMap<u32, String>> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::dirs::run::{ATTRIBUTION, PcRow};
+    use accounting::attribution::PcCounters;
 
     #[test]
     fn groups_are_the_function_with_most_executions() {
         let dir = tempfile::tempdir().unwrap();
-        let p = dir.path().join("attribution.json");
+        let row = |thread, pc: &str, function: Option<&str>, execs| PcRow {
+            thread,
+            pc: pc.to_string(),
+            function: function.map(str::to_string),
+            location: None,
+            counters: PcCounters {
+                execs,
+                ..PcCounters::default()
+            },
+        };
+        let rows = [
+            row(0, "0x1", Some("main"), 5),
+            row(0, "0x2", Some("work"), 4),
+            row(0, "0x3", Some("work"), 3),
+            row(1, "0x2", Some("b"), 4),
+            row(1, "0x5", Some("a"), 4),
+            row(2, "0x9", None, 40),
+        ];
         std::fs::write(
-            &p,
-            r#"[{"thread":0,"pc":"0x1","function":"main","execs":5},
-                {"thread":0,"pc":"0x2","function":"work","execs":4},
-                {"thread":0,"pc":"0x3","function":"work","execs":3},
-                {"thread":1,"pc":"0x2","function":"b","execs":4},
-                {"thread":1,"pc":"0x5","function":"a","execs":4},
-                {"thread":2,"pc":"0x9","function":null,"execs":40}]"#,
+            dir.path().join(ATTRIBUTION),
+            serde_json::to_string(&rows).unwrap(),
         )
         .unwrap();
-        let g = thread_groups(&p).unwrap();
+        let g = thread_groups(dir.path()).unwrap();
         assert_eq!(g.get(&0).map(String::as_str), Some("work"));
         assert_eq!(g.get(&1).map(String::as_str), Some("a"));
         assert_eq!(g.get(&2), None);
-        assert!(
-            thread_groups(&dir.path().join("missing.json"))
-                .unwrap()
-                .is_empty()
-        );
+        let empty = tempfile::tempdir().unwrap();
+        assert!(thread_groups(empty.path()).unwrap().is_empty());
     }
 }

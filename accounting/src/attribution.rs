@@ -6,12 +6,12 @@
 //! Counters live in flat per-thread arrays indexed by static index, sized once: recording an
 //! instruction is a few additions, no allocation and no hashing.
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use sim_core::Observer;
 use sim_core::core::InstResult;
 
 /// Counters of one static instruction in one thread.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
 pub struct PcCounters {
     /// Executions.
     pub execs: u64,
@@ -26,7 +26,7 @@ pub struct PcCounters {
 }
 
 /// One thread's stay in one barrier-delimited section.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 pub struct SectionVisit {
     /// Static index of the barrier call site closing the section.
     pub site: u32,

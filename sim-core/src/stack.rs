@@ -163,3 +163,30 @@ impl Serialize for CycleStack {
         m.end()
     }
 }
+
+/// The inverse of the `Serialize` impl: a map of component names to cycles; components
+/// not named are 0, an unknown name is an error naming it.
+impl<'de> serde::Deserialize<'de> for CycleStack {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct Names;
+        impl<'de> serde::de::Visitor<'de> for Names {
+            type Value = CycleStack;
+            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str("a map of cycle-stack component names to cycles")
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(self, mut m: A) -> Result<CycleStack, A::Error> {
+                let mut stack = CycleStack::default();
+                while let Some((name, v)) = m.next_entry::<std::borrow::Cow<'de, str>, f64>()? {
+                    let Some(c) = Component::ALL.iter().find(|c| c.name() == name) else {
+                        return Err(serde::de::Error::custom(format!(
+                            "unknown cycle-stack component `{name}`"
+                        )));
+                    };
+                    stack.add(*c, v);
+                }
+                Ok(stack)
+            }
+        }
+        d.deserialize_map(Names)
+    }
+}

@@ -1,11 +1,48 @@
 //! Statistics of the memory system: plain structs that derive `Serialize` and add up, so that
 //! per-instance and per-core figures merge without hand-written field lists.
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use std::ops::AddAssign;
 
+/// A counter field: adds another of its kind in place (a count, or an array of counts).
+trait Counter {
+    fn add(&mut self, o: &Self);
+}
+
+impl Counter for u64 {
+    fn add(&mut self, o: &u64) {
+        *self += *o;
+    }
+}
+
+impl<const N: usize> Counter for [u64; N] {
+    fn add(&mut self, o: &[u64; N]) {
+        for (a, b) in self.iter_mut().zip(o) {
+            *a += *b;
+        }
+    }
+}
+
+/// Declares a struct of counters and its `AddAssign` (field by field) from one field list,
+/// so a new counter cannot be left out of the sum.
+macro_rules! counters {
+    ($(#[$m:meta])* pub struct $name:ident { $($(#[$fm:meta])* pub $f:ident: $t:ty,)* }) => {
+        $(#[$m])*
+        pub struct $name {
+            $($(#[$fm])* pub $f: $t,)*
+        }
+
+        impl AddAssign for $name {
+            fn add_assign(&mut self, o: Self) {
+                $(Counter::add(&mut self.$f, &o.$f);)*
+            }
+        }
+    };
+}
+
+counters! {
 /// Counters of one cache instance.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct CacheStats {
     /// Accesses that reached this cache (for L2/L3: misses or upgrades from below).
     pub accesses: u64,
@@ -35,6 +72,7 @@ pub struct CacheStats {
     /// Copies invalidated by another core's store or by an inclusive eviction above.
     pub invalidations: u64,
 }
+}
 
 impl CacheStats {
     /// All misses.
@@ -43,26 +81,9 @@ impl CacheStats {
     }
 }
 
-impl AddAssign for CacheStats {
-    fn add_assign(&mut self, o: Self) {
-        self.accesses += o.accesses;
-        self.hits += o.hits;
-        self.misses_ifetch += o.misses_ifetch;
-        self.misses_load += o.misses_load;
-        self.misses_store += o.misses_store;
-        self.coherence_misses += o.coherence_misses;
-        self.merged += o.merged;
-        self.prefetches += o.prefetches;
-        self.prefetch_useful += o.prefetch_useful;
-        self.prefetch_late += o.prefetch_late;
-        self.prefetch_unused += o.prefetch_unused;
-        self.writebacks += o.writebacks;
-        self.invalidations += o.invalidations;
-    }
-}
-
+counters! {
 /// Per-core counters: where this core's accesses were served.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct CoreStats {
     /// Instruction fetches.
     pub ifetches: u64,
@@ -77,16 +98,5 @@ pub struct CoreStats {
     /// Sum of latencies in cycles.
     pub latency_cycles: u64,
 }
-
-impl AddAssign for CoreStats {
-    fn add_assign(&mut self, o: Self) {
-        self.ifetches += o.ifetches;
-        self.loads += o.loads;
-        self.stores += o.stores;
-        for i in 0..7 {
-            self.served[i] += o.served[i];
-            self.erased[i] += o.erased[i];
-        }
-        self.latency_cycles += o.latency_cycles;
-    }
 }
+
