@@ -17,15 +17,13 @@ use accounting::pca::{Pca, PcaOptions, ScatterPoint, scatter_svg};
 use accounting::table::ReportTable;
 use anyhow::{Context, Result, bail};
 use clap::Args;
-use serde_json::json;
 use sim_core::{COMPONENTS, Component};
 
+use crate::dirs::pca::{self as files, PcaComponent, PcaFile, PcaRow, SCHEMA};
 use crate::fsutil::write_atomic;
 use crate::stacks::{self, RunStacks};
 use crate::sweep;
 
-/// Schema of `pca.json`.
-pub const SCHEMA: &str = "isim-pca/1";
 
 /// `isim pca` arguments.
 #[derive(Args, Debug, Clone)]
@@ -208,7 +206,7 @@ impl Analysis {
             bail!("--variance {variance}: expected a share in (0, 1], e.g. 0.9");
         }
         let data: Vec<Vec<f64>> = rows.iter().map(|r| r.shares.to_vec()).collect();
-        let pca = Pca::fit(&Component::NAMES, &data, opts).map_err(|e| anyhow::anyhow!("{e}"))?;
+        let pca = Pca::fit(&Component::NAMES, &data, opts)?;
         let q = pca.components_for(variance);
         let pts: Vec<Vec<f64>> = pca.scores.iter().map(|s| s[..q].to_vec()).collect();
         let merges = average_linkage(&pts);
@@ -296,52 +294,68 @@ impl Analysis {
     }
 
     /// `pca.json`.
-    pub fn json(&self) -> serde_json::Value {
+    pub fn file(&self) -> PcaFile {
         let p = &self.pca;
-        json!({
-            "schema": SCHEMA,
-            "standardized": p.standardized,
-            "columns": p.columns,
-            "dropped_columns": p.dropped,
-            "means": p.means,
-            "scales": p.scales,
-            "rows": self.rows.iter().zip(&p.scores).map(|(r, s)| json!({
-                "label": r.label,
-                "series": r.series,
-                "dir": r.dir.display().to_string(),
-                "workload": r.workload,
-                "group": r.group,
-                "size": r.size,
-                "config": r.config,
-                "cores": r.cores,
-                "shares": Component::NAMES.iter().zip(r.shares).map(|(n, v)| (n.to_string(), json!(v))).collect::<serde_json::Map<_, _>>(),
-                "scores": s,
-            })).collect::<Vec<_>>(),
-            "components": (0..p.components()).map(|k| json!({
-                "pc": k + 1,
-                "main_contributor": p.main_contributor(k),
-                "variance": p.variances[k],
-                "explained": p.explained[k],
-                "cumulative": p.cumulative[k],
-                "loadings": p.columns.iter().zip(&p.loadings[k]).map(|(n, v)| (n.clone(), json!(v))).collect::<serde_json::Map<_, _>>(),
-            })).collect::<Vec<_>>(),
-            "clustered_on_components": self.clustered_on,
-            "dendrogram": self.merges.iter().map(|m| json!({"a": m.a, "b": m.b, "height": m.height, "size": m.size})).collect::<Vec<_>>(),
-            "leaf_order": leaf_order(&self.merges, self.rows.len()),
-            "report_tables": self.tables(),
-        })
+        PcaFile {
+            schema: SCHEMA.to_string(),
+            standardized: p.standardized,
+            columns: p.columns.clone(),
+            dropped_columns: p.dropped.clone(),
+            means: p.means.clone(),
+            scales: p.scales.clone(),
+            rows: self
+                .rows
+                .iter()
+                .zip(&p.scores)
+                .map(|(r, s)| PcaRow {
+                    label: r.label.clone(),
+                    series: r.series.clone(),
+                    dir: r.dir.display().to_string(),
+                    workload: r.workload.clone(),
+                    group: r.group.clone(),
+                    size: r.size,
+                    config: r.config.clone(),
+                    cores: r.cores,
+                    shares: Component::NAMES
+                        .iter()
+                        .zip(r.shares)
+                        .map(|(n, v)| (n.to_string(), v))
+                        .collect(),
+                    scores: s.clone(),
+                })
+                .collect(),
+            components: (0..p.components())
+                .map(|k| PcaComponent {
+                    pc: k + 1,
+                    main_contributor: p.main_contributor(k).to_string(),
+                    variance: p.variances[k],
+                    explained: p.explained[k],
+                    cumulative: p.cumulative[k],
+                    loadings: p
+                        .columns
+                        .iter()
+                        .cloned()
+                        .zip(p.loadings[k].iter().copied())
+                        .collect(),
+                })
+                .collect(),
+            clustered_on_components: self.clustered_on,
+            dendrogram: self.merges.clone(),
+            leaf_order: leaf_order(&self.merges, self.rows.len()),
+            report_tables: self.tables(),
+        }
     }
 
     /// Writes `pca.json`, `pca.svg` and `dendrogram.svg` into `out` (each atomically).
     pub fn write(&self, out: &Path) -> Result<()> {
         std::fs::create_dir_all(out).with_context(|| format!("cannot create {}", out.display()))?;
         write_atomic(
-            &out.join("pca.json"),
-            serde_json::to_string_pretty(&self.json())?.as_bytes(),
+            &out.join(files::PCA),
+            serde_json::to_string_pretty(&self.file())?.as_bytes(),
         )?;
-        write_atomic(&out.join("pca.svg"), self.scatter_svg().as_bytes())?;
+        write_atomic(&out.join(files::SCATTER_SVG), self.scatter_svg().as_bytes())?;
         write_atomic(
-            &out.join("dendrogram.svg"),
+            &out.join(files::DENDROGRAM_SVG),
             self.dendrogram_svg().as_bytes(),
         )?;
         Ok(())
@@ -376,4 +390,33 @@ pub fn cli(args: &PcaArgs) -> Result<()> {
         args.out.display()
     );
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use accounting::pca::PcaError;
+
+    /// The report tells "all runs alike" apart from real failures by the error's type, so
+    /// the PCA's own error must survive `Analysis::of`.
+    #[test]
+    fn runs_that_are_all_alike_are_a_typed_no_variance_error() {
+        let row = |cores| Row {
+            label: format!("w {cores}c"),
+            series: "w".into(),
+            dir: PathBuf::from("r"),
+            workload: "w".into(),
+            group: None,
+            size: None,
+            config: None,
+            cores,
+            shares: [1.0 / COMPONENTS as f64; COMPONENTS],
+        };
+        let e = Analysis::of(vec![row(2), row(4)], PcaOptions::default(), 0.9).unwrap_err();
+        assert!(
+            matches!(e.downcast_ref(), Some(PcaError::NoVariance)),
+            "{e:#}"
+        );
+        assert!(e.to_string().contains("nothing for PCA to explain"), "{e}");
+    }
 }

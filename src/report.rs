@@ -18,7 +18,7 @@
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 
-use accounting::pca::PcaOptions;
+use accounting::pca::{PcaError, PcaOptions};
 use accounting::render::{self, stacked_bars_svg, xml_escape as esc};
 use accounting::scaling::{does_real_work, sync_share};
 use accounting::table::ReportTable;
@@ -218,7 +218,7 @@ fn pca_of_sweep(dir: &Path) -> Result<Option<crate::pca::Analysis>> {
     }
     match crate::pca::Analysis::of(rows, PcaOptions::default(), 0.9) {
         Ok(a) => Ok(Some(a)),
-        Err(e) if e.to_string().contains("nothing for PCA to explain") => Ok(None),
+        Err(e) if matches!(e.downcast_ref(), Some(PcaError::NoVariance)) => Ok(None),
         Err(e) => Err(e),
     }
 }

@@ -14,7 +14,7 @@ use crate::plot::{nice_range, svg_open, tick_label, ticks};
 use crate::render::xml_escape;
 
 /// One merge of two clusters.
-#[derive(Debug, Clone, Copy, PartialEq)]
+#[derive(Debug, Clone, Copy, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct Merge {
     /// Label of the first cluster (smaller label).
     pub a: usize,

@@ -16,6 +16,24 @@ pub struct ReportTable {
     pub rows: Vec<Vec<String>>,
 }
 
+/// Serializes tables with each table's keys in alphabetical order (`columns`, `rows`,
+/// `title`), as the files that were first written through `serde_json::json!` list them
+/// (`pca.json`, `sweep.json`); for `#[serde(serialize_with = "...")]`. Reading needs nothing
+/// special: key order does not matter to `Deserialize`.
+pub fn serialize_sorted<S: serde::Serializer>(tables: &[ReportTable], s: S) -> Result<S::Ok, S::Error> {
+    #[derive(Serialize)]
+    struct Sorted<'a> {
+        columns: &'a [String],
+        rows: &'a [Vec<String>],
+        title: &'a str,
+    }
+    s.collect_seq(tables.iter().map(|t| Sorted {
+        columns: &t.columns,
+        rows: &t.rows,
+        title: &t.title,
+    }))
+}
+
 impl ReportTable {
     /// A table with `title` and `columns` and no rows yet.
     pub fn new(title: impl Into<String>, columns: &[&str]) -> ReportTable {

@@ -3,4 +3,5 @@
 //! that writes it and every verb that reads it, with the file's name and schema version in one
 //! place. Readers take the typed value and never re-parse what it already holds.
 
+pub mod pca;
 pub mod run;
