@@ -9,6 +9,7 @@ use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 
 use accounting::lime::{self, CauseKind, Collector, Options, SectionKind, SectionResult};
+use accounting::table::ReportTable;
 use anyhow::{Result, bail};
 use clap::{Args, Subcommand};
 use serde::Serialize;
@@ -222,17 +223,6 @@ pub struct SectionRow {
     pub rpt_mispredict: Rpt,
 }
 
-/// A table for the HTML report.
-#[derive(Debug, Clone, Serialize)]
-pub struct Table {
-    /// Title.
-    pub title: String,
-    /// Column headings.
-    pub columns: Vec<String>,
-    /// Rows of cells.
-    pub rows: Vec<Vec<String>>,
-}
-
 /// `lime.json`.
 #[derive(Debug, Clone, Serialize)]
 pub struct LimeReport {
@@ -247,7 +237,7 @@ pub struct LimeReport {
     /// Sections, most idle first.
     pub sections: Vec<SectionRow>,
     /// The same, as tables for `isim report`.
-    pub report_tables: Vec<Table>,
+    pub report_tables: Vec<ReportTable>,
 }
 
 fn location(p: &Program, sidx: u32) -> String {
@@ -318,7 +308,7 @@ pub fn report(rd: &RunDir, sections: &[SectionResult], opts: &Options) -> LimeRe
             rpt_mispredict: rpt(&s.causes, |k| k == CauseKind::Mispredict),
         })
         .collect();
-    let mut tables = vec![Table {
+    let mut tables = vec![ReportTable {
         title: "LIME: parallel sections".into(),
         columns: [
             "section",
@@ -345,7 +335,7 @@ pub fn report(rd: &RunDir, sections: &[SectionResult], opts: &Options) -> LimeRe
             .collect(),
     }];
     for r in rows.iter().filter(|r| !r.causes.is_empty()) {
-        tables.push(Table {
+        tables.push(ReportTable {
             title: format!("LIME: causes of imbalance at {} ({})", r.location, r.kind),
             columns: ["rank", "score", "kind", "pc", "function", "location"]
                 .map(String::from)
@@ -579,6 +569,74 @@ fn compare(
     }
 }
 
+/// Schema of `whatif-erase.json` and `whatif-set.json`.
+pub const WHATIF_SCHEMA: &str = "isim-whatif/1";
+
+/// `whatif-erase.json` / `whatif-set.json`: the last `isim whatif erase` / `set` of a run
+/// directory, its rows and the same as a table for `isim report`.
+#[derive(Debug, Clone, Serialize)]
+pub struct WhatifFile<'a> {
+    /// [`WHATIF_SCHEMA`].
+    pub schema: &'static str,
+    /// `erase` or `set`.
+    pub kind: &'static str,
+    /// One row per change and section.
+    pub rows: &'a [WhatifRow],
+    /// The rows as a table.
+    pub report_tables: Vec<ReportTable>,
+}
+
+/// The what-if rows as a report table (the terminal's columns, before and after split).
+fn whatif_table(rows: &[WhatifRow]) -> ReportTable {
+    let mut t = ReportTable::new(
+        "What-if: imbalance and time before and after",
+        &[
+            "change",
+            "section",
+            "imbalance before",
+            "imbalance after",
+            "reduction",
+            "slowest thread before",
+            "slowest thread after",
+            "fastest thread before",
+            "fastest thread after",
+            "run cycles before",
+            "run cycles after",
+            "erased misses of",
+        ],
+    );
+    for r in rows {
+        t.rows.push(vec![
+            r.change.clone(),
+            r.section.clone(),
+            format!("{:.1}%", r.imbalance_before),
+            format!("{:.1}%", r.imbalance_after),
+            format!("{:.1}%", r.reduction_pct),
+            format!("{:.0}", r.slowest.0),
+            format!("{:.0}", r.slowest.1),
+            format!("{:.0}", r.fastest.0),
+            format!("{:.0}", r.fastest.1),
+            format!("{:.0}", r.cycles.0),
+            format!("{:.0}", r.cycles.1),
+            r.erased.join(", "),
+        ]);
+    }
+    t
+}
+
+/// Writes `whatif-<kind>.json` into the run directory (replacing the previous one).
+fn write_whatif(rd: &RunDir, kind: &'static str, rows: &[WhatifRow]) -> Result<PathBuf> {
+    let file = WhatifFile {
+        schema: WHATIF_SCHEMA,
+        kind,
+        rows,
+        report_tables: vec![whatif_table(rows)],
+    };
+    let path = rd.dir.join(format!("whatif-{kind}.json"));
+    crate::fsutil::write_atomic(&path, serde_json::to_string_pretty(&file)?.as_bytes())?;
+    Ok(path)
+}
+
 fn render_whatif(rows: &[WhatifRow]) -> String {
     let mut s = String::new();
     let _ = writeln!(
@@ -740,10 +798,12 @@ pub fn whatif(cmd: &WhatifCmd) -> Result<()> {
                 a.section.as_deref(),
                 &selections,
             )?;
+            let path = write_whatif(&rd, "erase", &rows)?;
             if a.json {
                 println!("{}", serde_json::to_string_pretty(&rows)?);
             } else {
                 print!("{}", render_whatif(&rows));
+                println!("\nwrote {}", path.display());
             }
         }
         WhatifCmd::Set(a) => {
@@ -773,15 +833,19 @@ pub fn whatif(cmd: &WhatifCmd) -> Result<()> {
                     )
                 })
                 .collect();
+            let path = write_whatif(&rd, "set", &rows)?;
             if a.json {
                 println!("{}", serde_json::to_string_pretty(&rows)?);
-            } else if rows.is_empty() {
-                println!(
-                    "no section with at least 1% imbalance; run cycles {:.0} -> {:.0}",
-                    base.cycles, after.cycles
-                );
             } else {
-                print!("{}", render_whatif(&rows));
+                if rows.is_empty() {
+                    println!(
+                        "no section with at least 1% imbalance; run cycles {:.0} -> {:.0}",
+                        base.cycles, after.cycles
+                    );
+                } else {
+                    print!("{}", render_whatif(&rows));
+                }
+                println!("\nwrote {}", path.display());
             }
         }
     }

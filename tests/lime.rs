@@ -222,6 +222,34 @@ fn whatif_erase_prints_the_three_selections_and_whatif_set_compares() {
         r["cycles"][1].as_f64().unwrap() < r["cycles"][0].as_f64().unwrap(),
         "{r}"
     );
+    // Each what-if is kept in the run directory, the rows as printed and as a table, and the
+    // report shows both tables.
+    for (kind, change) in [("erase", "erase top 1"), ("set", "dram.latency=\"20ns\"")] {
+        let path = rd.join(format!("whatif-{kind}.json"));
+        let file: serde_json::Value =
+            serde_json::from_slice(&std::fs::read(&path).unwrap()).unwrap();
+        assert_eq!(file["schema"], "isim-whatif/1");
+        assert_eq!(file["kind"], kind);
+        assert_eq!(file["rows"][0]["change"], change, "{file}");
+        assert_eq!(file["report_tables"][0]["rows"][0][0], change, "{file}");
+    }
+    assert_eq!(
+        serde_json::from_slice::<serde_json::Value>(
+            &std::fs::read(rd.join("whatif-set.json")).unwrap()
+        )
+        .unwrap()["rows"],
+        rows,
+        "the file holds what --json printed"
+    );
+    let out = isim().arg("report").arg(&rd).output().unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let html = std::fs::read_to_string(rd.join("report.html")).unwrap();
+    assert_eq!(
+        html.matches("What-if: imbalance and time before and after").count(),
+        2,
+        "both what-if tables in the report"
+    );
+    assert!(html.contains("erase score &gt; 0.1"), "the erase rows are shown");
 }
 
 /// LIME's collection (`accounting::lime::collect`) against the per-PC attribution collector,
