@@ -7,8 +7,8 @@ use std::process::ExitCode;
 
 use anyhow::{Result, bail};
 use clap::{Args, Parser, Subcommand};
-use indicatif::{ProgressBar, ProgressStyle};
 use isim::info::TraceInfo;
+use isim::progress::{bar, spinner};
 use sim_frontend::Trace;
 use sim_frontend::workloads::{self, Params, WORKLOADS};
 
@@ -206,25 +206,6 @@ enum ConfigCmd {
         #[arg(long = "set", value_name = "KEY=VALUE")]
         set: Vec<String>,
     },
-}
-
-fn spinner(msg: String) -> ProgressBar {
-    let pb = ProgressBar::new_spinner().with_message(msg);
-    pb.enable_steady_tick(std::time::Duration::from_millis(120));
-    pb
-}
-
-fn bar(len: u64, what: &str) -> ProgressBar {
-    let pb = ProgressBar::new(len);
-    pb.set_style(
-        ProgressStyle::with_template(
-            "{msg} [{bar:40}] {human_pos}/{human_len} {per_sec} eta {eta}",
-        )
-        .expect("static template")
-        .progress_chars("=> "),
-    );
-    pb.set_message(what.to_string());
-    pb
 }
 
 /// This process's peak resident set so far, in KiB (Linux's `VmHWM`; `None` elsewhere).
@@ -454,14 +435,7 @@ fn run(cli: Cli) -> Result<ExitCode> {
             }
         },
         Cmd::Config(ConfigCmd::Show { file, set }) => {
-            let cfg = match &file {
-                Some(f) => isim::config::load(f, &set),
-                None => isim::config::load_str(
-                    isim::config::DEFAULT_TOML,
-                    "configs/default.toml (built in)",
-                    &set,
-                ),
-            };
+            let cfg = isim::config::load_or_default(file.as_deref(), &set);
             match cfg {
                 Ok(c) => print!("{}", c.to_toml()),
                 Err(errs) => {

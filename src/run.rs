@@ -73,15 +73,7 @@ pub struct RunOutcome {
 }
 
 fn load_machine(req: &RunRequest) -> Result<MachineConfig> {
-    let r = match &req.config {
-        Some(p) => config::load(p, &req.sets),
-        None => config::load_str(
-            config::DEFAULT_TOML,
-            "configs/default.toml (built in)",
-            &req.sets,
-        ),
-    };
-    r.map_err(|e| anyhow::anyhow!("{e}"))
+    config::load_or_default(req.config.as_deref(), &req.sets).map_err(|e| anyhow::anyhow!("{e}"))
 }
 
 /// Removes a directory when dropped, unless disarmed (`.0 = None`).

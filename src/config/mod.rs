@@ -130,10 +130,22 @@ pub fn load(path: &Path, sets: &[String]) -> Result<MachineConfig, ConfigErrors>
     load_str(&text, &origin, sets)
 }
 
+/// How messages name the built-in default config.
+pub const DEFAULT_ORIGIN: &str = "configs/default.toml (built in)";
+
+/// Loads the config `file`, or the built-in default machine when there is none (what every
+/// verb's `--config` means), with `sets` applied.
+pub fn load_or_default(file: Option<&Path>, sets: &[String]) -> Result<MachineConfig, ConfigErrors> {
+    match file {
+        Some(f) => load(f, sets),
+        None => load_str(DEFAULT_TOML, DEFAULT_ORIGIN, sets),
+    }
+}
+
 /// The default machine (`configs/default.toml`, embedded in the binary).
 pub fn default_config() -> MachineConfig {
     // The embedded file is part of the program, not user input; a test loads it.
-    load_str(DEFAULT_TOML, "configs/default.toml", &[])
+    load_or_default(None, &[])
         .unwrap_or_else(|errors| panic!("the embedded default config is invalid:\n{errors}"))
 }
 
