@@ -143,7 +143,7 @@ pub struct SetArgs {
 }
 
 /// Re-simulates `rd` with the LIME collector (and `sets`/`erase` applied) and analyses it.
-pub fn analyse(
+pub fn analyze(
     rd: &RunDir,
     sets: &[String],
     erase: &[u64],
@@ -462,7 +462,7 @@ fn write_json(dir: &Path, name: &str, text: &str) -> Result<()> {
 pub fn main(a: &LimeArgs) -> Result<()> {
     let rd = RunDir::open(&a.run_dir)?;
     let opts = a.analysis.options();
-    let (_, sections) = analyse(&rd, &[], &[], &opts, "lime")?;
+    let (_, sections) = analyze(&rd, &[], &[], &opts, "lime")?;
     let rep = report(&rd, &sections, &opts);
     let json = serde_json::to_string_pretty(&rep)?;
     write_json(&rd.dir, "lime.json", &json)?;
@@ -710,7 +710,7 @@ pub fn erase_whatif(
     section: Option<&str>,
     selections: &[Selection],
 ) -> Result<Vec<WhatifRow>> {
-    let (base, sections) = analyse(rd, &[], &[], opts, "baseline")?;
+    let (base, sections) = analyze(rd, &[], &[], opts, "baseline")?;
     let targets = find_section(rd, &sections, section)?;
     let p = &rd.trace.program;
     let mut rows = Vec::new();
@@ -754,7 +754,7 @@ pub fn erase_whatif(
                     min_imbalance: f64::INFINITY,
                     ..*opts
                 };
-                analyse(rd, &[], &pcs, &quiet, &sel.name())?
+                analyze(rd, &[], &pcs, &quiet, &sel.name())?
             };
             rows.push(compare(
                 rd,
@@ -812,8 +812,8 @@ pub fn whatif(cmd: &WhatifCmd) -> Result<()> {
                 min_imbalance: f64::INFINITY,
                 ..Options::default()
             };
-            let (base, sections) = analyse(&rd, &[], &[], &opts, "baseline")?;
-            let (after, after_sections) = analyse(&rd, &a.set, &[], &opts, "what-if")?;
+            let (base, sections) = analyze(&rd, &[], &[], &opts, "baseline")?;
+            let (after, after_sections) = analyze(&rd, &a.set, &[], &opts, "what-if")?;
             let targets: Vec<&SectionResult> = match &a.section {
                 Some(_) => find_section(&rd, &sections, a.section.as_deref())?,
                 None => sections.iter().filter(|s| s.imbalance >= 0.01).collect(),

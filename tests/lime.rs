@@ -9,7 +9,7 @@ use std::process::Command;
 
 use accounting::attribution::Attribution;
 use accounting::lime::{CauseKind, Collector, Event, Options, SectionKind};
-use isim::lime::{Selection, analyse, erase_whatif, report};
+use isim::lime::{Selection, analyze, erase_whatif, report};
 use isim::run::{RunDir, RunRequest, run};
 
 fn simulate(dir: &Path, workload: &str, threads: u32) -> PathBuf {
@@ -38,7 +38,7 @@ fn lu_owner_top_cause_is_the_ownership_test_at_every_thread_count() {
     for threads in [8, 16, 32, 64] {
         let rd = RunDir::open(&simulate(dir.path(), "lu-owner", threads)).unwrap();
         let opts = Options::default();
-        let (_, sections) = analyse(&rd, &[], &[], &opts, "test").unwrap();
+        let (_, sections) = analyze(&rd, &[], &[], &opts, "test").unwrap();
         let rep = report(&rd, &sections, &opts);
         let top = &rep.sections[0];
         assert_eq!(
@@ -91,7 +91,7 @@ fn radix_miss_top_cause_is_the_planted_load_and_erasing_it_removes_the_imbalance
     let dir = tempfile::tempdir().unwrap();
     let rd = RunDir::open(&simulate(dir.path(), "radix-miss", 8)).unwrap();
     let opts = Options::default();
-    let (_, sections) = analyse(&rd, &[], &[], &opts, "test").unwrap();
+    let (_, sections) = analyze(&rd, &[], &[], &opts, "test").unwrap();
     let rep = report(&rd, &sections, &opts);
     let top = &rep.sections[0];
     assert_eq!(top.location, "radix.c:35");
@@ -134,7 +134,7 @@ fn balanced_workload_has_no_cause_above_a_tenth() {
         min_imbalance: 0.0,
         ..Options::default()
     };
-    let (_, sections) = analyse(&rd, &[], &[], &opts, "test").unwrap();
+    let (_, sections) = analyze(&rd, &[], &[], &opts, "test").unwrap();
     let rep = report(&rd, &sections, &opts);
     let top = &rep.sections[0];
     assert_eq!(top.location, "jacobi.c:18");
