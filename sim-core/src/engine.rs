@@ -143,8 +143,17 @@ impl<A: Observer, B: Observer> Observer for (A, B) {
 pub enum SimError {
     /// The trace could not be read.
     Trace(TraceError),
-    /// The machine cannot be built or does not fit the trace.
-    Config(String),
+    /// The memory system cannot be built from the machine's parameters.
+    Machine(sim_memory::MachineError),
+    /// The trace has more threads than the machine has cores.
+    TooManyThreads {
+        /// Threads of the trace.
+        threads: u32,
+        /// Cores of the machine.
+        cores: u32,
+    },
+    /// The host refused a thread the run needs.
+    Host(std::io::Error),
     /// No thread can make progress.
     Deadlock(String),
 }
@@ -153,12 +162,19 @@ impl std::fmt::Display for SimError {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
             SimError::Trace(e) => e.fmt(f),
-            SimError::Config(m) => write!(f, "machine: {m}"),
+            SimError::Machine(e) => write!(f, "machine: {e}"),
+            SimError::TooManyThreads { threads, cores } => write!(
+                f,
+                "machine: the trace has {threads} threads but the machine has {cores} cores (one thread per core)"
+            ),
+            SimError::Host(e) => write!(f, "machine: cannot start a front-end host thread: {e}"),
             SimError::Deadlock(m) => write!(f, "deadlock: no thread can make progress\n{m}"),
         }
     }
 }
 
+/// No `source()`: the message already includes the wrapped error's, and `{:#}` (anyhow's
+/// chain) would print it twice.
 impl std::error::Error for SimError {}
 
 impl From<TraceError> for SimError {
@@ -416,11 +432,9 @@ impl<'t, O: Observer> Engine<'t, O> {
         let n = trace.thread_count();
         let cores = cfg.memory.cores();
         if n > cores {
-            return Err(SimError::Config(format!(
-                "the trace has {n} threads but the machine has {cores} cores (one thread per core)"
-            )));
+            return Err(SimError::TooManyThreads { threads: n, cores });
         }
-        let mut mem = Memory::new(cfg.memory.clone()).map_err(SimError::Config)?;
+        let mut mem = Memory::new(cfg.memory.clone()).map_err(SimError::Machine)?;
         mem.set_erasure(cfg.erase.iter().copied());
         let roi = has_roi_begin(trace)?;
         let mut threads = Vec::with_capacity(n as usize);
@@ -541,9 +555,7 @@ impl<'t, O: Observer> Engine<'t, O> {
                         }
                     });
                 if let Err(e) = spawned {
-                    started = Err(SimError::Config(format!(
-                        "cannot start a front-end host thread: {e}"
-                    )));
+                    started = Err(SimError::Host(e));
                     break;
                 }
             }

@@ -188,26 +188,102 @@ impl Found {
     }
 }
 
+/// Why a [`MemoryConfig`] cannot be modelled ([`Memory::new`]).
+#[derive(Debug, Clone, PartialEq)]
+pub enum MachineError {
+    /// A level's line size differs from the L1D's, or is not a power of two.
+    LineSizes {
+        /// The level's line size.
+        got: u32,
+        /// The L1D's.
+        l1d: u32,
+    },
+    /// A cache's geometry does not give a power-of-two number of sets.
+    Sets {
+        /// Capacity in bytes.
+        size: u64,
+        /// Associativity.
+        ways: u32,
+        /// Line size in bytes.
+        line: u32,
+    },
+    /// The L2 groups do not divide the socket (or a count is 0).
+    L2Groups {
+        /// Sockets.
+        sockets: u32,
+        /// Cores per socket.
+        cores_per_socket: u32,
+        /// Cores per L2.
+        l2_shared_by: u32,
+    },
+    /// More than 32 cores per L2 or 64 L2s per socket (the sharer masks are 64 bits).
+    TooWide,
+    /// A bandwidth is not positive, there is no DRAM controller, or the interleave is not a
+    /// power of two.
+    Bandwidth,
+    /// A prefetcher's degree is outside 1 to 32.
+    PrefetchDegree {
+        /// `L1D` or `L2`.
+        level: &'static str,
+        /// The degree asked for.
+        degree: u32,
+    },
+}
+
+impl std::fmt::Display for MachineError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            MachineError::LineSizes { got, l1d } => write!(
+                f,
+                "line sizes must be equal powers of two at every level (got {got} and {l1d})"
+            ),
+            MachineError::Sets { size, ways, line } => write!(
+                f,
+                "cache of {size} bytes, {ways}-way, {line}-byte lines does not have a power-of-two number of sets"
+            ),
+            MachineError::L2Groups {
+                sockets,
+                cores_per_socket,
+                l2_shared_by,
+            } => write!(
+                f,
+                "{sockets} sockets x {cores_per_socket} cores with L2 shared by {l2_shared_by}: L2 groups must divide the socket"
+            ),
+            MachineError::TooWide => f.write_str("at most 32 cores per L2 and 64 L2s per socket"),
+            MachineError::Bandwidth => f.write_str(
+                "bus and DRAM bandwidths must be positive, controllers ≥ 1, interleave a power of two",
+            ),
+            MachineError::PrefetchDegree { level, degree } => write!(
+                f,
+                "the {level} prefetcher's degree must be 1 to 32 (got {degree})"
+            ),
+        }
+    }
+}
+
+impl std::error::Error for MachineError {}
+
 impl Memory {
     /// Builds the machine. Fails with a message if the configuration cannot be modelled
     /// (more than 64 children per cache, line sizes that differ, geometry not a power of two).
-    pub fn new(cfg: MemoryConfig) -> Result<Memory, String> {
+    pub fn new(cfg: MemoryConfig) -> Result<Memory, MachineError> {
         let line = cfg.l1d.line_size;
         let levels = [Some(cfg.l1i), Some(cfg.l1d), Some(cfg.l2), cfg.l3];
         for p in levels.iter().flatten() {
             if p.line_size != line || !line.is_power_of_two() {
-                return Err(format!(
-                    "line sizes must be equal powers of two at every level (got {} and {line})",
-                    p.line_size
-                ));
+                return Err(MachineError::LineSizes {
+                    got: p.line_size,
+                    l1d: line,
+                });
             }
             if !p.sets().is_power_of_two()
                 || p.sets() * p.associativity as u64 * p.line_size as u64 != p.size
             {
-                return Err(format!(
-                    "cache of {} bytes, {}-way, {}-byte lines does not have a power-of-two number of sets",
-                    p.size, p.associativity, p.line_size
-                ));
+                return Err(MachineError::Sets {
+                    size: p.size,
+                    ways: p.associativity,
+                    line: p.line_size,
+                });
             }
         }
         if cfg.sockets == 0
@@ -215,26 +291,27 @@ impl Memory {
             || cfg.l2_shared_by == 0
             || cfg.cores_per_socket % cfg.l2_shared_by != 0
         {
-            return Err(format!(
-                "{} sockets x {} cores with L2 shared by {}: L2 groups must divide the socket",
-                cfg.sockets, cfg.cores_per_socket, cfg.l2_shared_by
-            ));
+            return Err(MachineError::L2Groups {
+                sockets: cfg.sockets,
+                cores_per_socket: cfg.cores_per_socket,
+                l2_shared_by: cfg.l2_shared_by,
+            });
         }
         if 2 * cfg.l2_shared_by > 64 || cfg.cores_per_socket / cfg.l2_shared_by > 64 {
-            return Err("at most 32 cores per L2 and 64 L2s per socket".into());
+            return Err(MachineError::TooWide);
         }
         if !(cfg.bus_bytes_per_cycle > 0.0 && cfg.dram_bytes_per_cycle > 0.0)
             || cfg.dram_controllers == 0
             || !cfg.dram_interleave.is_power_of_two()
         {
-            return Err("bus and DRAM bandwidths must be positive, controllers ≥ 1, interleave a power of two".into());
+            return Err(MachineError::Bandwidth);
         }
         for (name, p) in [("L1D", cfg.l1d_prefetch), ("L2", cfg.l2_prefetch)] {
             if p.kind != crate::prefetch::PrefetchKind::None && !(1..=32).contains(&p.degree) {
-                return Err(format!(
-                    "the {name} prefetcher's degree must be 1 to 32 (got {})",
-                    p.degree
-                ));
+                return Err(MachineError::PrefetchDegree {
+                    level: name,
+                    degree: p.degree,
+                });
             }
         }
         let cores = cfg.cores() as usize;

@@ -1259,3 +1259,53 @@ fn useless_prefetches_cost_bandwidth_and_are_counted_unused() {
     assert!(s.prefetch_unused >= n - l1_lines, "{s:?}");
     assert_eq!(transfers(&mem).1, 2 * n);
 }
+
+/// Every shape the model cannot build is refused with an error that says which rule, never
+/// a panic or a machine built wrong.
+#[test]
+fn unbuildable_machines_are_typed_errors() {
+    use sim_memory::{MachineError, Memory, MemoryConfig, PrefetchKind};
+    let err = |f: &dyn Fn(&mut MemoryConfig)| {
+        let mut c = MemoryConfig::small(1, 4);
+        f(&mut c);
+        Memory::new(c).err()
+    };
+    assert_eq!(
+        err(&|c| c.l2.line_size = 128),
+        Some(MachineError::LineSizes { got: 128, l1d: 64 })
+    );
+    assert_eq!(
+        err(&|c| c.l1d.size = 48 << 10),
+        Some(MachineError::Sets {
+            size: 48 << 10,
+            ways: 8,
+            line: 64
+        })
+    );
+    assert_eq!(
+        err(&|c| c.l2_shared_by = 3),
+        Some(MachineError::L2Groups {
+            sockets: 1,
+            cores_per_socket: 4,
+            l2_shared_by: 3
+        })
+    );
+    assert_eq!(err(&|c| c.dram_controllers = 0), Some(MachineError::Bandwidth));
+    let e = err(&|c| {
+        c.l1d_prefetch.kind = PrefetchKind::NextLine;
+        c.l1d_prefetch.degree = 33;
+    })
+    .unwrap();
+    assert_eq!(
+        e,
+        MachineError::PrefetchDegree {
+            level: "L1D",
+            degree: 33
+        }
+    );
+    assert_eq!(
+        e.to_string(),
+        "the L1D prefetcher's degree must be 1 to 32 (got 33)"
+    );
+    assert!(err(&|_| {}).is_none(), "the unchanged machine builds");
+}
