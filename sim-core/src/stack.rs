@@ -3,105 +3,56 @@
 
 use serde::Serialize;
 
-/// One component of a cycle stack. Names are part of the output contract.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
-#[repr(u8)]
-pub enum Component {
-    /// Dispatch-width-bound cycles (no critical path limits the window).
-    Base = 0,
-    /// Critical path made of integer operations.
-    DependInt,
-    /// Critical path made of floating-point operations.
-    DependFp,
-    /// Branch mispredictions: resolution time plus front-end refill.
-    Branch,
-    /// Instruction-cache misses.
-    Ifetch,
-    /// Loads served by the L1D on the critical path.
-    MemL1d,
-    /// Loads served by another core's L1.
-    MemL1Neighbor,
-    /// Loads served by the L2.
-    MemL2,
-    /// Loads served by another L2.
-    MemL2Neighbor,
-    /// Loads served by the L3.
-    MemL3,
-    /// Loads served by another socket.
-    MemOffSocket,
-    /// Loads served by DRAM.
-    MemDram,
-    /// Address translation of loads: second-level TLB hits and page walks.
-    MemTlb,
-    /// Waiting at barriers.
-    SyncBarrier,
-    /// Waiting for mutexes.
-    SyncCritSect,
-    /// Waiting in join.
-    SyncJoin,
-    /// Waiting on condition variables.
-    SyncCond,
-    /// Before the thread started (while the ROI ran).
-    ImbalanceStart,
-    /// After the thread ended (while others still ran).
-    ImbalanceEnd,
+isim_names::indexed_enum! {
+    /// One component of a cycle stack. Names are part of the output contract.
+    #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+    #[repr(u8)]
+    pub enum Component {
+        /// Dispatch-width-bound cycles (no critical path limits the window).
+        Base = "base",
+        /// Critical path made of integer operations.
+        DependInt = "depend-int",
+        /// Critical path made of floating-point operations.
+        DependFp = "depend-fp",
+        /// Branch mispredictions: resolution time plus front-end refill.
+        Branch = "branch",
+        /// Instruction-cache misses.
+        Ifetch = "ifetch",
+        /// Loads served by the L1D on the critical path.
+        MemL1d = "mem-l1d",
+        /// Loads served by another core's L1.
+        MemL1Neighbor = "mem-l1-neighbor",
+        /// Loads served by the L2.
+        MemL2 = "mem-l2",
+        /// Loads served by another L2.
+        MemL2Neighbor = "mem-l2-neighbor",
+        /// Loads served by the L3.
+        MemL3 = "mem-l3",
+        /// Loads served by another socket.
+        MemOffSocket = "mem-off-socket",
+        /// Loads served by DRAM.
+        MemDram = "mem-dram",
+        /// Address translation of loads: second-level TLB hits and page walks.
+        MemTlb = "mem-tlb",
+        /// Waiting at barriers.
+        SyncBarrier = "sync-barrier",
+        /// Waiting for mutexes.
+        SyncCritSect = "sync-crit-sect",
+        /// Waiting in join.
+        SyncJoin = "sync-join",
+        /// Waiting on condition variables.
+        SyncCond = "sync-cond",
+        /// Before the thread started (while the ROI ran).
+        ImbalanceStart = "imbalance-start",
+        /// After the thread ended (while others still ran).
+        ImbalanceEnd = "imbalance-end",
+    }
 }
 
 /// Number of components.
-pub const COMPONENTS: usize = 19;
+pub const COMPONENTS: usize = Component::COUNT;
 
 impl Component {
-    /// Every component, in index order.
-    pub const ALL: [Component; COMPONENTS] = [
-        Component::Base,
-        Component::DependInt,
-        Component::DependFp,
-        Component::Branch,
-        Component::Ifetch,
-        Component::MemL1d,
-        Component::MemL1Neighbor,
-        Component::MemL2,
-        Component::MemL2Neighbor,
-        Component::MemL3,
-        Component::MemOffSocket,
-        Component::MemDram,
-        Component::MemTlb,
-        Component::SyncBarrier,
-        Component::SyncCritSect,
-        Component::SyncJoin,
-        Component::SyncCond,
-        Component::ImbalanceStart,
-        Component::ImbalanceEnd,
-    ];
-
-    /// Stable names, indexed by component.
-    pub const NAMES: [&'static str; COMPONENTS] = [
-        "base",
-        "depend-int",
-        "depend-fp",
-        "branch",
-        "ifetch",
-        "mem-l1d",
-        "mem-l1-neighbor",
-        "mem-l2",
-        "mem-l2-neighbor",
-        "mem-l3",
-        "mem-off-socket",
-        "mem-dram",
-        "mem-tlb",
-        "sync-barrier",
-        "sync-crit-sect",
-        "sync-join",
-        "sync-cond",
-        "imbalance-start",
-        "imbalance-end",
-    ];
-
-    /// The stable name.
-    pub fn name(self) -> &'static str {
-        Component::NAMES[self as usize]
-    }
-
     /// The memory component for an access served at `s`.
     pub fn of_served(s: sim_memory::Served) -> Component {
         use sim_memory::Served as S;

@@ -10,82 +10,46 @@ use std::fmt;
 /// Sentinel static index meaning "no instruction" (e.g. no successor is known).
 pub const NO_SIDX: u32 = u32::MAX;
 
-/// The operation class of a static instruction; the timing model keys latencies on it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
-#[repr(u8)]
-pub enum OpClass {
-    /// Integer add/sub/logic/shift/move.
-    IntAlu = 0,
-    /// Integer multiply.
-    IntMul = 1,
-    /// Integer divide.
-    IntDiv = 2,
-    /// Floating-point add/sub/convert.
-    FpAdd = 3,
-    /// Floating-point multiply (and fused multiply-add).
-    FpMul = 4,
-    /// Floating-point divide and square root.
-    FpDiv = 5,
-    /// An instruction whose main work is a memory read.
-    Load = 6,
-    /// An instruction whose main work is a memory write.
-    Store = 7,
-    /// Conditional branch.
-    CondBranch = 8,
-    /// Unconditional direct or indirect jump.
-    Jump = 9,
-    /// Call (direct or indirect).
-    Call = 10,
-    /// Return.
-    Return = 11,
-    /// No-op and anything not classified otherwise.
-    Other = 12,
-    /// Serializing instruction (fence, cpuid, locked RMW): drains the window.
-    Serializing = 13,
+isim_names::indexed_enum! {
+    /// The operation class of a static instruction; the timing model keys latencies on it.
+    #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+    #[repr(u8)]
+    pub enum OpClass {
+        /// Integer add/sub/logic/shift/move.
+        IntAlu = "int-alu",
+        /// Integer multiply.
+        IntMul = "int-mul",
+        /// Integer divide.
+        IntDiv = "int-div",
+        /// Floating-point add/sub/convert.
+        FpAdd = "fp-add",
+        /// Floating-point multiply (and fused multiply-add).
+        FpMul = "fp-mul",
+        /// Floating-point divide and square root.
+        FpDiv = "fp-div",
+        /// An instruction whose main work is a memory read.
+        Load = "load",
+        /// An instruction whose main work is a memory write.
+        Store = "store",
+        /// Conditional branch.
+        CondBranch = "cond-branch",
+        /// Unconditional direct or indirect jump.
+        Jump = "jump",
+        /// Call (direct or indirect).
+        Call = "call",
+        /// Return.
+        Return = "return",
+        /// No-op and anything not classified otherwise.
+        Other = "other",
+        /// Serializing instruction (fence, cpuid, locked RMW): drains the window.
+        Serializing = "serializing",
+    }
 }
 
 impl OpClass {
-    /// Every class, in code order.
-    pub const ALL: [OpClass; 14] = [
-        OpClass::IntAlu,
-        OpClass::IntMul,
-        OpClass::IntDiv,
-        OpClass::FpAdd,
-        OpClass::FpMul,
-        OpClass::FpDiv,
-        OpClass::Load,
-        OpClass::Store,
-        OpClass::CondBranch,
-        OpClass::Jump,
-        OpClass::Call,
-        OpClass::Return,
-        OpClass::Other,
-        OpClass::Serializing,
-    ];
-
     /// Decodes the on-disk code.
     pub fn from_code(code: u8) -> Option<OpClass> {
-        OpClass::ALL.get(code as usize).copied()
-    }
-
-    /// Stable lower-case name used in outputs.
-    pub fn name(self) -> &'static str {
-        match self {
-            OpClass::IntAlu => "int-alu",
-            OpClass::IntMul => "int-mul",
-            OpClass::IntDiv => "int-div",
-            OpClass::FpAdd => "fp-add",
-            OpClass::FpMul => "fp-mul",
-            OpClass::FpDiv => "fp-div",
-            OpClass::Load => "load",
-            OpClass::Store => "store",
-            OpClass::CondBranch => "cond-branch",
-            OpClass::Jump => "jump",
-            OpClass::Call => "call",
-            OpClass::Return => "return",
-            OpClass::Other => "other",
-            OpClass::Serializing => "serializing",
-        }
+        OpClass::from_index(code as usize)
     }
 }
 

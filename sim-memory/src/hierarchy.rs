@@ -49,49 +49,25 @@ pub enum Kind {
     Store,
 }
 
-/// Where an access was served. The numbering is the index into per-core statistics.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
-#[repr(u8)]
-pub enum Served {
-    /// The core's own L1.
-    L1 = 0,
-    /// The core's L2 (private or shared by its group).
-    L2 = 1,
-    /// The socket's L3.
-    L3 = 2,
-    /// Another core's L1 (data modified there).
-    L1Neighbor = 3,
-    /// Another group's L2 (data modified there, or held there when there is no L3).
-    L2Neighbor = 4,
-    /// A cache in another socket.
-    OffSocket = 5,
-    /// Main memory.
-    Dram = 6,
-}
-
-impl Served {
-    /// Every value, in index order.
-    pub const ALL: [Served; 7] = [
-        Served::L1,
-        Served::L2,
-        Served::L3,
-        Served::L1Neighbor,
-        Served::L2Neighbor,
-        Served::OffSocket,
-        Served::Dram,
-    ];
-
-    /// Stable name used in outputs.
-    pub fn name(self) -> &'static str {
-        [
-            "l1",
-            "l2",
-            "l3",
-            "l1-neighbor",
-            "l2-neighbor",
-            "off-socket",
-            "dram",
-        ][self as usize]
+isim_names::indexed_enum! {
+    /// Where an access was served. The numbering is the index into per-core statistics.
+    #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+    #[repr(u8)]
+    pub enum Served {
+        /// The core's own L1.
+        L1 = "l1",
+        /// The core's L2 (private or shared by its group).
+        L2 = "l2",
+        /// The socket's L3.
+        L3 = "l3",
+        /// Another core's L1 (data modified there).
+        L1Neighbor = "l1-neighbor",
+        /// Another group's L2 (data modified there, or held there when there is no L3).
+        L2Neighbor = "l2-neighbor",
+        /// A cache in another socket.
+        OffSocket = "off-socket",
+        /// Main memory.
+        Dram = "dram",
     }
 }
 

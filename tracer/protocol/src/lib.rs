@@ -21,100 +21,73 @@
 /// First magic system call number (far above Linux's, which end below 1,000).
 pub const SYS_BASE: i64 = 0x1515_0000;
 
-/// The operations of the magic system calls. The numbers are part of `include/isim.h`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-#[repr(u32)]
-pub enum Op {
-    /// `main` is about to run (interposition library). Starts recording the main thread.
-    MainBegin = 0,
-    /// `main` returned (interposition library). Stops recording.
-    MainEnd = 1,
-    /// A created thread starts (`a1` = its sequence number).
-    ThreadStart = 2,
-    /// The calling thread ends.
-    ThreadEnd = 3,
-    /// Create thread `a1` (sequence number); untraced until [`Op::Resume`].
-    Create = 4,
-    /// Join thread `a1`; untraced until [`Op::Resume`].
-    Join = 5,
-    /// Barrier wait at `a1` with `a2` participants; untraced until [`Op::Resume`].
-    Barrier = 6,
-    /// Mutex lock at `a1`; untraced until [`Op::Resume`].
-    MutexLock = 7,
-    /// Mutex unlock at `a1`; untraced until [`Op::Resume`].
-    MutexUnlock = 8,
-    /// Condition wait on `a1` with mutex `a2`; untraced until [`Op::Resume`].
-    CondWait = 9,
-    /// Condition signal on `a1`; untraced until [`Op::Resume`].
-    CondSignal = 10,
-    /// Condition broadcast on `a1`; untraced until [`Op::Resume`].
-    CondBroadcast = 11,
-    /// `ISIM_ROI_BEGIN()`.
-    RoiBegin = 12,
-    /// `ISIM_ROI_END()`.
-    RoiEnd = 13,
-    /// `ISIM_SECTION_BEGIN(name)`: `a1..a6` hold up to 48 bytes of the name.
-    SectionBegin = 14,
-    /// `ISIM_SECTION_END(name)`.
-    SectionEnd = 15,
-    /// End of an untraced interval (after the real pthread call returned).
-    Resume = 16,
-    /// Start of an untraced interval without a marker.
-    Suppress = 17,
-    /// A fatal signal arrived (the interposition library's handler): write out what the
-    /// calling thread recorded, since the process dies without running exit handlers.
-    Crash = 18,
-    /// The blocking call named by the thread's previous marker returned (its sequence number
-    /// is when: a mutex acquired, a condition wait woken with its mutex re-held, a barrier or
-    /// join passed). `a1` = the call's return value.
-    Done = 19,
-    /// A `futex` wait system call made by traced code on address `a1` (the plugin's own
-    /// marker; its [`Op::Done`] carries the result: 0 woken, negative errno otherwise).
-    FutexWait = 20,
-    /// A `futex` wake system call made by traced code on address `a1`, waking at most `a2`
-    /// threads.
-    FutexWake = 21,
-    /// An OpenMP team thread starts the body of parallel region `a1` as thread `a2` of a team
-    /// of `a3` (the interposer's wrapper around the outlined function).
-    OmpBegin = 22,
-    /// The thread finished the body of region `a1` (team of `a2`): it arrives at the region's
-    /// implicit barrier.
-    OmpEnd = 23,
-    /// An OpenMP barrier of region `a1` (team of `a2`): explicit, or the end of a worksharing
-    /// construct without `nowait`.
-    OmpBarrier = 24,
+isim_names::indexed_enum! {
+    /// The operations of the magic system calls. The numbers are part of `include/isim.h`.
+    #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+    #[repr(u32)]
+    pub enum Op {
+        /// `main` is about to run (interposition library). Starts recording the main thread.
+        MainBegin = "main-begin",
+        /// `main` returned (interposition library). Stops recording.
+        MainEnd = "main-end",
+        /// A created thread starts (`a1` = its sequence number).
+        ThreadStart = "thread-start",
+        /// The calling thread ends.
+        ThreadEnd = "thread-end",
+        /// Create thread `a1` (sequence number); untraced until [`Op::Resume`].
+        Create = "create",
+        /// Join thread `a1`; untraced until [`Op::Resume`].
+        Join = "join",
+        /// Barrier wait at `a1` with `a2` participants; untraced until [`Op::Resume`].
+        Barrier = "barrier",
+        /// Mutex lock at `a1`; untraced until [`Op::Resume`].
+        MutexLock = "mutex-lock",
+        /// Mutex unlock at `a1`; untraced until [`Op::Resume`].
+        MutexUnlock = "mutex-unlock",
+        /// Condition wait on `a1` with mutex `a2`; untraced until [`Op::Resume`].
+        CondWait = "cond-wait",
+        /// Condition signal on `a1`; untraced until [`Op::Resume`].
+        CondSignal = "cond-signal",
+        /// Condition broadcast on `a1`; untraced until [`Op::Resume`].
+        CondBroadcast = "cond-broadcast",
+        /// `ISIM_ROI_BEGIN()`.
+        RoiBegin = "roi-begin",
+        /// `ISIM_ROI_END()`.
+        RoiEnd = "roi-end",
+        /// `ISIM_SECTION_BEGIN(name)`: `a1..a6` hold up to 48 bytes of the name.
+        SectionBegin = "section-begin",
+        /// `ISIM_SECTION_END(name)`.
+        SectionEnd = "section-end",
+        /// End of an untraced interval (after the real pthread call returned).
+        Resume = "resume",
+        /// Start of an untraced interval without a marker.
+        Suppress = "suppress",
+        /// A fatal signal arrived (the interposition library's handler): write out what the
+        /// calling thread recorded, since the process dies without running exit handlers.
+        Crash = "crash",
+        /// The blocking call named by the thread's previous marker returned (its sequence number
+        /// is when: a mutex acquired, a condition wait woken with its mutex re-held, a barrier or
+        /// join passed). `a1` = the call's return value.
+        Done = "done",
+        /// A `futex` wait system call made by traced code on address `a1` (the plugin's own
+        /// marker; its [`Op::Done`] carries the result: 0 woken, negative errno otherwise).
+        FutexWait = "futex-wait",
+        /// A `futex` wake system call made by traced code on address `a1`, waking at most `a2`
+        /// threads.
+        FutexWake = "futex-wake",
+        /// An OpenMP team thread starts the body of parallel region `a1` as thread `a2` of a team
+        /// of `a3` (the interposer's wrapper around the outlined function).
+        OmpBegin = "omp-begin",
+        /// The thread finished the body of region `a1` (team of `a2`): it arrives at the region's
+        /// implicit barrier.
+        OmpEnd = "omp-end",
+        /// An OpenMP barrier of region `a1` (team of `a2`): explicit, or the end of a worksharing
+        /// construct without `nowait`.
+        OmpBarrier = "omp-barrier",
+    }
 }
 
 impl Op {
-    /// Every operation, indexed by its number.
-    pub const ALL: [Op; 25] = [
-        Op::MainBegin,
-        Op::MainEnd,
-        Op::ThreadStart,
-        Op::ThreadEnd,
-        Op::Create,
-        Op::Join,
-        Op::Barrier,
-        Op::MutexLock,
-        Op::MutexUnlock,
-        Op::CondWait,
-        Op::CondSignal,
-        Op::CondBroadcast,
-        Op::RoiBegin,
-        Op::RoiEnd,
-        Op::SectionBegin,
-        Op::SectionEnd,
-        Op::Resume,
-        Op::Suppress,
-        Op::Crash,
-        Op::Done,
-        Op::FutexWait,
-        Op::FutexWake,
-        Op::OmpBegin,
-        Op::OmpEnd,
-        Op::OmpBarrier,
-    ];
-
     /// The operation of a system call number, if it is a magic one.
     pub fn from_syscall(num: i64) -> Option<Op> {
         let k = num.checked_sub(SYS_BASE)?;
@@ -523,6 +496,28 @@ pub fn unpack_name(a: &[u64; 6]) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The operation numbers are the variants' order; `include/isim.h` hard-codes four of
+    /// them, and a trace's marker words the rest.
+    #[test]
+    fn operation_numbers_are_those_isim_h_uses() {
+        let h = include_str!("../../../include/isim.h");
+        for (op, call) in [
+            (Op::RoiBegin, "ISIM_ROI_BEGIN() isim_magic_(12,"),
+            (Op::RoiEnd, "ISIM_ROI_END() isim_magic_(13,"),
+            (Op::SectionBegin, "ISIM_SECTION_BEGIN(name) isim_section_(14,"),
+            (Op::SectionEnd, "ISIM_SECTION_END(name) isim_section_(15,"),
+        ] {
+            assert!(h.contains(call), "isim.h lacks `{call}`");
+            let n: u32 = call.split(['(', ',']).nth(2).unwrap().parse().unwrap();
+            assert_eq!(op as u32, n);
+            assert_eq!(Op::from_syscall(SYS_BASE + n as i64), Some(op));
+        }
+        assert_eq!(Op::MainBegin as u32, 0);
+        assert_eq!(Op::OmpBarrier as u32, 24);
+        assert_eq!(Op::from_syscall(SYS_BASE + 25), None);
+        assert_eq!(Op::from_syscall(SYS_BASE - 1), None);
+    }
 
     #[test]
     fn names_round_trip_and_long_names_are_cut_at_48_bytes() {
