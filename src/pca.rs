@@ -24,7 +24,6 @@ use crate::fsutil::write_atomic;
 use crate::stacks::{self, RunStacks};
 use crate::sweep;
 
-
 /// `isim pca` arguments.
 #[derive(Args, Debug, Clone)]
 pub struct PcaArgs {

@@ -242,14 +242,22 @@ fn whatif_erase_prints_the_three_selections_and_whatif_set_compares() {
         "the file holds what --json printed"
     );
     let out = isim().arg("report").arg(&rd).output().unwrap();
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let html = std::fs::read_to_string(rd.join("report.html")).unwrap();
     assert_eq!(
-        html.matches("What-if: imbalance and time before and after").count(),
+        html.matches("What-if: imbalance and time before and after")
+            .count(),
         2,
         "both what-if tables in the report"
     );
-    assert!(html.contains("erase score &gt; 0.1"), "the erase rows are shown");
+    assert!(
+        html.contains("erase score &gt; 0.1"),
+        "the erase rows are shown"
+    );
 }
 
 /// LIME's collection (`accounting::lime::collect`) against the per-PC attribution collector,

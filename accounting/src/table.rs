@@ -20,7 +20,10 @@ pub struct ReportTable {
 /// `title`), as the files that were first written through `serde_json::json!` list them
 /// (`pca.json`, `sweep.json`); for `#[serde(serialize_with = "...")]`. Reading needs nothing
 /// special: key order does not matter to `Deserialize`.
-pub fn serialize_sorted<S: serde::Serializer>(tables: &[ReportTable], s: S) -> Result<S::Ok, S::Error> {
+pub fn serialize_sorted<S: serde::Serializer>(
+    tables: &[ReportTable],
+    s: S,
+) -> Result<S::Ok, S::Error> {
     #[derive(Serialize)]
     struct Sorted<'a> {
         columns: &'a [String],

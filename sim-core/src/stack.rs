@@ -125,7 +125,10 @@ impl<'de> serde::Deserialize<'de> for CycleStack {
             fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
                 f.write_str("a map of cycle-stack component names to cycles")
             }
-            fn visit_map<A: serde::de::MapAccess<'de>>(self, mut m: A) -> Result<CycleStack, A::Error> {
+            fn visit_map<A: serde::de::MapAccess<'de>>(
+                self,
+                mut m: A,
+            ) -> Result<CycleStack, A::Error> {
                 let mut stack = CycleStack::default();
                 while let Some((name, v)) = m.next_entry::<std::borrow::Cow<'de, str>, f64>()? {
                     let Some(c) = Component::ALL.iter().find(|c| c.name() == name) else {

@@ -99,4 +99,3 @@ pub struct CoreStats {
     pub latency_cycles: u64,
 }
 }
-

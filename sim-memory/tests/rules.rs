@@ -1290,7 +1290,10 @@ fn unbuildable_machines_are_typed_errors() {
             l2_shared_by: 3
         })
     );
-    assert_eq!(err(&|c| c.dram_controllers = 0), Some(MachineError::Bandwidth));
+    assert_eq!(
+        err(&|c| c.dram_controllers = 0),
+        Some(MachineError::Bandwidth)
+    );
     let e = err(&|c| {
         c.l1d_prefetch.kind = PrefetchKind::NextLine;
         c.l1d_prefetch.degree = 33;

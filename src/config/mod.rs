@@ -135,7 +135,10 @@ pub const DEFAULT_ORIGIN: &str = "configs/default.toml (built in)";
 
 /// Loads the config `file`, or the built-in default machine when there is none (what every
 /// verb's `--config` means), with `sets` applied.
-pub fn load_or_default(file: Option<&Path>, sets: &[String]) -> Result<MachineConfig, ConfigErrors> {
+pub fn load_or_default(
+    file: Option<&Path>,
+    sets: &[String],
+) -> Result<MachineConfig, ConfigErrors> {
     match file {
         Some(f) => load(f, sets),
         None => load_str(DEFAULT_TOML, DEFAULT_ORIGIN, sets),

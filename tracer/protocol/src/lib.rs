@@ -505,7 +505,10 @@ mod tests {
         for (op, call) in [
             (Op::RoiBegin, "ISIM_ROI_BEGIN() isim_magic_(12,"),
             (Op::RoiEnd, "ISIM_ROI_END() isim_magic_(13,"),
-            (Op::SectionBegin, "ISIM_SECTION_BEGIN(name) isim_section_(14,"),
+            (
+                Op::SectionBegin,
+                "ISIM_SECTION_BEGIN(name) isim_section_(14,",
+            ),
             (Op::SectionEnd, "ISIM_SECTION_END(name) isim_section_(15,"),
         ] {
             assert!(h.contains(call), "isim.h lacks `{call}`");
