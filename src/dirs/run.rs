@@ -182,3 +182,43 @@ pub fn read_attribution(dir: &Path) -> Result<Option<Vec<PcRow>>> {
         .with_context(|| format!("{}: not an attribution file", path.display()))?;
     Ok(Some(rows))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use sim_core::Component;
+
+    /// A thread's stack reads back as written, every component by name; a name the reader
+    /// does not know is an error that names it, never a silently dropped cycle count.
+    #[test]
+    fn stacks_round_trip_by_component_name_and_unknown_names_are_errors() {
+        let mut stack = CycleStack::default();
+        for (i, c) in Component::ALL.iter().enumerate() {
+            stack.add(*c, 0.5 + i as f64);
+        }
+        let t = ThreadSummary {
+            thread: 3,
+            instructions: 10,
+            cycles: 171.0,
+            ipc: 0.1,
+            branches: 2,
+            mispredictions: 1,
+            tlb_misses: None,
+            page_walks: Some(4),
+            end: 171.0,
+            stack,
+        };
+        let text = serde_json::to_string(&t).unwrap();
+        assert!(!text.contains("tlb_misses"), "{text}");
+        let back: ThreadSummary = serde_json::from_str(&text).unwrap();
+        assert_eq!(back.stack, stack);
+        assert_eq!(back.page_walks, Some(4));
+        let bad = text.replace("\"mem-dram\"", "\"mem-drum\"");
+        let e = serde_json::from_str::<ThreadSummary>(&bad).unwrap_err();
+        assert!(
+            e.to_string()
+                .contains("unknown cycle-stack component `mem-drum`"),
+            "{e}"
+        );
+    }
+}
