@@ -2,16 +2,19 @@
 //! bytes per cycle). The `isim` package converts a validated machine config into this; this
 //! crate knows nothing of TOML or of units as people write them.
 
-/// Replacement policy of one cache.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum ReplacementKind {
-    /// True least-recently-used.
-    Lru,
-    /// Tree pseudo-LRU (associativity must be a power of two).
-    TreePlru,
-    /// Static re-reference interval prediction with 2-bit counters.
-    Srrip,
-}
+named_enum!(
+    /// Replacement policy of one cache (`replacement` in a `[cache.*]` table); one file per
+    /// policy in [`crate::replacement`].
+    ReplacementKind {
+        /// True least-recently-used.
+        Lru = "lru",
+        /// Tree pseudo-LRU (one bit per internal node of a binary tree over the ways;
+        /// associativity must be a power of two).
+        TreePlru = "tree-plru",
+        /// Static re-reference interval prediction (2-bit RRPV, insert at distant − 1).
+        Srrip = "srrip",
+    }
+);
 
 /// Geometry and timing of one cache level.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -37,27 +40,30 @@ impl CacheParams {
     }
 }
 
-/// How the bus chooses among cores that want it at the same time.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Arbitration {
-    /// First come, first served in simulated time.
-    Fifo,
-    /// Cores that compete share the bus equally.
-    RoundRobin,
-    /// Lower core index wins; a low-priority core gets only what higher ones leave.
-    FixedPriority,
-}
+named_enum!(
+    /// How the bus chooses among cores that want it at the same time (`[bus] arbitration`).
+    Arbitration {
+        /// First come, first served in simulated time.
+        Fifo = "fifo",
+        /// Cores that compete share the bus equally (cycling over the cores).
+        RoundRobin = "round-robin",
+        /// Lower core index wins; a low-priority core gets only what higher ones leave.
+        FixedPriority = "fixed-priority",
+    }
+);
 
-/// The coherence protocol.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Protocol {
-    /// Modified / Shared / Invalid: a load always fills in `S`, so a store to a line the core
-    /// loaded first is an upgrade on the bus.
-    Msi,
-    /// MSI plus Exclusive: a load that finds no other copy anywhere fills with ownership
-    /// (clean `E`), so a later store by the same core is an L1 hit with no bus transaction.
-    Mesi,
-}
+named_enum!(
+    /// The coherence protocol among private caches (`[coherence] protocol`).
+    Protocol {
+        /// Modified / Shared / Invalid: a load always fills in `S`, so a store to a line the
+        /// core loaded first is an upgrade on the bus.
+        Msi = "msi",
+        /// MSI plus Exclusive: a load that finds no other copy anywhere fills with ownership
+        /// (clean `E`), so a later store by the same core is an L1 hit with no bus
+        /// transaction.
+        Mesi = "mesi",
+    }
+);
 
 /// The whole memory system.
 #[derive(Debug, Clone, PartialEq)]
@@ -135,5 +141,46 @@ impl MemoryConfig {
             l1d_prefetch: Default::default(),
             l2_prefetch: Default::default(),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::PrefetchKind;
+    use serde::Deserialize;
+    use serde::de::value::{Error, StrDeserializer};
+
+    fn parse<'de, T: Deserialize<'de>>(name: &'de str) -> Result<T, Error> {
+        T::deserialize(StrDeserializer::<Error>::new(name))
+    }
+
+    /// Serde reads exactly the names `NAMES` lists (the config files' spelling), each to the
+    /// value of the same position in `ALL`, and refuses anything else by listing them.
+    #[test]
+    fn settings_enums_read_their_config_names() {
+        for (name, value) in ReplacementKind::NAMES.iter().zip(ReplacementKind::ALL) {
+            assert_eq!(parse::<ReplacementKind>(name).ok(), Some(*value));
+            assert_eq!(value.name(), *name);
+        }
+        assert_eq!(
+            parse::<Arbitration>("round-robin").ok(),
+            Some(Arbitration::RoundRobin)
+        );
+        assert_eq!(parse::<Protocol>("msi").ok(), Some(Protocol::Msi));
+        assert_eq!(
+            parse::<PrefetchKind>("next-line").ok(),
+            Some(PrefetchKind::NextLine)
+        );
+        let e = parse::<ReplacementKind>("plru").expect_err("not a policy");
+        assert!(e.to_string().contains("`lru`, `tree-plru`, `srrip`"), "{e}");
+        assert_eq!(
+            (Arbitration::NAMES, Protocol::NAMES, PrefetchKind::NAMES),
+            (
+                &["fifo", "round-robin", "fixed-priority"][..],
+                &["msi", "mesi"][..],
+                &["none", "next-line", "stride"][..]
+            )
+        );
     }
 }

@@ -15,16 +15,23 @@
 //!   first four triggers of a stride (a quarter of `degree`, a half, three quarters, all), and
 //!   it never crosses the demand's 4 KiB page.
 
-/// Which prefetcher a level has.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub enum PrefetchKind {
+named_enum!(
+    /// Which prefetcher a level has (`prefetcher` in `[cache.l1d]` and `[cache.l2]`).
+    PrefetchKind {
+        /// No prefetching.
+        None = "none",
+        /// The next `degree` lines on a miss or on the first use of a prefetched line.
+        NextLine = "next-line",
+        /// Per-instruction stride detection (a stream when the stride is under a line).
+        Stride = "stride",
+    }
+);
+
+impl Default for PrefetchKind {
     /// No prefetching.
-    #[default]
-    None,
-    /// The next `degree` lines on a miss or first use.
-    NextLine,
-    /// Per-PC stride detection.
-    Stride,
+    fn default() -> Self {
+        PrefetchKind::None
+    }
 }
 
 /// A level's prefetcher: its kind and how many lines it fetches per trigger.

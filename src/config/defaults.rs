@@ -9,10 +9,12 @@
 //! one fills its omitted keys from [`l3`]. `[tlb]` likewise: omitted, no translation is
 //! modelled (the default machine has none); present, its omitted keys come from [`tlb`].
 
+use sim_memory::{Arbitration, PrefetchKind, Protocol, ReplacementKind};
+
 use super::machine::{
-    Arbitration, BranchPredictorConfig, BusConfig, CacheConfig, CacheHierarchyConfig,
-    CoherenceConfig, CoherenceProtocol, CoreConfig, DramConfig, MachineConfig, OffSocketConfig,
-    OpLatencies, Prefetcher, Replacement, SharedBy, SystemConfig, TlbConfig,
+    BranchPredictorConfig, BusConfig, CacheConfig, CacheHierarchyConfig, CoherenceConfig,
+    CoreConfig, DramConfig, MachineConfig, OffSocketConfig, OpLatencies, SharedBy, SystemConfig,
+    TlbConfig,
 };
 use super::units::{Bandwidth, Frequency, Size, Time};
 
@@ -55,8 +57,8 @@ pub(super) fn machine() -> MachineConfig {
                 data_latency: 4,
                 tag_latency: 1,
                 shared_by: SharedBy::Cores(1),
-                replacement: Replacement::Lru,
-                prefetcher: Prefetcher::None,
+                replacement: ReplacementKind::Lru,
+                prefetcher: PrefetchKind::None,
                 prefetch_degree: 1,
             },
             l1d: CacheConfig {
@@ -66,10 +68,10 @@ pub(super) fn machine() -> MachineConfig {
                 data_latency: 5,
                 tag_latency: 1,
                 shared_by: SharedBy::Cores(1),
-                replacement: Replacement::Lru,
+                replacement: ReplacementKind::Lru,
                 // An IP-stride prefetcher at the L1D, as Intel's cores have (optimization
                 // manual, "Data Prefetching"); degree isim's choice.
-                prefetcher: Prefetcher::Stride,
+                prefetcher: PrefetchKind::Stride,
                 prefetch_degree: 2,
             },
             l2: CacheConfig {
@@ -79,16 +81,16 @@ pub(super) fn machine() -> MachineConfig {
                 data_latency: 14,
                 tag_latency: 3,
                 shared_by: SharedBy::Cores(1),
-                replacement: Replacement::TreePlru,
+                replacement: ReplacementKind::TreePlru,
                 // A streamer at the L2 (Intel's L2 streamer); degree isim's choice.
-                prefetcher: Prefetcher::Stride,
+                prefetcher: PrefetchKind::Stride,
                 prefetch_degree: 16,
             },
             l3: Some(l3()),
         },
         coherence: CoherenceConfig {
             // A modern part keeps an exclusive state (Intel's MESIF, AMD's MOESI).
-            protocol: CoherenceProtocol::Mesi,
+            protocol: Protocol::Mesi,
         },
         bus: BusConfig {
             bandwidth: Bandwidth(64_000_000_000),
@@ -133,8 +135,8 @@ pub(super) fn l3() -> CacheConfig {
         data_latency: 40,
         tag_latency: 10,
         shared_by: SharedBy::Socket,
-        replacement: Replacement::Srrip,
-        prefetcher: Prefetcher::None,
+        replacement: ReplacementKind::Srrip,
+        prefetcher: PrefetchKind::None,
         prefetch_degree: 1,
     }
 }

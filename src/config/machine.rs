@@ -6,6 +6,8 @@
 
 use serde::{Serialize, Serializer};
 
+use sim_memory::{Arbitration, PrefetchKind, Protocol, ReplacementKind};
+
 use super::units::{Bandwidth, Frequency, Size, Time};
 
 /// A whole simulated machine: sockets of cores with their caches, the bus, DRAM and the
@@ -246,9 +248,9 @@ pub struct CacheConfig {
     /// How many cores share one instance.
     pub shared_by: SharedBy,
     /// The replacement policy.
-    pub replacement: Replacement,
+    pub replacement: ReplacementKind,
     /// The hardware prefetcher (L1D and L2 only; `none` elsewhere).
-    pub prefetcher: Prefetcher,
+    pub prefetcher: PrefetchKind,
     /// Lines (or strides) a prefetcher fetches ahead per trigger, 1 to 32.
     pub prefetch_degree: u32,
 }
@@ -299,92 +301,11 @@ impl Serialize for SharedBy {
     }
 }
 
-/// Generates a config enum of fixed names: `Serialize` as the name, `NAMES` for parsing
-/// and error messages.
-macro_rules! named_enum {
-    ($(#[$meta:meta])* $ty:ident { $($(#[$vmeta:meta])* $variant:ident = $name:literal),+ $(,)? }) => {
-        $(#[$meta])*
-        #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-        pub enum $ty {
-            $($(#[$vmeta])* $variant),+
-        }
-
-        impl $ty {
-            /// Every value, in the order the docs list them.
-            pub const ALL: &[$ty] = &[$($ty::$variant),+];
-
-            /// The name used in config files.
-            pub fn name(self) -> &'static str {
-                match self {
-                    $($ty::$variant => $name),+
-                }
-            }
-
-            /// The value with this config-file name.
-            pub fn from_name(name: &str) -> Option<Self> {
-                Self::ALL.iter().copied().find(|v| v.name() == name)
-            }
-        }
-
-        impl Serialize for $ty {
-            fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-                serializer.serialize_str(self.name())
-            }
-        }
-    };
-}
-
-named_enum!(
-    /// Which line a full set evicts.
-    Replacement {
-        /// True least-recently-used.
-        Lru = "lru",
-        /// Tree pseudo-LRU (one bit per internal node of a binary tree over the ways).
-        TreePlru = "tree-plru",
-        /// Static re-reference interval prediction (2-bit RRPV, insert at distant − 1).
-        Srrip = "srrip",
-    }
-);
-
-named_enum!(
-    /// A cache's hardware prefetcher.
-    Prefetcher {
-        /// No prefetching.
-        None = "none",
-        /// The next `prefetch_degree` lines on a miss or on the first use of a prefetched line.
-        NextLine = "next-line",
-        /// Per-instruction stride detection (a stream when the stride is under a line).
-        Stride = "stride",
-    }
-);
-
-named_enum!(
-    /// The coherence protocol among private caches.
-    CoherenceProtocol {
-        /// Modified / Shared / Invalid.
-        Msi = "msi",
-        /// MSI plus Exclusive: a load that finds no other copy fills with clean ownership.
-        Mesi = "mesi",
-    }
-);
-
-named_enum!(
-    /// Which waiting requester the bus serves next.
-    Arbitration {
-        /// In order of request time.
-        Fifo = "fifo",
-        /// Cycling over the cores.
-        RoundRobin = "round-robin",
-        /// The lowest-numbered core first.
-        FixedPriority = "fixed-priority",
-    }
-);
-
 /// `[coherence]`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct CoherenceConfig {
     /// The protocol.
-    pub protocol: CoherenceProtocol,
+    pub protocol: Protocol,
 }
 
 /// `[bus]`: the shared interconnect of a socket.

@@ -1,14 +1,10 @@
 //! From the validated machine description to the memory model's own configuration: units
-//! become cycles and bytes per cycle at the core clock, names become enums.
+//! become cycles and bytes per cycle at the core clock. The policies (replacement,
+//! prefetcher, arbitration, protocol) are already the memory model's own enums.
 
-use sim_memory::{
-    Arbitration as MemArbitration, CacheParams, MemoryConfig, PrefetchKind, PrefetchParams,
-    Protocol, ReplacementKind,
-};
+use sim_memory::{CacheParams, MemoryConfig, PrefetchParams};
 
-use super::machine::{
-    Arbitration, CacheConfig, CoherenceProtocol, MachineConfig, Prefetcher, Replacement,
-};
+use super::machine::{CacheConfig, MachineConfig};
 
 fn params(c: &CacheConfig) -> CacheParams {
     CacheParams {
@@ -17,21 +13,13 @@ fn params(c: &CacheConfig) -> CacheParams {
         line_size: c.line_size.bytes() as u32,
         data_latency: c.data_latency,
         tag_latency: c.tag_latency,
-        replacement: match c.replacement {
-            Replacement::Lru => ReplacementKind::Lru,
-            Replacement::TreePlru => ReplacementKind::TreePlru,
-            Replacement::Srrip => ReplacementKind::Srrip,
-        },
+        replacement: c.replacement,
     }
 }
 
 fn prefetch(c: &CacheConfig) -> PrefetchParams {
     PrefetchParams {
-        kind: match c.prefetcher {
-            Prefetcher::None => PrefetchKind::None,
-            Prefetcher::NextLine => PrefetchKind::NextLine,
-            Prefetcher::Stride => PrefetchKind::Stride,
-        },
+        kind: c.prefetcher,
         degree: c.prefetch_degree,
     }
 }
@@ -61,20 +49,13 @@ impl MachineConfig {
             l2_shared_by: c.l2.cores_sharing(s.cores_per_socket),
             l3: c.l3.as_ref().map(params),
             bus_bytes_per_cycle: self.bus.bandwidth.bytes_per_cycle(f),
-            arbitration: match self.bus.arbitration {
-                Arbitration::Fifo => MemArbitration::Fifo,
-                Arbitration::RoundRobin => MemArbitration::RoundRobin,
-                Arbitration::FixedPriority => MemArbitration::FixedPriority,
-            },
+            arbitration: self.bus.arbitration,
             dram_latency: self.dram.latency.to_cycles(f) as u32,
             dram_bytes_per_cycle: self.dram.bandwidth.bytes_per_cycle(f),
             dram_controllers: self.dram.controllers,
             dram_interleave: self.dram.interleave.bytes(),
             off_socket_latency: self.off_socket.latency.to_cycles(f) as u32,
-            protocol: match self.coherence.protocol {
-                CoherenceProtocol::Msi => Protocol::Msi,
-                CoherenceProtocol::Mesi => Protocol::Mesi,
-            },
+            protocol: self.coherence.protocol,
             l1d_prefetch: prefetch(&c.l1d),
             l2_prefetch: prefetch(&c.l2),
         })

@@ -28,9 +28,9 @@ use std::fmt;
 use std::path::Path;
 
 pub use machine::{
-    Arbitration, BranchPredictorConfig, BusConfig, CacheConfig, CacheHierarchyConfig,
-    CoherenceConfig, CoherenceProtocol, CoreConfig, DramConfig, MachineConfig, OffSocketConfig,
-    OpLatencies, Replacement, SharedBy, SystemConfig, TlbConfig,
+    BranchPredictorConfig, BusConfig, CacheConfig, CacheHierarchyConfig, CoherenceConfig,
+    CoreConfig, DramConfig, MachineConfig, OffSocketConfig, OpLatencies, SharedBy, SystemConfig,
+    TlbConfig,
 };
 pub use raw::Position;
 pub use units::{Bandwidth, Frequency, Size, Time, UnitError};

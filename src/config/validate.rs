@@ -10,13 +10,14 @@ use std::str::FromStr;
 use super::ConfigError;
 use super::defaults::{self, PREDICTOR_PARAMS};
 use super::machine::{
-    Arbitration, BranchPredictorConfig, BusConfig, CacheConfig, CacheHierarchyConfig,
-    CoherenceConfig, CoherenceProtocol, CoreConfig, DramConfig, MachineConfig, OffSocketConfig,
-    OpLatencies, Prefetcher, Replacement, SharedBy, SystemConfig, TlbConfig,
+    BranchPredictorConfig, BusConfig, CacheConfig, CacheHierarchyConfig, CoherenceConfig,
+    CoreConfig, DramConfig, MachineConfig, OffSocketConfig, OpLatencies, SharedBy, SystemConfig,
+    TlbConfig,
 };
 use super::raw::{KeyPositions, RawBranchPredictor, RawCache, RawMachine, RawScalar, RawTlb};
 use super::units::{self, Bandwidth, Frequency, Size, Time, UnitError};
 use sim_core::bpred::{TAGE_MAX_HISTORY, TAGE_MAX_TABLES, TAGE_MAX_TAG_BITS, TAGE_MIN_TAG_BITS};
+use sim_memory::{Arbitration, PrefetchKind, Protocol, ReplacementKind};
 
 /// Where errors are attributed: the file, or `--set` for keys an override wrote.
 pub(super) struct Ctx<'a> {
@@ -323,8 +324,8 @@ pub(super) fn machine(raw: RawMachine, ctx: &mut Ctx<'_>) -> MachineConfig {
             "coherence.protocol",
             coherence.protocol.as_deref(),
             d.coherence.protocol,
-            CoherenceProtocol::ALL,
-            CoherenceProtocol::name,
+            Protocol::ALL,
+            Protocol::name,
             "coherence protocol",
         )
         .unwrap_or(d.coherence.protocol);
@@ -820,8 +821,8 @@ fn cache(name: &'static str, raw: RawCache, d: &CacheConfig, ctx: &mut Ctx<'_>) 
         &key("replacement"),
         raw.replacement.as_deref(),
         d.replacement,
-        Replacement::ALL,
-        Replacement::name,
+        ReplacementKind::ALL,
+        ReplacementKind::name,
         "replacement policy",
     );
 
@@ -829,12 +830,12 @@ fn cache(name: &'static str, raw: RawCache, d: &CacheConfig, ctx: &mut Ctx<'_>) 
         &key("prefetcher"),
         raw.prefetcher.as_deref(),
         d.prefetcher,
-        Prefetcher::ALL,
-        Prefetcher::name,
+        PrefetchKind::ALL,
+        PrefetchKind::name,
         "prefetcher",
     );
     if let Some(p) = prefetcher
-        && p != Prefetcher::None
+        && p != PrefetchKind::None
         && !matches!(name, "l1d" | "l2")
     {
         ctx.error(
