@@ -4,11 +4,9 @@
 
 use std::path::{Path, PathBuf};
 
-use isim::config::{
-    self, BranchPredictorConfig, ConfigError, ConfigErrors, Frequency, MachineConfig, SharedBy,
-    Size,
-};
+use isim::config::{self, ConfigError, ConfigErrors, Frequency, MachineConfig, SharedBy, Size};
 use proptest::prelude::*;
+use sim_core::bpred::{BpredConfig, GshareConfig, TageConfig};
 
 fn configs_dir() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("configs")
@@ -325,10 +323,10 @@ fn a_set_of_the_predictor_type_drops_the_files_parameters() {
     );
     assert_eq!(
         m.branch_predictor,
-        BranchPredictorConfig::Gshare {
+        BpredConfig::Gshare(GshareConfig {
             entries: 16384,
             history_bits: 10
-        }
+        })
     );
 }
 
@@ -504,7 +502,7 @@ fn tage_parameters_default_and_are_validated() {
         .unwrap_or_else(|e| panic!("{e}"));
     assert_eq!(
         m.branch_predictor,
-        BranchPredictorConfig::Tage {
+        BpredConfig::Tage(TageConfig {
             tables: 7,
             table_entries: 1024,
             tag_bits: 11,
@@ -512,7 +510,7 @@ fn tage_parameters_default_and_are_validated() {
             max_history: 130,
             base_entries: 4096,
             loop_entries: 64,
-        }
+        })
     );
     assert_eq!(m.bpred().type_name(), "tage");
 

@@ -145,6 +145,8 @@ pub enum SimError {
     Trace(TraceError),
     /// The memory system cannot be built from the machine's parameters.
     Machine(sim_memory::MachineError),
+    /// A parameter of the branch predictor breaks its rule.
+    Predictor(crate::bpred::ParamError),
     /// The trace has more threads than the machine has cores.
     TooManyThreads {
         /// Threads of the trace.
@@ -163,6 +165,7 @@ impl std::fmt::Display for SimError {
         match self {
             SimError::Trace(e) => e.fmt(f),
             SimError::Machine(e) => write!(f, "machine: {e}"),
+            SimError::Predictor(e) => write!(f, "machine: branch_predictor.{e}"),
             SimError::TooManyThreads { threads, cores } => write!(
                 f,
                 "machine: the trace has {threads} threads but the machine has {cores} cores (one thread per core)"
@@ -442,7 +445,7 @@ impl<'t, O: Observer> Engine<'t, O> {
             threads.push(Thread {
                 feed: Feed::Inline(Box::new(Front {
                     stream: trace.stream(t)?,
-                    bp: build(&cfg.bpred),
+                    bp: build(&cfg.bpred).map_err(SimError::Predictor)?,
                 })),
                 fed: Fed::default(),
                 pos: 0,

@@ -1,12 +1,13 @@
 //! From the validated machine description to the core model's parameters: per-op-class
-//! latencies in `OpClass` order and the branch predictor's configuration.
+//! latencies in `OpClass` order (the branch predictor's settings are already the core
+//! crate's own type), and resizing a machine to a core count.
 
 use sim_core::bpred::BpredConfig;
 use sim_core::core::CoreParams;
 use sim_core::tlb::TlbParams;
 use sim_frontend::model::OpClass;
 
-use super::machine::{BranchPredictorConfig as B, MachineConfig};
+use super::machine::MachineConfig;
 
 impl MachineConfig {
     /// The core model's parameters.
@@ -49,64 +50,9 @@ impl MachineConfig {
         }
     }
 
-    /// The branch predictor's configuration.
+    /// The branch predictor's settings, as the engine takes them.
     pub fn bpred(&self) -> BpredConfig {
-        match self.branch_predictor {
-            B::Static => BpredConfig::Static,
-            B::Bimodal { entries } => BpredConfig::Bimodal { entries },
-            B::Gshare {
-                entries,
-                history_bits,
-            } => BpredConfig::Gshare {
-                entries,
-                history_bits,
-            },
-            B::Tournament {
-                local_history_entries,
-                local_history_bits,
-                local_entries,
-                global_entries,
-                history_bits,
-                chooser_entries,
-            } => BpredConfig::Tournament {
-                local_history_entries,
-                local_history_bits,
-                local_entries,
-                global_entries,
-                history_bits,
-                chooser_entries,
-            },
-            B::PentiumM {
-                global_entries,
-                bimodal_entries,
-                loop_entries,
-                btb_entries,
-                history_bits,
-            } => BpredConfig::PentiumM {
-                global_entries,
-                bimodal_entries,
-                loop_entries,
-                btb_entries,
-                history_bits,
-            },
-            B::Tage {
-                tables,
-                table_entries,
-                tag_bits,
-                min_history,
-                max_history,
-                base_entries,
-                loop_entries,
-            } => BpredConfig::Tage {
-                tables,
-                table_entries,
-                tag_bits,
-                min_history,
-                max_history,
-                base_entries,
-                loop_entries,
-            },
-        }
+        self.branch_predictor.clone()
     }
 
     /// This machine resized to `cores` cores by the documented rule: the per-socket structure

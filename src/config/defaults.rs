@@ -4,17 +4,18 @@
 //! so neither can drift from the other.
 //!
 //! Two tables are special. `[branch_predictor]` parameters default per `type` (a gshare
-//! config gets gshare's defaults, not the default tournament's). `[cache.l3]` has no
+//! config gets gshare's defaults, not the default TAGE's): each predictor's defaults are
+//! its settings' `Default` in `sim_core::bpred`, next to its fields. `[cache.l3]` has no
 //! default instance: an omitted `[cache.l3]` means a machine without an L3, while a present
 //! one fills its omitted keys from [`l3`]. `[tlb]` likewise: omitted, no translation is
 //! modelled (the default machine has none); present, its omitted keys come from [`tlb`].
 
+use sim_core::bpred::{BpredConfig, TageConfig};
 use sim_memory::{Arbitration, PrefetchKind, Protocol, ReplacementKind};
 
 use super::machine::{
-    BranchPredictorConfig, BusConfig, CacheConfig, CacheHierarchyConfig, CoherenceConfig,
-    CoreConfig, DramConfig, MachineConfig, OffSocketConfig, OpLatencies, SharedBy, SystemConfig,
-    TlbConfig,
+    BusConfig, CacheConfig, CacheHierarchyConfig, CoherenceConfig, CoreConfig, DramConfig,
+    MachineConfig, OffSocketConfig, OpLatencies, SharedBy, SystemConfig, TlbConfig,
 };
 use super::units::{Bandwidth, Frequency, Size, Time};
 
@@ -48,7 +49,9 @@ pub(super) fn machine() -> MachineConfig {
                 other: 1,
             },
         },
-        branch_predictor: predictor(DEFAULT_PREDICTOR).unwrap_or(BranchPredictorConfig::Static),
+        // A modern core predicts loops and long correlations: TAGE-class (Seznec, JILP
+        // 2006), with the sizes `TageConfig::default` documents.
+        branch_predictor: BpredConfig::Tage(TageConfig::default()),
         cache: CacheHierarchyConfig {
             l1i: CacheConfig {
                 size: Size(32 << 10),
@@ -141,125 +144,29 @@ pub(super) fn l3() -> CacheConfig {
     }
 }
 
-/// The predictor type of the default machine.
-/// A modern core predicts loops and long correlations: TAGE-class (Seznec, JILP 2006).
-pub(super) const DEFAULT_PREDICTOR: &str = "tage";
-
-/// Each predictor type and the parameters it takes, in the order the docs list them.
-pub(super) const PREDICTOR_PARAMS: &[(&str, &[&str])] = &[
-    ("static", &[]),
-    ("bimodal", &["entries"]),
-    ("gshare", &["entries", "history_bits"]),
-    (
-        "tournament",
-        &[
-            "local_history_entries",
-            "local_history_bits",
-            "local_entries",
-            "global_entries",
-            "history_bits",
-            "chooser_entries",
-        ],
-    ),
-    (
-        "pentium-m",
-        &[
-            "global_entries",
-            "bimodal_entries",
-            "loop_entries",
-            "btb_entries",
-            "history_bits",
-        ],
-    ),
-    (
-        "tage",
-        &[
-            "tables",
-            "table_entries",
-            "tag_bits",
-            "min_history",
-            "max_history",
-            "base_entries",
-            "loop_entries",
-        ],
-    ),
-];
-
-/// The predictor of type `name` with that type's default parameters, or `None` for an
-/// unknown type.
-pub(super) fn predictor(name: &str) -> Option<BranchPredictorConfig> {
-    Some(match name {
-        "static" => BranchPredictorConfig::Static,
-        "bimodal" => BranchPredictorConfig::Bimodal { entries: 4096 },
-        // 16 K counters indexed by 14 bits of PC XOR 14 bits of history (McFarling's gshare).
-        "gshare" => BranchPredictorConfig::Gshare {
-            entries: 16384,
-            history_bits: 14,
-        },
-        // The Alpha 21264 tournament predictor (Kessler, IEEE Micro 1999).
-        "tournament" => BranchPredictorConfig::Tournament {
-            local_history_entries: 1024,
-            local_history_bits: 10,
-            local_entries: 1024,
-            global_entries: 4096,
-            history_bits: 12,
-            chooser_entries: 4096,
-        },
-        // isim's own sizes for a Pentium M-like hybrid (the public descriptions give its
-        // structure, not all sizes): 2048-entry global predictor, 4096-entry bimodal table,
-        // 128-entry loop predictor, 2048-entry BTB, 15 bits of hashed path history.
-        "pentium-m" => BranchPredictorConfig::PentiumM {
-            global_entries: 2048,
-            bimodal_entries: 4096,
-            loop_entries: 128,
-            btb_entries: 2048,
-            history_bits: 15,
-        },
-        "tage" => BranchPredictorConfig::Tage {
-            // Seznec & Michaud, JILP 2006: the 8-component TAGE (bimodal base + 7 tagged
-            // tables) whose history lengths run geometrically from 5 to 130 outcomes
-            // (5, 9, 15, 25, 44, 76, 130).
-            tables: 7,
-            min_history: 5,
-            max_history: 130,
-            // isim's choice: 1 K entries per tagged table, between the 2006 paper's 64 Kbit
-            // designs and L-TAGE's 256 Kbit budget (Seznec, CBP-2 2006); about 115 Kbit of
-            // tagged entries in all.
-            table_entries: 1024,
-            // isim's choice: one tag width for every table, within the 8 to 15 bits of the
-            // TAGE papers (which widen the tags with the history length).
-            tag_bits: 11,
-            // isim's choice: the same size as the "bimodal" predictor's default table.
-            base_entries: 4096,
-            // L-TAGE's 64-entry loop predictor (Seznec, CBP-2 2006); isim's is direct-mapped.
-            loop_entries: 64,
-        },
-        _ => return None,
-    })
-}
-
 #[cfg(test)]
 mod tests {
-    use super::*;
+    use sim_core::bpred::BpredConfig;
 
-    /// The parameter lists used for validation and messages are exactly the fields each
-    /// variant serializes, so a new parameter cannot be forgotten in one of them.
+    /// The parameter names validation and messages use (each predictor's `check`) are
+    /// exactly the fields each type serializes, so a new field cannot be left unchecked.
     #[test]
     fn predictor_param_lists_match_the_variants() {
-        for (name, params) in PREDICTOR_PARAMS {
-            let variant = predictor(name).expect("listed types exist");
-            assert_eq!(variant.type_name(), *name);
+        for variant in BpredConfig::all() {
+            let name = variant.type_name();
+            assert_eq!(BpredConfig::default_of(name).as_ref(), Some(&variant));
             let table = toml::Table::try_from(&variant).expect("serializes");
+            assert_eq!(table.get("type"), Some(&toml::Value::from(name)));
             let mut keys: Vec<&str> = table
                 .keys()
                 .map(String::as_str)
                 .filter(|k| *k != "type")
                 .collect();
-            let mut expected = params.to_vec();
+            let mut expected = variant.param_names();
             keys.sort_unstable();
             expected.sort_unstable();
             assert_eq!(keys, expected, "{name}");
         }
-        assert!(predictor("perceptron").is_none());
+        assert!(BpredConfig::default_of("perceptron").is_none());
     }
 }

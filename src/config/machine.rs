@@ -6,6 +6,7 @@
 
 use serde::{Serialize, Serializer};
 
+use sim_core::bpred::BpredConfig;
 use sim_memory::{Arbitration, PrefetchKind, Protocol, ReplacementKind};
 
 use super::units::{Bandwidth, Frequency, Size, Time};
@@ -18,8 +19,9 @@ pub struct MachineConfig {
     pub system: SystemConfig,
     /// The interval core model, identical for every core.
     pub core: CoreConfig,
-    /// The branch predictor of each core.
-    pub branch_predictor: BranchPredictorConfig,
+    /// The branch predictor of each core: the predictor crate's own settings type, which
+    /// serializes as the `[branch_predictor]` table (`type` and that type's parameters).
+    pub branch_predictor: BpredConfig,
     /// The cache hierarchy.
     pub cache: CacheHierarchyConfig,
     /// Coherence among private caches.
@@ -111,89 +113,6 @@ pub struct OpLatencies {
     pub branch: u32,
     /// Every other op class (nop, serializing, ...).
     pub other: u32,
-}
-
-/// `[branch_predictor]`: which predictor, with that type's parameters only. Every table
-/// size is a power of two.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-#[serde(tag = "type", rename_all = "kebab-case")]
-pub enum BranchPredictorConfig {
-    /// Backward taken, forward not taken; no state.
-    Static,
-    /// A table of 2-bit counters indexed by PC.
-    Bimodal {
-        /// Counters in the table.
-        entries: u32,
-    },
-    /// 2-bit counters indexed by PC XOR global history.
-    Gshare {
-        /// Counters in the table.
-        entries: u32,
-        /// Bits of global branch history.
-        history_bits: u32,
-    },
-    /// Alpha 21264-style: local and global predictors with a chooser.
-    Tournament {
-        /// Per-branch history registers.
-        local_history_entries: u32,
-        /// Bits in each local history register.
-        local_history_bits: u32,
-        /// Counters of the local predictor (indexed by local history).
-        local_entries: u32,
-        /// Counters of the global predictor.
-        global_entries: u32,
-        /// Bits of global branch history.
-        history_bits: u32,
-        /// Counters of the chooser.
-        chooser_entries: u32,
-    },
-    /// Pentium M-like hybrid: global, bimodal and loop predictors plus a BTB.
-    #[serde(rename = "pentium-m")]
-    PentiumM {
-        /// Entries of the global (path-history) predictor.
-        global_entries: u32,
-        /// Entries of the bimodal fallback table.
-        bimodal_entries: u32,
-        /// Entries of the loop predictor.
-        loop_entries: u32,
-        /// Entries of the branch target buffer.
-        btb_entries: u32,
-        /// Bits of path history.
-        history_bits: u32,
-    },
-    /// TAGE (Seznec & Michaud, JILP 2006) with L-TAGE's loop predictor: a bimodal base
-    /// table, tagged tables indexed by geometrically longer global histories, a loop
-    /// predictor.
-    Tage {
-        /// Tagged tables.
-        tables: u32,
-        /// Entries of each tagged table.
-        table_entries: u32,
-        /// Bits of each tagged entry's partial tag.
-        tag_bits: u32,
-        /// Global history length of the shortest-history tagged table.
-        min_history: u32,
-        /// Global history length of the longest-history tagged table.
-        max_history: u32,
-        /// Counters of the bimodal base table.
-        base_entries: u32,
-        /// Entries of the loop predictor.
-        loop_entries: u32,
-    },
-}
-
-impl BranchPredictorConfig {
-    /// The `type` string of this predictor as the TOML writes it.
-    pub fn type_name(&self) -> &'static str {
-        match self {
-            Self::Static => "static",
-            Self::Bimodal { .. } => "bimodal",
-            Self::Gshare { .. } => "gshare",
-            Self::Tournament { .. } => "tournament",
-            Self::PentiumM { .. } => "pentium-m",
-            Self::Tage { .. } => "tage",
-        }
-    }
 }
 
 /// `[cache.*]`: the levels of the hierarchy. L1s are private; L2 is private or shared by a

@@ -28,9 +28,8 @@ use std::fmt;
 use std::path::Path;
 
 pub use machine::{
-    BranchPredictorConfig, BusConfig, CacheConfig, CacheHierarchyConfig, CoherenceConfig,
-    CoreConfig, DramConfig, MachineConfig, OffSocketConfig, OpLatencies, SharedBy, SystemConfig,
-    TlbConfig,
+    BusConfig, CacheConfig, CacheHierarchyConfig, CoherenceConfig, CoreConfig, DramConfig,
+    MachineConfig, OffSocketConfig, OpLatencies, SharedBy, SystemConfig, TlbConfig,
 };
 pub use raw::Position;
 pub use units::{Bandwidth, Frequency, Size, Time, UnitError};

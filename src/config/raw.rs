@@ -12,9 +12,11 @@
 use std::collections::HashMap;
 use std::fmt;
 use std::ops::Range;
+use std::sync::OnceLock;
 
 use serde::Deserialize;
 use serde::de::{self, Deserializer, Visitor};
+use sim_core::bpred::BpredConfig;
 
 /// `[system]`.
 #[derive(Debug, Default, Deserialize)]
@@ -51,51 +53,91 @@ pub(super) struct RawLatency {
     pub other: Option<u32>,
 }
 
-/// `[branch_predictor]`: the union of every type's parameters; phase 2 rejects the ones
-/// that do not belong to the chosen `type`.
-#[derive(Debug, Default, Deserialize)]
+/// `[branch_predictor]`: the `type` and the parameters the file writes. The keys allowed
+/// are `type` and every parameter of any predictor type, read from the one definition of
+/// the settings, `sim_core::bpred::BpredConfig` ([`predictor_keys`]); phase 2 rejects the
+/// ones that do not belong to the chosen `type`.
+#[derive(Debug, Default)]
 pub(super) struct RawBranchPredictor {
-    #[serde(rename = "type")]
+    /// `type`.
     pub kind: Option<String>,
-    pub entries: Option<u32>,
-    pub history_bits: Option<u32>,
-    pub local_history_entries: Option<u32>,
-    pub local_history_bits: Option<u32>,
-    pub local_entries: Option<u32>,
-    pub global_entries: Option<u32>,
-    pub chooser_entries: Option<u32>,
-    pub bimodal_entries: Option<u32>,
-    pub loop_entries: Option<u32>,
-    pub btb_entries: Option<u32>,
-    pub tables: Option<u32>,
-    pub table_entries: Option<u32>,
-    pub tag_bits: Option<u32>,
-    pub min_history: Option<u32>,
-    pub max_history: Option<u32>,
-    pub base_entries: Option<u32>,
+    /// The parameters written, in the order of [`predictor_keys`].
+    pub params: Vec<(&'static str, u32)>,
+}
+
+/// `type`, then the parameters of every predictor type in the order the types are listed,
+/// each once.
+pub(super) fn predictor_keys() -> &'static [&'static str] {
+    static KEYS: OnceLock<Vec<&'static str>> = OnceLock::new();
+    KEYS.get_or_init(|| {
+        let mut keys = vec!["type"];
+        for name in BpredConfig::all().iter().flat_map(BpredConfig::param_names) {
+            if !keys.contains(&name) {
+                keys.push(name);
+            }
+        }
+        keys
+    })
+}
+
+/// Reads the table as a derived struct with an optional field per key would (same key list,
+/// same messages), so unknown keys reach `serde_ignored` and a value of the wrong type is
+/// reported at its line in phase 1.
+impl<'de> Deserialize<'de> for RawBranchPredictor {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        const NAME: &str = "RawBranchPredictor";
+        struct TableVisitor;
+        impl<'de> Visitor<'de> for TableVisitor {
+            type Value = RawBranchPredictor;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                write!(f, "struct {NAME}")
+            }
+            fn visit_map<A: de::MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
+                let keys = predictor_keys();
+                let mut kind = None;
+                let mut values = vec![None; keys.len()];
+                while let Some(key) = map.next_key::<String>()? {
+                    match keys.iter().position(|k| *k == key) {
+                        Some(0) => kind = map.next_value::<Option<String>>()?,
+                        Some(i) => values[i] = map.next_value::<Option<u32>>()?,
+                        None => drop(map.next_value::<de::IgnoredAny>()?),
+                    }
+                }
+                Ok(RawBranchPredictor::new(kind, values))
+            }
+            fn visit_seq<A: de::SeqAccess<'de>>(self, mut seq: A) -> Result<Self::Value, A::Error> {
+                let keys = predictor_keys();
+                let missing = |i: usize| {
+                    de::Error::invalid_length(
+                        i,
+                        &format!("struct {NAME} with {} elements", keys.len()).as_str(),
+                    )
+                };
+                let kind = seq
+                    .next_element::<Option<String>>()?
+                    .ok_or_else(|| missing(0))?;
+                let mut values = vec![None; keys.len()];
+                for (i, value) in values.iter_mut().enumerate().skip(1) {
+                    *value = seq
+                        .next_element::<Option<u32>>()?
+                        .ok_or_else(|| missing(i))?;
+                }
+                Ok(RawBranchPredictor::new(kind, values))
+            }
+        }
+        deserializer.deserialize_struct(NAME, predictor_keys(), TableVisitor)
+    }
 }
 
 impl RawBranchPredictor {
-    /// Every parameter (not `type`) with its name, in declaration order.
-    pub fn params(&self) -> [(&'static str, Option<u32>); 16] {
-        [
-            ("entries", self.entries),
-            ("history_bits", self.history_bits),
-            ("local_history_entries", self.local_history_entries),
-            ("local_history_bits", self.local_history_bits),
-            ("local_entries", self.local_entries),
-            ("global_entries", self.global_entries),
-            ("chooser_entries", self.chooser_entries),
-            ("bimodal_entries", self.bimodal_entries),
-            ("loop_entries", self.loop_entries),
-            ("btb_entries", self.btb_entries),
-            ("tables", self.tables),
-            ("table_entries", self.table_entries),
-            ("tag_bits", self.tag_bits),
-            ("min_history", self.min_history),
-            ("max_history", self.max_history),
-            ("base_entries", self.base_entries),
-        ]
+    /// From `type` and a value (or none) per [`predictor_keys`] entry after `type`.
+    fn new(kind: Option<String>, values: Vec<Option<u32>>) -> Self {
+        let params = predictor_keys()
+            .iter()
+            .zip(values)
+            .filter_map(|(key, value)| Some((*key, value?)))
+            .collect();
+        RawBranchPredictor { kind, params }
     }
 }
 

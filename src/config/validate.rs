@@ -8,15 +8,14 @@ use std::fmt::Display;
 use std::str::FromStr;
 
 use super::ConfigError;
-use super::defaults::{self, PREDICTOR_PARAMS};
+use super::defaults;
 use super::machine::{
-    BranchPredictorConfig, BusConfig, CacheConfig, CacheHierarchyConfig, CoherenceConfig,
-    CoreConfig, DramConfig, MachineConfig, OffSocketConfig, OpLatencies, SharedBy, SystemConfig,
-    TlbConfig,
+    BusConfig, CacheConfig, CacheHierarchyConfig, CoherenceConfig, CoreConfig, DramConfig,
+    MachineConfig, OffSocketConfig, OpLatencies, SharedBy, SystemConfig, TlbConfig,
 };
 use super::raw::{KeyPositions, RawBranchPredictor, RawCache, RawMachine, RawScalar, RawTlb};
 use super::units::{self, Bandwidth, Frequency, Size, Time, UnitError};
-use sim_core::bpred::{TAGE_MAX_HISTORY, TAGE_MAX_TABLES, TAGE_MAX_TAG_BITS, TAGE_MIN_TAG_BITS};
+use sim_core::bpred::{BpredConfig, Problem};
 use sim_memory::{Arbitration, PrefetchKind, Protocol, ReplacementKind};
 
 /// Where errors are attributed: the file, or `--set` for keys an override wrote.
@@ -58,47 +57,6 @@ impl Ctx<'_> {
         let v = raw.unwrap_or(default);
         if v < min {
             self.error(key, v, format!("must be at least {min}"));
-            return None;
-        }
-        Some(v)
-    }
-
-    /// A table size: a power of two, at least 1.
-    fn pow2(&mut self, key: &str, raw: Option<u32>, default: u32) -> Option<u32> {
-        let v = raw.unwrap_or(default);
-        if !v.is_power_of_two() {
-            self.error(
-                key,
-                v,
-                format!("must be a power of two{}", nearest_pow2(u64::from(v))),
-            );
-            return None;
-        }
-        Some(v)
-    }
-
-    /// A history length in bits, 1 to 64.
-    fn bits(&mut self, key: &str, raw: Option<u32>, default: u32) -> Option<u32> {
-        let v = raw.unwrap_or(default);
-        if !(1..=64).contains(&v) {
-            self.error(key, v, "must be between 1 and 64 bits");
-            return None;
-        }
-        Some(v)
-    }
-
-    /// An integer key within `lo..=hi`: `raw` or `default`.
-    fn range(
-        &mut self,
-        key: &str,
-        raw: Option<u32>,
-        default: u32,
-        lo: u32,
-        hi: u32,
-    ) -> Option<u32> {
-        let v = raw.unwrap_or(default);
-        if !(lo..=hi).contains(&v) {
-            self.error(key, v, format!("must be between {lo} and {hi}"));
             return None;
         }
         Some(v)
@@ -308,8 +266,12 @@ pub(super) fn machine(raw: RawMachine, ctx: &mut Ctx<'_>) -> MachineConfig {
         latency,
     };
 
-    let branch_predictor = branch_predictor(raw.branch_predictor.unwrap_or_default(), ctx)
-        .unwrap_or(d.branch_predictor);
+    let branch_predictor = branch_predictor(
+        raw.branch_predictor.unwrap_or_default(),
+        &d.branch_predictor,
+        ctx,
+    )
+    .unwrap_or(d.branch_predictor);
 
     let cache = caches(
         raw.cache.unwrap_or_default(),
@@ -482,17 +444,20 @@ fn tlb(raw: RawTlb, ctx: &mut Ctx<'_>) -> Option<TlbConfig> {
     })
 }
 
-/// `[branch_predictor]`: the type, then only that type's parameters.
-fn branch_predictor(raw: RawBranchPredictor, ctx: &mut Ctx<'_>) -> Option<BranchPredictorConfig> {
-    let kind = raw.kind.as_deref().unwrap_or(defaults::DEFAULT_PREDICTOR);
-    let Some((kind, params)) = PREDICTOR_PARAMS
-        .iter()
-        .copied()
-        .find(|(name, _)| *name == kind)
-    else {
-        let allowed: Vec<String> = PREDICTOR_PARAMS
+/// `[branch_predictor]`: the type, then only that type's parameters, written over that
+/// type's defaults into its settings (`sim_core::bpred`, which defines names, defaults and
+/// rules) and checked by its rules. `default` gives the type when the file names none.
+fn branch_predictor(
+    raw: RawBranchPredictor,
+    default: &BpredConfig,
+    ctx: &mut Ctx<'_>,
+) -> Option<BpredConfig> {
+    let types = BpredConfig::all();
+    let kind = raw.kind.as_deref().unwrap_or(default.type_name());
+    let Some(chosen) = types.iter().find(|t| t.type_name() == kind) else {
+        let allowed: Vec<String> = types
             .iter()
-            .map(|(n, _)| format!("\"{n}\""))
+            .map(|t| format!("\"{}\"", t.type_name()))
             .collect();
         ctx.error(
             "branch_predictor.type",
@@ -504,16 +469,16 @@ fn branch_predictor(raw: RawBranchPredictor, ctx: &mut Ctx<'_>) -> Option<Branch
         );
         return None;
     };
+    let params = chosen.param_names();
     let mut ok = true;
-    for (name, value) in raw.params() {
-        let Some(value) = value else { continue };
+    for &(name, value) in &raw.params {
         if params.contains(&name) {
             continue;
         }
-        let owners: Vec<&str> = PREDICTOR_PARAMS
+        let owners: Vec<&str> = types
             .iter()
-            .filter(|(_, p)| p.contains(&name))
-            .map(|(n, _)| *n)
+            .filter(|t| t.param_names().contains(&name))
+            .map(BpredConfig::type_name)
             .collect();
         let takes = if params.is_empty() {
             format!("\"{kind}\" takes no parameters")
@@ -531,147 +496,31 @@ fn branch_predictor(raw: RawBranchPredictor, ctx: &mut Ctx<'_>) -> Option<Branch
         );
         ok = false;
     }
-    let key = |name: &str| format!("branch_predictor.{name}");
-    let built = match defaults::predictor(kind)? {
-        BranchPredictorConfig::Static => Some(BranchPredictorConfig::Static),
-        BranchPredictorConfig::Bimodal { entries } => Some(BranchPredictorConfig::Bimodal {
-            entries: ctx.pow2(&key("entries"), raw.entries, entries)?,
-        }),
-        BranchPredictorConfig::Gshare {
-            entries,
-            history_bits,
-        } => {
-            let entries = ctx.pow2(&key("entries"), raw.entries, entries);
-            let history_bits = ctx.bits(&key("history_bits"), raw.history_bits, history_bits);
-            Some(BranchPredictorConfig::Gshare {
-                entries: entries?,
-                history_bits: history_bits?,
-            })
-        }
-        BranchPredictorConfig::Tournament {
-            local_history_entries,
-            local_history_bits,
-            local_entries,
-            global_entries,
-            history_bits,
-            chooser_entries,
-        } => {
-            let local_history_entries = ctx.pow2(
-                &key("local_history_entries"),
-                raw.local_history_entries,
-                local_history_entries,
-            );
-            let local_history_bits = ctx.bits(
-                &key("local_history_bits"),
-                raw.local_history_bits,
-                local_history_bits,
-            );
-            let local_entries = ctx.pow2(&key("local_entries"), raw.local_entries, local_entries);
-            let global_entries =
-                ctx.pow2(&key("global_entries"), raw.global_entries, global_entries);
-            let history_bits = ctx.bits(&key("history_bits"), raw.history_bits, history_bits);
-            let chooser_entries = ctx.pow2(
-                &key("chooser_entries"),
-                raw.chooser_entries,
-                chooser_entries,
-            );
-            Some(BranchPredictorConfig::Tournament {
-                local_history_entries: local_history_entries?,
-                local_history_bits: local_history_bits?,
-                local_entries: local_entries?,
-                global_entries: global_entries?,
-                history_bits: history_bits?,
-                chooser_entries: chooser_entries?,
-            })
-        }
-        BranchPredictorConfig::PentiumM {
-            global_entries,
-            bimodal_entries,
-            loop_entries,
-            btb_entries,
-            history_bits,
-        } => {
-            let global_entries =
-                ctx.pow2(&key("global_entries"), raw.global_entries, global_entries);
-            let bimodal_entries = ctx.pow2(
-                &key("bimodal_entries"),
-                raw.bimodal_entries,
-                bimodal_entries,
-            );
-            let loop_entries = ctx.pow2(&key("loop_entries"), raw.loop_entries, loop_entries);
-            let btb_entries = ctx.pow2(&key("btb_entries"), raw.btb_entries, btb_entries);
-            let history_bits = ctx.bits(&key("history_bits"), raw.history_bits, history_bits);
-            Some(BranchPredictorConfig::PentiumM {
-                global_entries: global_entries?,
-                bimodal_entries: bimodal_entries?,
-                loop_entries: loop_entries?,
-                btb_entries: btb_entries?,
-                history_bits: history_bits?,
-            })
-        }
-        BranchPredictorConfig::Tage {
-            tables,
-            table_entries,
-            tag_bits,
-            min_history,
-            max_history,
-            base_entries,
-            loop_entries,
-        } => {
-            let tables = ctx.range(&key("tables"), raw.tables, tables, 2, TAGE_MAX_TABLES);
-            let table_entries = ctx.pow2(&key("table_entries"), raw.table_entries, table_entries);
-            let tag_bits = ctx.range(
-                &key("tag_bits"),
-                raw.tag_bits,
-                tag_bits,
-                TAGE_MIN_TAG_BITS,
-                TAGE_MAX_TAG_BITS,
-            );
-            let min_history = ctx.range(
-                &key("min_history"),
-                raw.min_history,
-                min_history,
-                1,
-                TAGE_MAX_HISTORY,
-            );
-            let mut max_history = ctx.range(
-                &key("max_history"),
-                raw.max_history,
-                max_history,
-                1,
-                TAGE_MAX_HISTORY,
-            );
-            // Each table needs a longer history than the one before it.
-            let too_short = match (tables, min_history, max_history) {
-                (Some(n), Some(min), Some(max)) if max < min + (n - 1) => Some((n, min, max)),
-                _ => None,
-            };
-            if let Some((n, min, max)) = too_short {
-                ctx.error(
-                    &key("max_history"),
-                    max,
-                    format!(
-                        "must be at least min_history + tables - 1 = {}, so that each of the \
-                         {n} tagged tables has a longer history than the one before",
-                        min + (n - 1)
-                    ),
-                );
-                max_history = None;
-            }
-            let base_entries = ctx.pow2(&key("base_entries"), raw.base_entries, base_entries);
-            let loop_entries = ctx.pow2(&key("loop_entries"), raw.loop_entries, loop_entries);
-            Some(BranchPredictorConfig::Tage {
-                tables: tables?,
-                table_entries: table_entries?,
-                tag_bits: tag_bits?,
-                min_history: min_history?,
-                max_history: max_history?,
-                base_entries: base_entries?,
-                loop_entries: loop_entries?,
-            })
+    // The type's own parameters as written, over its defaults (serde's `default`).
+    let mut table = toml::Table::new();
+    table.insert("type".into(), kind.into());
+    for &(name, value) in raw.params.iter().filter(|(n, _)| params.contains(n)) {
+        table.insert(name.into(), i64::from(value).into());
+    }
+    let config = match toml::Value::Table(table).try_into::<BpredConfig>() {
+        Ok(config) => config,
+        Err(e) => {
+            // Unreachable: every value is a u32 of a parameter this type has.
+            ctx.error("branch_predictor", "", e.to_string());
+            return None;
         }
     };
-    built.filter(|_| ok)
+    for e in config.check() {
+        let message = match e.problem {
+            Problem::NotPowerOfTwo => {
+                format!("must be a power of two{}", nearest_pow2(u64::from(e.value)))
+            }
+            problem => problem.to_string(),
+        };
+        ctx.error(&format!("branch_predictor.{}", e.param), e.value, message);
+        ok = false;
+    }
+    ok.then_some(config)
 }
 
 /// "a", "a and b", "a, b and c".

@@ -3,8 +3,33 @@
 //! the history-based predictors are measured against, and its table is the fallback of the
 //! Pentium M model.
 
-use super::{BranchPredictor, CounterTable, DEFAULT_BTB_ENTRIES, TargetPredictor, pc_index};
+use serde::{Deserialize, Serialize};
+
+use super::{
+    BranchPredictor, CounterTable, DEFAULT_BTB_ENTRIES, Params, TargetPredictor, pc_index,
+};
 use sim_frontend::model::BranchKind;
+
+/// The settings of `type = "bimodal"`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct BimodalConfig {
+    /// 2-bit counters in the table, indexed by PC (a power of two).
+    pub entries: u32,
+}
+
+impl Default for BimodalConfig {
+    fn default() -> Self {
+        BimodalConfig { entries: 4096 }
+    }
+}
+
+impl BimodalConfig {
+    /// Visits each parameter with its rule.
+    pub(crate) fn check(&self, p: &mut Params) {
+        p.pow2("entries", self.entries);
+    }
+}
 
 /// 2-bit counters indexed by PC, starting weakly not-taken.
 #[derive(Debug, Clone)]
@@ -15,9 +40,9 @@ pub struct Bimodal {
 
 impl Bimodal {
     /// `entries` counters (a power of two) and a [`DEFAULT_BTB_ENTRIES`]-entry BTB.
-    pub fn new(entries: u32) -> Bimodal {
+    pub fn new(cfg: &BimodalConfig) -> Bimodal {
         Bimodal {
-            counters: CounterTable::new("bimodal entries", entries, 2),
+            counters: CounterTable::new("bimodal entries", cfg.entries, 2),
             targets: TargetPredictor::new(DEFAULT_BTB_ENTRIES),
         }
     }
@@ -50,7 +75,7 @@ mod tests {
     #[test]
     fn aliasing_branches_interfere_only_when_they_share_a_counter() {
         let run = |entries: u32| {
-            let mut p = Bimodal::new(entries);
+            let mut p = Bimodal::new(&BimodalConfig { entries });
             let mut wrong = 0;
             for i in 0..1000 {
                 let a = p.predict_and_update(0x1000, BranchKind::Conditional, true, 0x800);

@@ -3,11 +3,41 @@
 //! own recent past and on its neighbours' (a loop of N iterations is learned when the history
 //! holds at least N - 1 outcomes of it). A history longer than the index is folded in.
 
+use serde::{Deserialize, Serialize};
+
 use super::{
-    BranchPredictor, CounterTable, DEFAULT_BTB_ENTRIES, OutcomeHistory, TargetPredictor, fold,
-    pc_index,
+    BranchPredictor, CounterTable, DEFAULT_BTB_ENTRIES, OutcomeHistory, Params, TargetPredictor,
+    fold, pc_index,
 };
 use sim_frontend::model::BranchKind;
+
+/// The settings of `type = "gshare"`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct GshareConfig {
+    /// 2-bit counters in the table (a power of two).
+    pub entries: u32,
+    /// Bits of global outcome history (1 to 64).
+    pub history_bits: u32,
+}
+
+impl Default for GshareConfig {
+    /// 16 K counters indexed by 14 bits of PC XOR 14 bits of history (McFarling's gshare).
+    fn default() -> Self {
+        GshareConfig {
+            entries: 16384,
+            history_bits: 14,
+        }
+    }
+}
+
+impl GshareConfig {
+    /// Visits each parameter with its rule.
+    pub(crate) fn check(&self, p: &mut Params) {
+        p.pow2("entries", self.entries);
+        p.history_bits("history_bits", self.history_bits);
+    }
+}
 
 /// 2-bit counters indexed by PC XOR global outcome history.
 #[derive(Debug, Clone)]
@@ -20,10 +50,10 @@ pub struct Gshare {
 impl Gshare {
     /// `entries` counters (a power of two), `history_bits` (1..=64) of global history and a
     /// [`DEFAULT_BTB_ENTRIES`]-entry BTB.
-    pub fn new(entries: u32, history_bits: u32) -> Gshare {
+    pub fn new(cfg: &GshareConfig) -> Gshare {
         Gshare {
-            counters: CounterTable::new("gshare entries", entries, 2),
-            history: OutcomeHistory::new("gshare history_bits", history_bits),
+            counters: CounterTable::new("gshare entries", cfg.entries, 2),
+            history: OutcomeHistory::new("gshare history_bits", cfg.history_bits),
             targets: TargetPredictor::new(DEFAULT_BTB_ENTRIES),
         }
     }
@@ -52,7 +82,7 @@ impl BranchPredictor for Gshare {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::bpred::Bimodal;
+    use crate::bpred::{Bimodal, BimodalConfig};
 
     /// Branch B repeats the random outcome of branch A just before it: only a predictor that
     /// sees global history can know B. Over 5,000 pairs, gshare gets B right after warm-up
@@ -75,8 +105,11 @@ mod tests {
             }
             wrong_b
         }
-        let g = run(&mut Gshare::new(4096, 12));
-        let b = run(&mut Bimodal::new(4096));
+        let g = run(&mut Gshare::new(&GshareConfig {
+            entries: 4096,
+            history_bits: 12,
+        }));
+        let b = run(&mut Bimodal::new(&BimodalConfig { entries: 4096 }));
         assert!(g < 45, "gshare missed {g} of 4500 correlated branches");
         assert!(
             b > 1800,

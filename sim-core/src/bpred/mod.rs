@@ -29,8 +29,16 @@
 //! * No allocation after [`build`], no randomness: the same branch stream gives the same
 //!   answers. Tables are flat `Vec`s sized at build time; every size is a power of two and
 //!   every history length is 1..=64 bits, except TAGE's geometric history lengths, which
-//!   reach [`TAGE_MAX_HISTORY`] outcomes in a circular buffer (the isim config layer
-//!   validates all of these; [`build`] panics on a violation, which is a bug in the caller).
+//!   reach [`TAGE_MAX_HISTORY`] outcomes in a circular buffer. Each predictor's settings
+//!   state these rules beside their fields ([`BpredConfig::check`]); the isim config layer
+//!   reports every violation, and [`build`] refuses one with a [`ParamError`].
+//!
+//! Settings: [`BpredConfig`] is the one definition of a predictor's parameters. Each
+//! predictor's file defines its settings struct (documented fields, `Default`, and a `check`
+//! that visits every field with its rule); the isim config layer reads the TOML into it
+//! through serde and takes parameter names, defaults and rules from it. Adding a predictor
+//! is its own file, a variant of [`BpredConfig`] and of [`Predictor`] here (with their
+//! match arms), and `docs/config.md`.
 
 mod bimodal;
 mod gshare;
@@ -43,13 +51,18 @@ mod tournament;
 #[cfg(test)]
 mod tests;
 
-pub use bimodal::Bimodal;
-pub use gshare::Gshare;
-pub use pentium_m::PentiumM;
+pub use bimodal::{Bimodal, BimodalConfig};
+pub use gshare::{Gshare, GshareConfig};
+pub use pentium_m::{PentiumM, PentiumMConfig};
 pub use static_pred::StaticPredictor;
-pub use tage::{TAGE_MAX_HISTORY, TAGE_MAX_TABLES, TAGE_MAX_TAG_BITS, TAGE_MIN_TAG_BITS, Tage};
-pub use tournament::Tournament;
+pub use tage::{
+    TAGE_MAX_HISTORY, TAGE_MAX_TABLES, TAGE_MAX_TAG_BITS, TAGE_MIN_TAG_BITS, Tage, TageConfig,
+};
+pub use tournament::{Tournament, TournamentConfig};
 
+use std::fmt;
+
+use serde::{Deserialize, Serialize};
 use sim_frontend::model::BranchKind;
 
 /// Entries of every predictor's return-address stack. Deeper call chains overwrite the oldest
@@ -60,87 +73,196 @@ pub const RAS_ENTRIES: usize = 16;
 /// (static, bimodal, gshare, tournament, TAGE).
 pub const DEFAULT_BTB_ENTRIES: u32 = 512;
 
-/// Which predictor and its table sizes (all powers of two; validated by the isim config
-/// layer).
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// The branch predictor's settings: which predictor (`type` in the TOML's
+/// `[branch_predictor]` table, as serde spells it) and that predictor's parameters, each
+/// defined with its documentation, default and rule in the predictor's own file. This is the
+/// one definition the `isim` config layer reads, validates (through [`BpredConfig::check`])
+/// and writes back; adding a predictor is a file, a variant here and the docs.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "kebab-case")]
 pub enum BpredConfig {
-    /// Backward taken, forward not taken (compares the static target with the PC).
+    /// Backward taken, forward not taken (compares the static target with the PC); no state.
     Static,
     /// 2-bit counters indexed by PC.
-    Bimodal {
-        /// Counters in the table.
-        entries: u32,
-    },
+    Bimodal(BimodalConfig),
     /// 2-bit counters indexed by PC XOR global outcome history (McFarling's gshare).
-    Gshare {
-        /// Counters in the table.
-        entries: u32,
-        /// Bits of global outcome history.
-        history_bits: u32,
-    },
+    Gshare(GshareConfig),
     /// Alpha 21264-style: a local-history predictor, a global predictor and a chooser.
-    Tournament {
-        /// Per-branch local history registers (indexed by PC).
-        local_history_entries: u32,
-        /// Bits in each local history register.
-        local_history_bits: u32,
-        /// 3-bit counters of the local predictor (indexed by local history).
-        local_entries: u32,
-        /// 2-bit counters of the global predictor (indexed by PC XOR global history).
-        global_entries: u32,
-        /// Bits of global outcome history.
-        history_bits: u32,
-        /// 2-bit counters of the chooser (indexed by global history).
-        chooser_entries: u32,
-    },
+    Tournament(TournamentConfig),
     /// Pentium M-like hybrid: loop predictor, tagged global (path-history) predictor and
     /// bimodal fallback, plus its own BTB.
-    PentiumM {
-        /// Entries of the tagged global predictor.
-        global_entries: u32,
-        /// Counters of the bimodal fallback table.
-        bimodal_entries: u32,
-        /// Entries of the loop predictor.
-        loop_entries: u32,
-        /// Entries of the branch target buffer for indirect branches.
-        btb_entries: u32,
-        /// Bits of path history.
-        history_bits: u32,
-    },
+    PentiumM(PentiumMConfig),
     /// TAGE (Seznec & Michaud, JILP 2006) with L-TAGE's loop predictor: a bimodal base
     /// table, tagged tables indexed by geometrically longer global histories, a loop
     /// predictor; the default BTB.
-    Tage {
-        /// Tagged tables (2..=[`TAGE_MAX_TABLES`]).
-        tables: u32,
-        /// Entries of each tagged table.
-        table_entries: u32,
-        /// Bits of each tagged entry's partial tag
-        /// ([`TAGE_MIN_TAG_BITS`]..=[`TAGE_MAX_TAG_BITS`]).
-        tag_bits: u32,
-        /// History length of the shortest-history tagged table (>= 1).
-        min_history: u32,
-        /// History length of the longest-history tagged table (<= [`TAGE_MAX_HISTORY`], at
-        /// least `min_history + tables - 1`).
-        max_history: u32,
-        /// 2-bit counters of the bimodal base table.
-        base_entries: u32,
-        /// Entries of the loop predictor.
-        loop_entries: u32,
-    },
+    Tage(TageConfig),
 }
 
 impl BpredConfig {
+    /// Every predictor with its default settings, in the order the docs list them.
+    pub fn all() -> [BpredConfig; 6] {
+        [
+            BpredConfig::Static,
+            BpredConfig::Bimodal(BimodalConfig::default()),
+            BpredConfig::Gshare(GshareConfig::default()),
+            BpredConfig::Tournament(TournamentConfig::default()),
+            BpredConfig::PentiumM(PentiumMConfig::default()),
+            BpredConfig::Tage(TageConfig::default()),
+        ]
+    }
+
+    /// The predictor of type `name` with its default settings, or `None` for an unknown
+    /// type.
+    pub fn default_of(name: &str) -> Option<BpredConfig> {
+        Self::all().into_iter().find(|c| c.type_name() == name)
+    }
+
     /// The predictor's name as the TOML `type` spells it.
     pub fn type_name(&self) -> &'static str {
         match self {
             BpredConfig::Static => "static",
-            BpredConfig::Bimodal { .. } => "bimodal",
-            BpredConfig::Gshare { .. } => "gshare",
-            BpredConfig::Tournament { .. } => "tournament",
-            BpredConfig::PentiumM { .. } => "pentium-m",
-            BpredConfig::Tage { .. } => "tage",
+            BpredConfig::Bimodal(_) => "bimodal",
+            BpredConfig::Gshare(_) => "gshare",
+            BpredConfig::Tournament(_) => "tournament",
+            BpredConfig::PentiumM(_) => "pentium-m",
+            BpredConfig::Tage(_) => "tage",
         }
+    }
+
+    /// Runs the predictor's parameter visitor.
+    fn visit(&self) -> Params {
+        let mut p = Params::default();
+        match self {
+            BpredConfig::Static => {}
+            BpredConfig::Bimodal(c) => c.check(&mut p),
+            BpredConfig::Gshare(c) => c.check(&mut p),
+            BpredConfig::Tournament(c) => c.check(&mut p),
+            BpredConfig::PentiumM(c) => c.check(&mut p),
+            BpredConfig::Tage(c) => c.check(&mut p),
+        }
+        p
+    }
+
+    /// The names of this type's parameters (not `type`), in the order the docs list them.
+    pub fn param_names(&self) -> Vec<&'static str> {
+        self.visit().names
+    }
+
+    /// Every rule the settings break, in parameter order (a rule relating several
+    /// parameters right after the parameter it is charged to); empty when they are valid.
+    pub fn check(&self) -> Vec<ParamError> {
+        self.visit().errors
+    }
+}
+
+/// What is wrong with one parameter of a predictor's settings.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Problem {
+    /// A table size that is not a power of two.
+    NotPowerOfTwo,
+    /// A history length outside 1 to 64 bits.
+    HistoryBits,
+    /// A value outside `lo..=hi`.
+    OutOfRange {
+        /// The smallest allowed value.
+        lo: u32,
+        /// The largest allowed value.
+        hi: u32,
+    },
+    /// A rule relating the parameter to others, stated in full ("must be at least ...").
+    Relation(String),
+}
+
+impl fmt::Display for Problem {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Problem::NotPowerOfTwo => f.write_str("must be a power of two"),
+            Problem::HistoryBits => f.write_str("must be between 1 and 64 bits"),
+            Problem::OutOfRange { lo, hi } => write!(f, "must be between {lo} and {hi}"),
+            Problem::Relation(rule) => f.write_str(rule),
+        }
+    }
+}
+
+/// A parameter that breaks its rule: its name (as the TOML spells it), value and problem.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ParamError {
+    /// The parameter, e.g. `history_bits`.
+    pub param: &'static str,
+    /// Its value.
+    pub value: u32,
+    /// What is wrong with it.
+    pub problem: Problem,
+}
+
+impl fmt::Display for ParamError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{} = {}: {}", self.param, self.value, self.problem)
+    }
+}
+
+impl std::error::Error for ParamError {}
+
+/// What a predictor's `check` records as it visits its parameters: their names in order
+/// and every broken rule. Each predictor's settings call one method per parameter, so the
+/// parameter list and the rules are written once, beside the fields.
+#[derive(Debug, Default)]
+pub(crate) struct Params {
+    names: Vec<&'static str>,
+    errors: Vec<ParamError>,
+}
+
+impl Params {
+    /// Records `param` and, when `ok` is false, `problem`; returns `ok`.
+    fn visit(&mut self, param: &'static str, value: u32, ok: bool, problem: Problem) -> bool {
+        self.names.push(param);
+        if !ok {
+            self.errors.push(ParamError {
+                param,
+                value,
+                problem,
+            });
+        }
+        ok
+    }
+
+    /// A table size: a nonzero power of two.
+    pub(crate) fn pow2(&mut self, param: &'static str, value: u32) -> bool {
+        self.visit(
+            param,
+            value,
+            value.is_power_of_two(),
+            Problem::NotPowerOfTwo,
+        )
+    }
+
+    /// A history length: 1 to 64 bits.
+    pub(crate) fn history_bits(&mut self, param: &'static str, value: u32) -> bool {
+        self.visit(
+            param,
+            value,
+            (1..=64).contains(&value),
+            Problem::HistoryBits,
+        )
+    }
+
+    /// An integer within `lo..=hi`.
+    pub(crate) fn range(&mut self, param: &'static str, value: u32, lo: u32, hi: u32) -> bool {
+        self.visit(
+            param,
+            value,
+            (lo..=hi).contains(&value),
+            Problem::OutOfRange { lo, hi },
+        )
+    }
+
+    /// A broken rule relating an already visited `param` to others.
+    pub(crate) fn relation(&mut self, param: &'static str, value: u32, rule: String) {
+        self.errors.push(ParamError {
+            param,
+            value,
+            problem: Problem::Relation(rule),
+        });
     }
 }
 
@@ -174,66 +296,21 @@ pub enum Predictor {
     Tage(Tage),
 }
 
-/// Builds the predictor `cfg` describes, with every table allocated and reset.
-///
-/// # Panics
-/// If a table size is not a power of two, a history length is outside 1..=64 bits, or a
-/// TAGE parameter is outside the ranges [`Tage::new`] states (the config layer rejects all
-/// of these before this is called).
-pub fn build(cfg: &BpredConfig) -> Predictor {
-    match *cfg {
-        BpredConfig::Static => Predictor::Static(StaticPredictor::new()),
-        BpredConfig::Bimodal { entries } => Predictor::Bimodal(Bimodal::new(entries)),
-        BpredConfig::Gshare {
-            entries,
-            history_bits,
-        } => Predictor::Gshare(Gshare::new(entries, history_bits)),
-        BpredConfig::Tournament {
-            local_history_entries,
-            local_history_bits,
-            local_entries,
-            global_entries,
-            history_bits,
-            chooser_entries,
-        } => Predictor::Tournament(Tournament::new(
-            local_history_entries,
-            local_history_bits,
-            local_entries,
-            global_entries,
-            history_bits,
-            chooser_entries,
-        )),
-        BpredConfig::PentiumM {
-            global_entries,
-            bimodal_entries,
-            loop_entries,
-            btb_entries,
-            history_bits,
-        } => Predictor::PentiumM(PentiumM::new(
-            global_entries,
-            bimodal_entries,
-            loop_entries,
-            btb_entries,
-            history_bits,
-        )),
-        BpredConfig::Tage {
-            tables,
-            table_entries,
-            tag_bits,
-            min_history,
-            max_history,
-            base_entries,
-            loop_entries,
-        } => Predictor::Tage(Tage::new(
-            tables,
-            table_entries,
-            tag_bits,
-            min_history,
-            max_history,
-            base_entries,
-            loop_entries,
-        )),
+/// Builds the predictor `cfg` describes, with every table allocated and reset, or names
+/// the first parameter that breaks its rule ([`BpredConfig::check`]; the isim config layer
+/// reports them all before this is called).
+pub fn build(cfg: &BpredConfig) -> Result<Predictor, ParamError> {
+    if let Some(e) = cfg.check().into_iter().next() {
+        return Err(e);
     }
+    Ok(match cfg {
+        BpredConfig::Static => Predictor::Static(StaticPredictor::new()),
+        BpredConfig::Bimodal(c) => Predictor::Bimodal(Bimodal::new(c)),
+        BpredConfig::Gshare(c) => Predictor::Gshare(Gshare::new(c)),
+        BpredConfig::Tournament(c) => Predictor::Tournament(Tournament::new(c)),
+        BpredConfig::PentiumM(c) => Predictor::PentiumM(PentiumM::new(c)),
+        BpredConfig::Tage(c) => Predictor::Tage(Tage::new(c)),
+    })
 }
 
 impl BranchPredictor for Predictor {
@@ -588,17 +665,24 @@ mod part_tests {
     }
 
     #[test]
-    #[should_panic(expected = "not a power of two")]
     fn build_rejects_a_table_that_is_not_a_power_of_two() {
-        build(&BpredConfig::Bimodal { entries: 1000 });
+        let e = build(&BpredConfig::Bimodal(BimodalConfig { entries: 1000 })).err();
+        assert_eq!(
+            e.map(|e| e.to_string()).as_deref(),
+            Some("entries = 1000: must be a power of two")
+        );
     }
 
     #[test]
-    #[should_panic(expected = "between 1 and 64")]
     fn build_rejects_a_zero_history() {
-        build(&BpredConfig::Gshare {
+        let e = build(&BpredConfig::Gshare(GshareConfig {
             entries: 1024,
             history_bits: 0,
-        });
+        }))
+        .err();
+        assert_eq!(
+            e.map(|e| e.to_string()).as_deref(),
+            Some("history_bits = 0: must be between 1 and 64 bits")
+        );
     }
 }

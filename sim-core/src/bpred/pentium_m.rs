@@ -24,12 +24,56 @@
 //! set-associative BTB and a history-indexed indirect-target predictor, neither modelled);
 //! returns use the shared return-address stack.
 
+use serde::{Deserialize, Serialize};
+
 use super::loop_pred::LoopTable;
 use super::{
-    BranchPredictor, CounterTable, TargetPredictor, fold, history_len, low_mask, pc_index,
+    BranchPredictor, CounterTable, Params, TargetPredictor, fold, history_len, low_mask, pc_index,
     table_bits,
 };
 use sim_frontend::model::BranchKind;
+
+/// The settings of `type = "pentium-m"`. Every table size is a power of two.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct PentiumMConfig {
+    /// Entries of the tagged global (path-history) predictor.
+    pub global_entries: u32,
+    /// 2-bit counters of the bimodal fallback table.
+    pub bimodal_entries: u32,
+    /// Entries of the loop predictor.
+    pub loop_entries: u32,
+    /// Entries of the branch target buffer for indirect branches.
+    pub btb_entries: u32,
+    /// Bits of path history (1 to 64).
+    pub history_bits: u32,
+}
+
+impl Default for PentiumMConfig {
+    /// isim's own sizes (the public descriptions give the structure, not all sizes):
+    /// 2048-entry global predictor, 4096-entry bimodal table, 128-entry loop predictor,
+    /// 2048-entry BTB, 15 bits of hashed path history.
+    fn default() -> Self {
+        PentiumMConfig {
+            global_entries: 2048,
+            bimodal_entries: 4096,
+            loop_entries: 128,
+            btb_entries: 2048,
+            history_bits: 15,
+        }
+    }
+}
+
+impl PentiumMConfig {
+    /// Visits each parameter with its rule.
+    pub(crate) fn check(&self, p: &mut Params) {
+        p.pow2("global_entries", self.global_entries);
+        p.pow2("bimodal_entries", self.bimodal_entries);
+        p.pow2("loop_entries", self.loop_entries);
+        p.pow2("btb_entries", self.btb_entries);
+        p.history_bits("history_bits", self.history_bits);
+    }
+}
 
 /// Width of the loop predictor's iteration counters.
 const LOOP_COUNT_BITS: u32 = 6;
@@ -58,13 +102,14 @@ pub struct PentiumM {
 impl PentiumM {
     /// Builds the predictor with the given table sizes (powers of two) and `history_bits`
     /// (1..=64) of path history. Every counter starts weakly not-taken, every entry empty.
-    pub fn new(
-        global_entries: u32,
-        bimodal_entries: u32,
-        loop_entries: u32,
-        btb_entries: u32,
-        history_bits: u32,
-    ) -> PentiumM {
+    pub fn new(cfg: &PentiumMConfig) -> PentiumM {
+        let PentiumMConfig {
+            global_entries,
+            bimodal_entries,
+            loop_entries,
+            btb_entries,
+            history_bits,
+        } = *cfg;
         PentiumM {
             loops: LoopTable::new("pentium-m loop_entries", loop_entries, LOOP_COUNT_BITS),
             global: vec![
@@ -166,7 +211,7 @@ mod tests {
     /// predictor can know B: A's outcome decides whether A's PC entered the path history.
     #[test]
     fn global_predictor_captures_correlation_through_the_path() {
-        let mut p = PentiumM::new(2048, 4096, 128, 2048, 15);
+        let mut p = PentiumM::new(&PentiumMConfig::default());
         let mut x = 0x9e37_79b9_7f4a_7c15u64;
         let mut wrong_b = 0;
         for i in 0..5000 {

@@ -51,12 +51,94 @@
 //! shared BTB and return stack. The global history is a circular bit buffer of the next
 //! power of two above `max_history`, allocated at build time like every table.
 
+use serde::{Deserialize, Serialize};
+
 use super::loop_pred::LoopTable;
 use super::{
-    BranchPredictor, CounterTable, DEFAULT_BTB_ENTRIES, TargetPredictor, fold, low_mask, pc_index,
-    table_bits,
+    BranchPredictor, CounterTable, DEFAULT_BTB_ENTRIES, Params, TargetPredictor, fold, low_mask,
+    pc_index, table_bits,
 };
 use sim_frontend::model::BranchKind;
+
+/// The settings of `type = "tage"`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct TageConfig {
+    /// Tagged tables (2 to [`TAGE_MAX_TABLES`]).
+    pub tables: u32,
+    /// Entries of each tagged table (a power of two).
+    pub table_entries: u32,
+    /// Bits of each tagged entry's partial tag ([`TAGE_MIN_TAG_BITS`] to
+    /// [`TAGE_MAX_TAG_BITS`]).
+    pub tag_bits: u32,
+    /// Global history length of the shortest-history tagged table (1 to
+    /// [`TAGE_MAX_HISTORY`]).
+    pub min_history: u32,
+    /// Global history length of the longest-history tagged table (1 to
+    /// [`TAGE_MAX_HISTORY`], at least `min_history + tables - 1`).
+    pub max_history: u32,
+    /// 2-bit counters of the bimodal base table (a power of two).
+    pub base_entries: u32,
+    /// Entries of the loop predictor (a power of two).
+    pub loop_entries: u32,
+}
+
+impl Default for TageConfig {
+    fn default() -> Self {
+        TageConfig {
+            // Seznec & Michaud, JILP 2006: the 8-component TAGE (bimodal base + 7 tagged
+            // tables) whose history lengths run geometrically from 5 to 130 outcomes
+            // (5, 9, 15, 25, 44, 76, 130).
+            tables: 7,
+            min_history: 5,
+            max_history: 130,
+            // isim's choice: 1 K entries per tagged table, between the 2006 paper's 64 Kbit
+            // designs and L-TAGE's 256 Kbit budget (Seznec, CBP-2 2006); about 115 Kbit of
+            // tagged entries in all.
+            table_entries: 1024,
+            // isim's choice: one tag width for every table, within the 8 to 15 bits of the
+            // TAGE papers (which widen the tags with the history length).
+            tag_bits: 11,
+            // isim's choice: the same size as the "bimodal" predictor's default table.
+            base_entries: 4096,
+            // L-TAGE's 64-entry loop predictor (Seznec, CBP-2 2006); isim's is direct-mapped.
+            loop_entries: 64,
+        }
+    }
+}
+
+impl TageConfig {
+    /// Visits each parameter with its rule; a history range too short for the table count
+    /// is charged to `max_history` (when the three values are each in range).
+    pub(crate) fn check(&self, p: &mut Params) {
+        let tables = p.range("tables", self.tables, 2, TAGE_MAX_TABLES);
+        p.pow2("table_entries", self.table_entries);
+        p.range(
+            "tag_bits",
+            self.tag_bits,
+            TAGE_MIN_TAG_BITS,
+            TAGE_MAX_TAG_BITS,
+        );
+        let min = p.range("min_history", self.min_history, 1, TAGE_MAX_HISTORY);
+        let max = p.range("max_history", self.max_history, 1, TAGE_MAX_HISTORY);
+        if tables && min && max {
+            // Each is in range, so neither the sum nor the subtraction can overflow.
+            let (n, least) = (self.tables, self.min_history + (self.tables - 1));
+            if self.max_history < least {
+                p.relation(
+                    "max_history",
+                    self.max_history,
+                    format!(
+                        "must be at least min_history + tables - 1 = {least}, so that each of the \
+                         {n} tagged tables has a longer history than the one before"
+                    ),
+                );
+            }
+        }
+        p.pow2("base_entries", self.base_entries);
+        p.pow2("loop_entries", self.loop_entries);
+    }
+}
 
 /// Most tagged tables a TAGE predictor may have.
 pub const TAGE_MAX_TABLES: u32 = 16;
@@ -273,15 +355,16 @@ impl Tage {
     ///
     /// # Panics
     /// On any parameter outside those ranges (the isim config layer rejects them first).
-    pub fn new(
-        tables: u32,
-        table_entries: u32,
-        tag_bits: u32,
-        min_history: u32,
-        max_history: u32,
-        base_entries: u32,
-        loop_entries: u32,
-    ) -> Tage {
+    pub fn new(cfg: &TageConfig) -> Tage {
+        let TageConfig {
+            tables,
+            table_entries,
+            tag_bits,
+            min_history,
+            max_history,
+            base_entries,
+            loop_entries,
+        } = *cfg;
         assert!(
             (2..=TAGE_MAX_TABLES).contains(&tables),
             "branch predictor: tage tables = {tables} is not between 2 and {TAGE_MAX_TABLES}"
@@ -505,6 +588,7 @@ impl BranchPredictor for Tage {
 
 #[cfg(test)]
 mod tests {
+    use super::super::{BpredConfig, ParamError, Problem, build};
     use super::*;
 
     /// The 2006 paper's 8-component TAGE spans 5 to 130 outcomes over 7 tagged tables.
@@ -515,7 +599,7 @@ mod tests {
         // Rounding would repeat lengths: they are pushed apart, the ends kept.
         assert_eq!(geometric_lengths(5, 1, 5), [1, 2, 3, 4, 5]);
         assert_eq!(geometric_lengths(4, 2, 6), [2, 3, 4, 6]);
-        let p = Tage::new(7, 1024, 11, 5, 130, 4096, 64);
+        let p = Tage::new(&TageConfig::default());
         assert_eq!(p.history_lengths(), [5, 9, 15, 25, 44, 76, 130]);
     }
 
@@ -543,23 +627,59 @@ mod tests {
         }
     }
 
-    #[test]
-    #[should_panic(expected = "distinct lengths")]
-    fn build_rejects_too_short_a_history_range() {
-        Tage::new(8, 1024, 11, 5, 10, 4096, 64);
+    fn build_error(cfg: TageConfig) -> ParamError {
+        match build(&BpredConfig::Tage(cfg)) {
+            Ok(_) => panic!("{cfg:?} was accepted"),
+            Err(e) => e,
+        }
     }
 
     #[test]
-    #[should_panic(expected = "tag_bits = 1")]
+    fn build_rejects_too_short_a_history_range() {
+        let e = build_error(TageConfig {
+            tables: 8,
+            max_history: 10,
+            ..TageConfig::default()
+        });
+        assert_eq!((e.param, e.value), ("max_history", 10));
+        assert!(
+            e.to_string().contains("min_history + tables - 1 = 12"),
+            "{e}"
+        );
+    }
+
+    #[test]
     fn build_rejects_a_one_bit_tag() {
-        Tage::new(7, 1024, 1, 5, 130, 4096, 64);
+        let e = build_error(TageConfig {
+            tag_bits: 1,
+            ..TageConfig::default()
+        });
+        assert_eq!(
+            e,
+            ParamError {
+                param: "tag_bits",
+                value: 1,
+                problem: Problem::OutOfRange {
+                    lo: TAGE_MIN_TAG_BITS,
+                    hi: TAGE_MAX_TAG_BITS
+                }
+            }
+        );
     }
 
     /// The usefulness counters lose their high bit, then their low bit, every 256 K
     /// conditional branches.
     #[test]
     fn usefulness_is_reset_periodically() {
-        let mut p = Tage::new(2, 2, 8, 1, 2, 2, 1);
+        let mut p = Tage::new(&TageConfig {
+            tables: 2,
+            table_entries: 2,
+            tag_bits: 8,
+            min_history: 1,
+            max_history: 2,
+            base_entries: 2,
+            loop_entries: 1,
+        });
         for e in &mut p.entries {
             e.u = U_MAX;
         }

@@ -2,7 +2,7 @@
 //! accuracy is known: constant, alternating, loop, random, call/return and indirect streams,
 //! and for TAGE nested loops and a correlation further back than gshare's history.
 //! Each stream runs a warm-up of [`WARMUP`] branches, then mispredictions are counted over
-//! [`MEASURE`] branches. Predictors use isim's default table sizes (`src/config/defaults.rs`).
+//! [`MEASURE`] branches. Predictors use isim's default table sizes (each settings `Default`).
 
 use super::*;
 
@@ -20,44 +20,24 @@ fn static_cfg() -> BpredConfig {
     BpredConfig::Static
 }
 fn bimodal_cfg() -> BpredConfig {
-    BpredConfig::Bimodal { entries: 4096 }
+    BpredConfig::Bimodal(BimodalConfig::default())
 }
 fn gshare_cfg() -> BpredConfig {
-    BpredConfig::Gshare {
-        entries: 16384,
-        history_bits: 14,
-    }
+    BpredConfig::Gshare(GshareConfig::default())
 }
 fn tournament_cfg() -> BpredConfig {
-    BpredConfig::Tournament {
-        local_history_entries: 1024,
-        local_history_bits: 10,
-        local_entries: 1024,
-        global_entries: 4096,
-        history_bits: 12,
-        chooser_entries: 4096,
-    }
+    BpredConfig::Tournament(TournamentConfig::default())
 }
 fn pentium_m_cfg() -> BpredConfig {
-    BpredConfig::PentiumM {
-        global_entries: 2048,
-        bimodal_entries: 4096,
-        loop_entries: 128,
-        btb_entries: 2048,
-        history_bits: 15,
-    }
+    BpredConfig::PentiumM(PentiumMConfig::default())
+}
+fn tage_cfg() -> BpredConfig {
+    BpredConfig::Tage(TageConfig::default())
 }
 
-fn tage_cfg() -> BpredConfig {
-    BpredConfig::Tage {
-        tables: 7,
-        table_entries: 1024,
-        tag_bits: 11,
-        min_history: 5,
-        max_history: 130,
-        base_entries: 4096,
-        loop_entries: 64,
-    }
+/// The predictor `cfg` describes (every configuration here is valid).
+fn build(cfg: &BpredConfig) -> Predictor {
+    super::build(cfg).unwrap_or_else(|e| panic!("{cfg:?}: {e}"))
 }
 
 fn all_cfgs() -> [BpredConfig; 6] {

@@ -5,11 +5,58 @@
 //! two to believe. The 21264 indexes its global table by history alone; XOR-ing in the PC is
 //! the "gshare-like" variant, which separates branches that share a history.
 
+use serde::{Deserialize, Serialize};
+
 use super::{
-    BranchPredictor, CounterTable, DEFAULT_BTB_ENTRIES, OutcomeHistory, TargetPredictor, fold,
-    history_len, low_mask, pc_index, table_bits,
+    BranchPredictor, CounterTable, DEFAULT_BTB_ENTRIES, OutcomeHistory, Params, TargetPredictor,
+    fold, history_len, low_mask, pc_index, table_bits,
 };
 use sim_frontend::model::BranchKind;
+
+/// The settings of `type = "tournament"`. Every table size is a power of two, every history
+/// length 1 to 64 bits.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct TournamentConfig {
+    /// Per-branch local history registers (indexed by PC).
+    pub local_history_entries: u32,
+    /// Bits in each local history register.
+    pub local_history_bits: u32,
+    /// 3-bit counters of the local predictor (indexed by local history).
+    pub local_entries: u32,
+    /// 2-bit counters of the global predictor (indexed by PC XOR global history).
+    pub global_entries: u32,
+    /// Bits of global outcome history.
+    pub history_bits: u32,
+    /// 2-bit counters of the chooser (indexed by global history).
+    pub chooser_entries: u32,
+}
+
+impl Default for TournamentConfig {
+    /// The Alpha 21264 tournament predictor (Kessler, IEEE Micro 1999).
+    fn default() -> Self {
+        TournamentConfig {
+            local_history_entries: 1024,
+            local_history_bits: 10,
+            local_entries: 1024,
+            global_entries: 4096,
+            history_bits: 12,
+            chooser_entries: 4096,
+        }
+    }
+}
+
+impl TournamentConfig {
+    /// Visits each parameter with its rule.
+    pub(crate) fn check(&self, p: &mut Params) {
+        p.pow2("local_history_entries", self.local_history_entries);
+        p.history_bits("local_history_bits", self.local_history_bits);
+        p.pow2("local_entries", self.local_entries);
+        p.pow2("global_entries", self.global_entries);
+        p.history_bits("history_bits", self.history_bits);
+        p.pow2("chooser_entries", self.chooser_entries);
+    }
+}
 
 /// Local + global predictors with a chooser.
 #[derive(Debug, Clone)]
@@ -32,14 +79,15 @@ impl Tournament {
     /// Builds the predictor with the given table sizes (powers of two) and history lengths
     /// (1..=64 bits), plus a [`DEFAULT_BTB_ENTRIES`]-entry BTB. The chooser starts weakly
     /// preferring the local predictor; every counter starts weakly not-taken.
-    pub fn new(
-        local_history_entries: u32,
-        local_history_bits: u32,
-        local_entries: u32,
-        global_entries: u32,
-        history_bits: u32,
-        chooser_entries: u32,
-    ) -> Tournament {
+    pub fn new(cfg: &TournamentConfig) -> Tournament {
+        let TournamentConfig {
+            local_history_entries,
+            local_history_bits,
+            local_entries,
+            global_entries,
+            history_bits,
+            chooser_entries,
+        } = *cfg;
         Tournament {
             local_histories: vec![0; local_history_entries as usize],
             local_history_index_bits: table_bits(
@@ -108,7 +156,7 @@ impl BranchPredictor for Tournament {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::bpred::Gshare;
+    use crate::bpred::{Gshare, GshareConfig};
 
     /// Branch A alternates, but between two executions of A run 16 always-taken branches,
     /// more than the 12 bits of global history: A's own past is visible only to the local
@@ -130,8 +178,11 @@ mod tests {
             }
             wrong_a
         }
-        let t = run(&mut Tournament::new(1024, 10, 1024, 4096, 12, 4096));
-        let g = run(&mut Gshare::new(4096, 12));
+        let t = run(&mut Tournament::new(&TournamentConfig::default()));
+        let g = run(&mut Gshare::new(&GshareConfig {
+            entries: 4096,
+            history_bits: 12,
+        }));
         assert_eq!(t, 0, "tournament missed {t} of 3000 executions of A");
         assert!(g >= 1500, "gshare missed only {g} of 3000 executions of A");
     }
