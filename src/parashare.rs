@@ -80,7 +80,7 @@ pub fn collect(
     let (result, collector) = rd.replay(&[], &[], collector, progress)?;
     let pbv = collector.finish();
     let secs = start.elapsed().as_secs_f64();
-    let latency = rd.machine.core_params().latency.map(f64::from);
+    let latency = rd.machine.core.latency.by_class().map(f64::from);
     let insts = result.threads.iter().map(|t| t.instructions).sum();
     Ok((analyze(&pbv, program, &latency, weight), insts, secs))
 }

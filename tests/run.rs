@@ -322,7 +322,7 @@ fn a_load_op_instruction_loads_before_its_other_operand_is_ready() {
         let (r, _) = Engine::new(&trace, &cfg, ()).unwrap().run(|_| {}).unwrap();
         per.push(r.threads[0].stack.total() / n as f64);
     }
-    let slots = cfg.core.outstanding_loads as f64;
+    let slots = cfg.core.settings.outstanding_loads as f64;
     assert!(
         per[0] < 2.0 * idle / slots && per[0] > 0.9 * idle / slots,
         "split: {:.1} cycles per load, idle latency {idle}, {slots} slots",
@@ -583,7 +583,7 @@ fn a_late_created_thread_shows_imbalance_start() {
     let trace = Trace::open(&p).unwrap();
     let cfg = engine_config_with(&["branch_predictor.type=static"]);
     let (r, _) = Engine::new(&trace, &cfg, ()).unwrap().run(|_| {}).unwrap();
-    let want = 16_000.0 * 9.0 / 8.0 / cfg.core.dispatch_width as f64;
+    let want = 16_000.0 * 9.0 / 8.0 / cfg.core.settings.dispatch_width as f64;
     let got = r.threads[1].stack.get(Component::ImbalanceStart);
     assert!(
         (got - want).abs() / want < 0.02,

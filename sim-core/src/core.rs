@@ -36,6 +36,8 @@
 use sim_frontend::model::{BranchKind, MemAccess, NO_SIDX, OpClass, StaticInst};
 use sim_memory::{Kind, Memory};
 
+use serde::{Deserialize, Serialize};
+
 use crate::bpred::{BranchPredictor, Predictor};
 use crate::stack::{COMPONENTS, Component, CycleStack};
 use crate::tlb::{Tlb, TlbParams};
@@ -176,24 +178,77 @@ const WINDOW_COMPONENTS: [usize; 10] = [
     Component::MemTlb as usize,
 ];
 
-/// Core parameters in cycles.
+/// `[core]`: the settings of the interval model of one core, the same for every core; all
+/// in cycles or counts. This is the one definition: the isim config layer validates these
+/// fields and writes them back in this shape.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CoreConfig {
+    /// Micro-operations dispatched per cycle at most.
+    pub dispatch_width: u32,
+    /// Reorder-buffer (window) entries.
+    pub rob_size: u32,
+    /// Cycles from fetch to dispatch: the refill time added to every branch misprediction.
+    pub frontend_depth: u32,
+    /// Load misses that may be outstanding at once (bounds memory-level parallelism).
+    pub outstanding_loads: u32,
+    /// Store misses that may be outstanding at once.
+    pub outstanding_stores: u32,
+    /// Loads whose latency exceeds this many cycles are long-latency miss events.
+    pub long_latency_cutoff: u32,
+    /// Execution latency of each op class.
+    pub latency: OpLatencies,
+}
+
+/// `[core.latency]`: execution latency in cycles of each op class (≥ 1). Memory ops add
+/// the latency the memory hierarchy returns on top of `load`/`store`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct OpLatencies {
+    /// Integer add, logic, shift, compare, move.
+    pub int_alu: u32,
+    /// Integer multiply.
+    pub int_mul: u32,
+    /// Integer divide.
+    pub int_div: u32,
+    /// Floating-point add and subtract.
+    pub fp_add: u32,
+    /// Floating-point multiply.
+    pub fp_mul: u32,
+    /// Floating-point divide.
+    pub fp_div: u32,
+    /// Load (address generation; the cache access is added by the memory model).
+    pub load: u32,
+    /// Store (address generation; the cache access is added by the memory model).
+    pub store: u32,
+    /// Branches, jumps, calls and returns.
+    pub branch: u32,
+    /// Every other op class (nop, serializing, ...).
+    pub other: u32,
+}
+
+impl OpLatencies {
+    /// The latency of every op class, indexed by `OpClass as usize` (loads use the memory
+    /// latency instead; a store's entry is its latency in the window).
+    pub fn by_class(&self) -> [u32; OpClass::ALL.len()] {
+        OpClass::ALL.map(|class| match class {
+            OpClass::IntAlu => self.int_alu,
+            OpClass::IntMul => self.int_mul,
+            OpClass::IntDiv => self.int_div,
+            OpClass::FpAdd => self.fp_add,
+            OpClass::FpMul => self.fp_mul,
+            OpClass::FpDiv => self.fp_div,
+            OpClass::Load => self.load,
+            OpClass::Store => self.store,
+            OpClass::CondBranch | OpClass::Jump | OpClass::Call | OpClass::Return => self.branch,
+            OpClass::Other | OpClass::Serializing => self.other,
+        })
+    }
+}
+
+/// What a core is built from: its settings and its data TLB.
 #[derive(Debug, Clone, PartialEq)]
 pub struct CoreParams {
-    /// Micro-ops dispatched per cycle.
-    pub dispatch_width: u32,
-    /// Window (reorder buffer) entries.
-    pub rob_size: u32,
-    /// Front-end refill after a misprediction, cycles.
-    pub frontend_depth: u32,
-    /// Long-latency load misses in flight at once.
-    pub outstanding_loads: u32,
-    /// Long-latency store misses in flight at once.
-    pub outstanding_stores: u32,
-    /// Loads slower than this are long-latency misses.
-    pub long_latency_cutoff: u32,
-    /// Execution latency per op class, indexed by `OpClass as usize` (loads use the memory
-    /// latency instead; a store's entry is its latency in the window).
-    pub latency: [u32; 14],
+    /// The core's settings.
+    pub settings: CoreConfig,
     /// The data TLB, or `None` for a machine without address translation.
     pub tlb: Option<TlbParams>,
 }
@@ -226,7 +281,9 @@ pub struct InstResult {
 
 /// One core running one thread.
 pub struct Core {
-    p: CoreParams,
+    p: CoreConfig,
+    /// `p.latency` by op class.
+    latency: [u32; OpClass::ALL.len()],
     id: u32,
     inv_width: f64,
     rob: Vec<Entry>,
@@ -260,14 +317,16 @@ pub struct Core {
 
 impl Core {
     /// A core with id `id` (its index in the memory system) starting at time `now`.
-    pub fn new(p: CoreParams, id: u32, mem: &Memory, now: f64) -> Core {
+    pub fn new(params: CoreParams, id: u32, mem: &Memory, now: f64) -> Core {
+        let CoreParams { settings: p, tlb } = params;
         let rob = vec![Entry::default(); p.rob_size.max(1) as usize];
         let cfg = mem.config();
         Core {
             inv_width: 1.0 / p.dispatch_width.max(1) as f64,
             load_slots: vec![0.0; p.outstanding_loads.max(1) as usize],
-            tlb: p.tlb.map(Tlb::new),
+            tlb: tlb.map(Tlb::new),
             store_slots: vec![0.0; p.outstanding_stores.max(1) as usize],
+            latency: p.latency.by_class(),
             p,
             id,
             rob,
@@ -416,7 +475,7 @@ impl Core {
             ready = ready.max(self.commit);
             issue = ready;
         }
-        let mut lat = self.p.latency[s.class as usize] as f64;
+        let mut lat = self.latency[s.class as usize] as f64;
         let mut comp = match s.class {
             OpClass::FpAdd | OpClass::FpMul | OpClass::FpDiv => Component::DependFp,
             _ => Component::DependInt,
@@ -613,5 +672,50 @@ impl Core {
             self.now = t;
             self.reset_window(t);
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Each op class takes the latency of its own `[core.latency]` key; branches, jumps,
+    /// calls and returns share `branch`, and nop-like and serializing ops share `other`.
+    #[test]
+    fn latencies_by_class_follow_the_keys() {
+        let l = OpLatencies {
+            int_alu: 1,
+            int_mul: 2,
+            int_div: 3,
+            fp_add: 4,
+            fp_mul: 5,
+            fp_div: 6,
+            load: 7,
+            store: 8,
+            branch: 9,
+            other: 10,
+        };
+        let by = l.by_class();
+        let of = |c: OpClass| by[c as usize];
+        assert_eq!(
+            [OpClass::IntAlu, OpClass::IntMul, OpClass::IntDiv].map(of),
+            [1, 2, 3]
+        );
+        assert_eq!(
+            [OpClass::FpAdd, OpClass::FpMul, OpClass::FpDiv].map(of),
+            [4, 5, 6]
+        );
+        assert_eq!([OpClass::Load, OpClass::Store].map(of), [7, 8]);
+        assert_eq!(
+            [
+                OpClass::CondBranch,
+                OpClass::Jump,
+                OpClass::Call,
+                OpClass::Return
+            ]
+            .map(of),
+            [9; 4]
+        );
+        assert_eq!([OpClass::Other, OpClass::Serializing].map(of), [10, 10]);
     }
 }

@@ -1,42 +1,19 @@
-//! From the validated machine description to the core model's parameters: per-op-class
-//! latencies in `OpClass` order (the branch predictor's settings are already the core
-//! crate's own type), and resizing a machine to a core count.
+//! From the validated machine description to the core model's parameters (the core's and
+//! the branch predictor's settings are already the core crate's own types; the TLB's page
+//! size becomes a shift), and resizing a machine to a core count.
 
 use sim_core::bpred::BpredConfig;
 use sim_core::core::CoreParams;
 use sim_core::tlb::TlbParams;
-use sim_frontend::model::OpClass;
 
 use super::machine::MachineConfig;
 
 impl MachineConfig {
-    /// The core model's parameters.
+    /// The core model's parameters: the core's settings as they are, and the TLB with its
+    /// page size as a shift.
     pub fn core_params(&self) -> CoreParams {
-        let c = &self.core;
-        let l = &c.latency;
-        let mut latency = [0u32; 14];
-        for class in OpClass::ALL {
-            latency[class as usize] = match class {
-                OpClass::IntAlu => l.int_alu,
-                OpClass::IntMul => l.int_mul,
-                OpClass::IntDiv => l.int_div,
-                OpClass::FpAdd => l.fp_add,
-                OpClass::FpMul => l.fp_mul,
-                OpClass::FpDiv => l.fp_div,
-                OpClass::Load => l.load,
-                OpClass::Store => l.store,
-                OpClass::CondBranch | OpClass::Jump | OpClass::Call | OpClass::Return => l.branch,
-                OpClass::Other | OpClass::Serializing => l.other,
-            };
-        }
         CoreParams {
-            dispatch_width: c.dispatch_width,
-            rob_size: c.rob_size,
-            frontend_depth: c.frontend_depth,
-            outstanding_loads: c.outstanding_loads,
-            outstanding_stores: c.outstanding_stores,
-            long_latency_cutoff: c.long_latency_cutoff,
-            latency,
+            settings: self.core.clone(),
             tlb: self.tlb.as_ref().map(|t| TlbParams {
                 page_shift: t.page_size.bytes().trailing_zeros(),
                 l1_entries: t.l1_entries,

@@ -7,6 +7,7 @@
 use serde::{Serialize, Serializer};
 
 use sim_core::bpred::BpredConfig;
+pub use sim_core::core::{CoreConfig, OpLatencies};
 use sim_memory::{Arbitration, PrefetchKind, Protocol, ReplacementKind};
 
 use super::units::{Bandwidth, Frequency, Size, Time};
@@ -68,51 +69,6 @@ pub struct SystemConfig {
     pub cores_per_socket: u32,
     /// Core clock frequency, the same for every core and cache.
     pub frequency: Frequency,
-}
-
-/// `[core]`: the interval model of one core.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct CoreConfig {
-    /// Micro-operations dispatched per cycle at most.
-    pub dispatch_width: u32,
-    /// Reorder-buffer (window) entries.
-    pub rob_size: u32,
-    /// Cycles from fetch to dispatch: the refill time added to every branch misprediction.
-    pub frontend_depth: u32,
-    /// Load misses that may be outstanding at once (bounds memory-level parallelism).
-    pub outstanding_loads: u32,
-    /// Store misses that may be outstanding at once.
-    pub outstanding_stores: u32,
-    /// Loads whose latency exceeds this many cycles are long-latency miss events.
-    pub long_latency_cutoff: u32,
-    /// Execution latency of each op class.
-    pub latency: OpLatencies,
-}
-
-/// `[core.latency]`: execution latency in cycles of each op class (≥ 1). Memory ops add
-/// the latency the memory hierarchy returns on top of `load`/`store`.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct OpLatencies {
-    /// Integer add, logic, shift, compare, move.
-    pub int_alu: u32,
-    /// Integer multiply.
-    pub int_mul: u32,
-    /// Integer divide.
-    pub int_div: u32,
-    /// Floating-point add and subtract.
-    pub fp_add: u32,
-    /// Floating-point multiply.
-    pub fp_mul: u32,
-    /// Floating-point divide.
-    pub fp_div: u32,
-    /// Load (address generation; the cache access is added by the memory model).
-    pub load: u32,
-    /// Store (address generation; the cache access is added by the memory model).
-    pub store: u32,
-    /// Branches, jumps, calls and returns.
-    pub branch: u32,
-    /// Every other op class (nop, serializing, ...).
-    pub other: u32,
 }
 
 /// `[cache.*]`: the levels of the hierarchy. L1s are private; L2 is private or shared by a
