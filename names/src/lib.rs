@@ -75,3 +75,29 @@ macro_rules! indexed_enum {
         }
     };
 }
+
+/// `Serialize` and `Deserialize` for an [`indexed_enum!`] type as its stable name; reading an
+/// unknown name is an error listing the allowed ones. Expands in the calling crate, which
+/// must depend on `serde` (this crate does not).
+///
+/// ```ignore
+/// isim_names::serde_by_name!(Level);
+/// ```
+#[macro_export]
+macro_rules! serde_by_name {
+    ($ty:ty) => {
+        impl serde::Serialize for $ty {
+            fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+                serializer.serialize_str(self.name())
+            }
+        }
+
+        impl<'de> serde::Deserialize<'de> for $ty {
+            fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+                let name = <std::borrow::Cow<'de, str>>::deserialize(deserializer)?;
+                Self::from_name(&name)
+                    .ok_or_else(|| serde::de::Error::unknown_variant(&name, &Self::NAMES))
+            }
+        }
+    };
+}

@@ -2,10 +2,11 @@
 //! bytes per cycle). The `isim` package converts a validated machine config into this; this
 //! crate knows nothing of TOML or of units as people write them.
 
-named_enum!(
+isim_names::indexed_enum! {
     /// Replacement policy of one cache (`replacement` in a `[cache.*]` table); one file per
     /// policy in [`crate::replacement`].
-    ReplacementKind {
+    #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+    pub enum ReplacementKind {
         /// True least-recently-used.
         Lru = "lru",
         /// Tree pseudo-LRU (one bit per internal node of a binary tree over the ways;
@@ -14,7 +15,8 @@ named_enum!(
         /// Static re-reference interval prediction (2-bit RRPV, insert at distant − 1).
         Srrip = "srrip",
     }
-);
+}
+isim_names::serde_by_name!(ReplacementKind);
 
 /// Geometry and timing of one cache level.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -40,9 +42,10 @@ impl CacheParams {
     }
 }
 
-named_enum!(
+isim_names::indexed_enum! {
     /// How the bus chooses among cores that want it at the same time (`[bus] arbitration`).
-    Arbitration {
+    #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+    pub enum Arbitration {
         /// First come, first served in simulated time.
         Fifo = "fifo",
         /// Cores that compete share the bus equally (cycling over the cores).
@@ -50,11 +53,13 @@ named_enum!(
         /// Lower core index wins; a low-priority core gets only what higher ones leave.
         FixedPriority = "fixed-priority",
     }
-);
+}
+isim_names::serde_by_name!(Arbitration);
 
-named_enum!(
+isim_names::indexed_enum! {
     /// The coherence protocol among private caches (`[coherence] protocol`).
-    Protocol {
+    #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+    pub enum Protocol {
         /// Modified / Shared / Invalid: a load always fills in `S`, so a store to a line the
         /// core loaded first is an upgrade on the bus.
         Msi = "msi",
@@ -63,7 +68,8 @@ named_enum!(
         /// transaction.
         Mesi = "mesi",
     }
-);
+}
+isim_names::serde_by_name!(Protocol);
 
 /// The whole memory system.
 #[derive(Debug, Clone, PartialEq)]
@@ -160,7 +166,7 @@ mod tests {
     #[test]
     fn settings_enums_read_their_config_names() {
         for (name, value) in ReplacementKind::NAMES.iter().zip(ReplacementKind::ALL) {
-            assert_eq!(parse::<ReplacementKind>(name).ok(), Some(*value));
+            assert_eq!(parse::<ReplacementKind>(name).ok(), Some(value));
             assert_eq!(value.name(), *name);
         }
         assert_eq!(
@@ -177,9 +183,9 @@ mod tests {
         assert_eq!(
             (Arbitration::NAMES, Protocol::NAMES, PrefetchKind::NAMES),
             (
-                &["fifo", "round-robin", "fixed-priority"][..],
-                &["msi", "mesi"][..],
-                &["none", "next-line", "stride"][..]
+                ["fifo", "round-robin", "fixed-priority"],
+                ["msi", "mesi"],
+                ["none", "next-line", "stride"]
             )
         );
     }

@@ -11,55 +11,7 @@
 //!
 //! The crate owns the settings of its components: the replacement policy, prefetcher,
 //! coherence protocol and bus arbitration enums are spelled here once, with the names config
-//! files use ([`named_enum!`]); the `isim` config layer validates names against them.
-
-/// Generates a settings enum of fixed names: `ALL` and `NAMES` in the order the docs list
-/// them, `name()`/`from_name()`, and serde as that name (an unknown name is an error listing
-/// the allowed ones). Adding a value is one line here in its enum; every list of names
-/// (config validation, error messages) is read from `ALL`/`NAMES`.
-macro_rules! named_enum {
-    ($(#[$meta:meta])* $ty:ident { $($(#[$vmeta:meta])* $variant:ident = $name:literal),+ $(,)? }) => {
-        $(#[$meta])*
-        #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-        pub enum $ty {
-            $($(#[$vmeta])* $variant),+
-        }
-
-        impl $ty {
-            /// Every value, in the order the docs list them.
-            pub const ALL: &[$ty] = &[$($ty::$variant),+];
-
-            /// Every value's name, in the order of [`Self::ALL`].
-            pub const NAMES: &[&str] = &[$($name),+];
-
-            /// The name used in config files.
-            pub fn name(self) -> &'static str {
-                match self {
-                    $($ty::$variant => $name),+
-                }
-            }
-
-            /// The value with this config-file name.
-            pub fn from_name(name: &str) -> Option<Self> {
-                Self::ALL.iter().copied().find(|v| v.name() == name)
-            }
-        }
-
-        impl serde::Serialize for $ty {
-            fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-                serializer.serialize_str(self.name())
-            }
-        }
-
-        impl<'de> serde::Deserialize<'de> for $ty {
-            fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-                let name = <std::borrow::Cow<'de, str>>::deserialize(deserializer)?;
-                Self::from_name(&name)
-                    .ok_or_else(|| serde::de::Error::unknown_variant(&name, Self::NAMES))
-            }
-        }
-    };
-}
+//! files use (`isim_names::indexed_enum!` and `serde_by_name!`); the `isim` config layer validates names against them.
 
 pub mod cache;
 pub mod callgrind;

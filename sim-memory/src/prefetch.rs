@@ -15,9 +15,10 @@
 //!   first four triggers of a stride (a quarter of `degree`, a half, three quarters, all), and
 //!   it never crosses the demand's 4 KiB page.
 
-named_enum!(
+isim_names::indexed_enum! {
     /// Which prefetcher a level has (`prefetcher` in `[cache.l1d]` and `[cache.l2]`).
-    PrefetchKind {
+    #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+    pub enum PrefetchKind {
         /// No prefetching.
         None = "none",
         /// The next `degree` lines on a miss or on the first use of a prefetched line.
@@ -25,7 +26,8 @@ named_enum!(
         /// Per-instruction stride detection (a stream when the stride is under a line).
         Stride = "stride",
     }
-);
+}
+isim_names::serde_by_name!(PrefetchKind);
 
 impl Default for PrefetchKind {
     /// No prefetching.

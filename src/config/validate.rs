@@ -286,7 +286,7 @@ pub(super) fn machine(raw: RawMachine, ctx: &mut Ctx<'_>) -> MachineConfig {
             "coherence.protocol",
             coherence.protocol.as_deref(),
             d.coherence.protocol,
-            Protocol::ALL,
+            &Protocol::ALL,
             Protocol::name,
             "coherence protocol",
         )
@@ -302,7 +302,7 @@ pub(super) fn machine(raw: RawMachine, ctx: &mut Ctx<'_>) -> MachineConfig {
                 "bus.arbitration",
                 bus.arbitration.as_deref(),
                 d.bus.arbitration,
-                Arbitration::ALL,
+                &Arbitration::ALL,
                 Arbitration::name,
                 "bus arbitration policy",
             )
@@ -670,7 +670,7 @@ fn cache(name: &'static str, raw: RawCache, d: &CacheConfig, ctx: &mut Ctx<'_>) 
         &key("replacement"),
         raw.replacement.as_deref(),
         d.replacement,
-        ReplacementKind::ALL,
+        &ReplacementKind::ALL,
         ReplacementKind::name,
         "replacement policy",
     );
@@ -679,7 +679,7 @@ fn cache(name: &'static str, raw: RawCache, d: &CacheConfig, ctx: &mut Ctx<'_>) 
         &key("prefetcher"),
         raw.prefetcher.as_deref(),
         d.prefetcher,
-        PrefetchKind::ALL,
+        &PrefetchKind::ALL,
         PrefetchKind::name,
         "prefetcher",
     );
