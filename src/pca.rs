@@ -22,7 +22,7 @@ use sim_core::{COMPONENTS, Component};
 use crate::dirs::pca::{self as files, PcaComponent, PcaFile, PcaRow, SCHEMA};
 use crate::fsutil::write_atomic;
 use crate::stacks::{self, RunStacks};
-use crate::sweep;
+use crate::dirs::sweep::{ARGS_FILE, SweepFile, is_sweep_dir};
 
 /// `isim pca` arguments.
 #[derive(Args, Debug, Clone)]
@@ -68,32 +68,28 @@ pub struct Row {
 }
 
 /// A run to turn into rows, with where it came from.
-struct Source {
-    run: RunStacks,
-    config: Option<String>,
+struct Source<'a> {
+    run: &'a RunStacks,
+    config: Option<&'a str>,
 }
 
-fn sources(dirs: &[PathBuf]) -> Result<Vec<Source>> {
+/// The runs of `dirs` (sweep or run directories), each with its config label if it belongs
+/// to a sweep.
+fn load_runs(dirs: &[PathBuf]) -> Result<Vec<(RunStacks, Option<String>)>> {
     let mut out = Vec::new();
     for d in dirs {
-        if sweep::is_sweep_dir(d) {
-            let s = sweep::open(d)?;
+        if is_sweep_dir(d) {
+            let s = SweepFile::open(d)?;
             for r in &s.runs {
-                out.push(Source {
-                    run: stacks::load(&d.join(&r.dir))?,
-                    config: Some(r.config.clone()),
-                });
+                out.push((stacks::load(&d.join(&r.dir))?, Some(r.config.clone())));
             }
         } else if d.join("summary.json").is_file() {
-            out.push(Source {
-                run: stacks::load(d)?,
-                config: None,
-            });
+            out.push((stacks::load(d)?, None));
         } else if d.is_dir() {
             bail!(
                 "{}: neither a sweep directory ({}) nor a run directory (summary.json)",
                 d.display(),
-                sweep::ARGS_FILE
+                ARGS_FILE
             );
         } else {
             bail!("{}: no such directory", d.display());
@@ -104,16 +100,25 @@ fn sources(dirs: &[PathBuf]) -> Result<Vec<Source>> {
 
 /// The rows of the runs in `dirs` (sweep or run directories), keeping only `cores` if given.
 pub fn collect_rows(dirs: &[PathBuf], cores: &[u32]) -> Result<Vec<Row>> {
-    let src = sources(dirs)?;
-    rows_of(src, cores)
+    let loaded = load_runs(dirs)?;
+    let src = loaded.iter().map(|(run, config)| Source {
+        run,
+        config: config.as_deref(),
+    });
+    Ok(rows_of(src.collect(), cores))
 }
 
-/// The rows of one finished sweep (for the report).
-pub fn sweep_rows(dir: &Path) -> Result<Vec<Row>> {
-    rows_of(sources(&[dir.to_path_buf()])?, &[])
+/// The rows of one finished sweep, its `sweep.json` and runs (in its order) already read (for
+/// the report).
+pub fn sweep_rows(sweep: &SweepFile, runs: &[RunStacks]) -> Vec<Row> {
+    let src = sweep.runs.iter().zip(runs).map(|(r, run)| Source {
+        run,
+        config: Some(&r.config),
+    });
+    rows_of(src.collect(), &[])
 }
 
-fn rows_of(src: Vec<Source>, cores: &[u32]) -> Result<Vec<Row>> {
+fn rows_of(src: Vec<Source>, cores: &[u32]) -> Vec<Row> {
     let src: Vec<Source> = src
         .into_iter()
         .filter(|s| cores.is_empty() || cores.contains(&s.run.cores))
@@ -129,12 +134,12 @@ fn rows_of(src: Vec<Source>, cores: &[u32]) -> Result<Vec<Row>> {
         sizes.dedup();
         sizes.len() > 1
     };
-    let mut configs: Vec<Option<&str>> = src.iter().map(|s| s.config.as_deref()).collect();
+    let mut configs: Vec<Option<&str>> = src.iter().map(|s| s.config).collect();
     configs.sort_unstable();
     configs.dedup();
     let mut rows = Vec::new();
     for s in &src {
-        let r = &s.run;
+        let r = s.run;
         let mut base = vec![r.workload.clone()];
         if multi_size(&r.workload)
             && let Some(z) = r.size()
@@ -144,7 +149,7 @@ fn rows_of(src: Vec<Source>, cores: &[u32]) -> Result<Vec<Row>> {
         if configs.len() > 1
             && let Some(c) = &s.config
         {
-            base.push(c.clone());
+            base.push(c.to_string());
         }
         let base = base.join(" ");
         let mut push = |group: Option<&str>, shares: [f64; COMPONENTS]| {
@@ -159,7 +164,7 @@ fn rows_of(src: Vec<Source>, cores: &[u32]) -> Result<Vec<Row>> {
                 workload: r.workload.clone(),
                 group: group.map(str::to_string),
                 size: r.size(),
-                config: s.config.clone(),
+                config: s.config.map(str::to_string),
                 cores: r.cores,
                 shares,
             });
@@ -182,7 +187,7 @@ fn rows_of(src: Vec<Source>, cores: &[u32]) -> Result<Vec<Row>> {
             r.series = format!("{} #{k}", r.series);
         }
     }
-    Ok(rows)
+    rows
 }
 
 /// A finished analysis.

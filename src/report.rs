@@ -26,9 +26,9 @@ use anyhow::{Context, Result, bail};
 use clap::Args;
 use sim_core::Component;
 
+use crate::dirs::sweep::{SweepFile, is_sweep_dir};
 use crate::fsutil::write_atomic;
 use crate::stacks::{self, RunStacks};
-use crate::sweep;
 
 /// `isim report` arguments.
 #[derive(Args, Debug, Clone)]
@@ -72,7 +72,7 @@ pub fn render(dir: &Path) -> Result<String> {
         bail!("{}: no such directory", dir.display());
     }
     let is_run = dir.join("summary.json").is_file();
-    let is_sweep = sweep::is_sweep_dir(dir);
+    let is_sweep = is_sweep_dir(dir);
     let has_tables = !json_files(dir)?.is_empty();
     let has_svg = !svg_files(dir)?.is_empty();
     if !is_run && !is_sweep && !has_tables && !has_svg {
@@ -108,8 +108,20 @@ pub fn render(dir: &Path) -> Result<String> {
         env!("CARGO_PKG_VERSION")
     );
     let mut shown_svgs: Vec<String> = vec!["cycle-stacks.svg".into()];
-    if is_sweep {
-        sweep_section(&mut h, dir)?;
+    // A sweep's `sweep.json` and runs, each read once for every section that shows them.
+    let sweep = if is_sweep {
+        let file = SweepFile::open(dir)?;
+        let runs: Vec<RunStacks> = file
+            .runs
+            .iter()
+            .map(|r| stacks::load(&dir.join(&r.dir)))
+            .collect::<Result<_>>()?;
+        Some((file, runs))
+    } else {
+        None
+    };
+    if let Some((file, runs)) = &sweep {
+        sweep_section(&mut h, dir, file, runs)?;
         shown_svgs.push("scaling.svg".into());
     }
     if is_run {
@@ -118,12 +130,10 @@ pub fn render(dir: &Path) -> Result<String> {
     }
     other_charts(&mut h, dir, &shown_svgs, 2)?;
     tables_section(&mut h, dir, 2)?;
-    if is_sweep {
-        let s = sweep::open(dir)?;
+    if let Some((file, runs)) = &sweep {
         let _ = writeln!(h, "<h2>Runs</h2>");
-        for r in &s.runs {
+        for (r, run) in file.runs.iter().zip(runs) {
             let rd = dir.join(&r.dir);
-            let run = stacks::load(&rd)?;
             let _ = writeln!(
                 h,
                 "<details><summary>{} — {} cores, {} cycles</summary>",
@@ -131,7 +141,7 @@ pub fn render(dir: &Path) -> Result<String> {
                 r.cores,
                 thousands(run.cycles)
             );
-            run_section(&mut h, &run, 3);
+            run_section(&mut h, run, 3);
             other_charts(&mut h, &rd, &["cycle-stacks.svg".into()], 3)?;
             tables_section(&mut h, &rd, 3)?;
             h.push_str("</details>\n");
@@ -153,8 +163,9 @@ pub fn cli(args: &ReportArgs) -> Result<()> {
     Ok(())
 }
 
-fn sweep_section(h: &mut String, dir: &Path) -> Result<()> {
-    let s = sweep::open(dir)?;
+/// The sweep's arguments, scaling chart and a PCA over its runs (`runs`: the runs of `s`, in
+/// its order).
+fn sweep_section(h: &mut String, dir: &Path, s: &SweepFile, runs: &[RunStacks]) -> Result<()> {
     let _ = writeln!(h, "<h2>Sweep: {}</h2>", esc(&s.workload));
     let mut cores: Vec<u32> = s.runs.iter().map(|r| r.cores).collect();
     cores.sort_unstable();
@@ -185,7 +196,7 @@ fn sweep_section(h: &mut String, dir: &Path) -> Result<()> {
         let _ = writeln!(h, "<h3>Normalised cycle stacks per core count</h3>");
         chart(h, &svg);
     }
-    match pca_of_sweep(dir) {
+    match pca_of_sweep(s, runs) {
         Ok(Some(a)) => {
             let _ = writeln!(h, "<h3>PCA over the sweep's runs</h3>");
             chart(h, &a.scatter_svg());
@@ -211,8 +222,8 @@ fn sweep_section(h: &mut String, dir: &Path) -> Result<()> {
     Ok(())
 }
 
-fn pca_of_sweep(dir: &Path) -> Result<Option<crate::pca::Analysis>> {
-    let rows = crate::pca::sweep_rows(dir)?;
+fn pca_of_sweep(s: &SweepFile, runs: &[RunStacks]) -> Result<Option<crate::pca::Analysis>> {
+    let rows = crate::pca::sweep_rows(s, runs);
     if rows.len() < 2 {
         return Ok(None);
     }

@@ -5,3 +5,4 @@
 
 pub mod pca;
 pub mod run;
+pub mod sweep;

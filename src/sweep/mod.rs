@@ -25,23 +25,19 @@ use accounting::scaling::{self, ScalingPoint, present_components};
 use accounting::table::ReportTable;
 use anyhow::{Context, Result, bail};
 use clap::Args;
-use serde::{Deserialize, Serialize};
-use serde_json::json;
-use sim_core::{COMPONENTS, Component, CycleStack};
+use sim_core::{Component, CycleStack};
 use sim_frontend::workloads::{self, Params};
 
+pub use crate::dirs::sweep::{
+    ARGS_FILE, ARGS_SCHEMA, ConfigSpec, RESULTS_FILE, SCHEMA, SweepSpec, is_sweep_dir,
+};
+use crate::dirs::sweep::{
+    SweepConfig, SweepFile, SweepGroup, SweepRun, SweepSeries, SweepSeriesRow, by_component,
+};
 use crate::fsutil::write_atomic;
 use crate::run::{DEFAULT_WORKLOAD, RunRequest};
 use crate::stacks::{self, RunStacks};
 
-/// Schema of `sweep-args.json`.
-pub const ARGS_SCHEMA: &str = "isim-sweep-args/1";
-/// Schema of `sweep.json`.
-pub const SCHEMA: &str = "isim-sweep/1";
-/// The arguments file of a sweep directory.
-pub const ARGS_FILE: &str = "sweep-args.json";
-/// The results file of a finished sweep.
-pub const RESULTS_FILE: &str = "sweep.json";
 /// Label of the built-in default machine.
 pub const DEFAULT_CONFIG_LABEL: &str = "default";
 
@@ -84,47 +80,6 @@ pub struct SweepArgs {
     /// Running the simulations on a cluster through Slurm instead of on this host.
     #[command(flatten)]
     pub slurm: crate::slurm::SlurmArgs,
-}
-
-/// One machine config of a sweep, as recorded in `sweep-args.json`.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct ConfigSpec {
-    /// Short name used in run ids and tables (the file stem, or `default`).
-    pub label: String,
-    /// Absolute path of the file (none for the built-in default).
-    pub path: Option<PathBuf>,
-    /// The file's contents when the sweep started.
-    pub text: String,
-}
-
-/// The arguments that determine a sweep's results (`sweep-args.json`). `--jobs` is not among
-/// them: it changes how fast, not what.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct SweepSpec {
-    /// Always [`ARGS_SCHEMA`].
-    pub schema: String,
-    /// Workload name.
-    pub workload: String,
-    /// Seed.
-    pub seed: u64,
-    /// Sizes, ascending, without duplicates.
-    pub sizes: Vec<u64>,
-    /// Core counts, ascending, without duplicates.
-    pub cores: Vec<u32>,
-    /// Machine configs, in the order given.
-    pub configs: Vec<ConfigSpec>,
-    /// `--set` overrides, in the order given.
-    pub sets: Vec<String>,
-    /// A traced program (absolute path first) and its arguments, `{threads}` standing for the
-    /// core count; empty for a built-in workload.
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub program: Vec<String>,
-    /// CRC-32 of the program file when the sweep started: a rebuilt program is another sweep.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub program_crc: Option<u32>,
-    /// `--roi` of the traces (`markers`, `main`, `all`), for a program.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub roi: Option<String>,
 }
 
 /// Placeholder for `{threads}` in a swept program's arguments.
@@ -718,10 +673,7 @@ pub(crate) fn finish(spec: &SweepSpec, dir: &Path, reused: Vec<String>) -> Resul
         .map(|r| r.id.clone())
         .collect();
     let results = analyse(spec, dir, &plan)?;
-    write_atomic(
-        &dir.join(RESULTS_FILE),
-        serde_json::to_string_pretty(&results.json)?.as_bytes(),
-    )?;
+    results.file.write(dir)?;
     write_atomic(&dir.join("scaling.svg"), results.svg.as_bytes())?;
     Ok(SweepOutcome {
         dir: dir.to_path_buf(),
@@ -810,24 +762,9 @@ struct Series<'a> {
 }
 
 struct Analysis {
-    json: serde_json::Value,
+    file: SweepFile,
     svg: String,
     tables: Vec<ReportTable>,
-}
-
-fn stack_map(s: &CycleStack) -> serde_json::Map<String, serde_json::Value> {
-    Component::ALL
-        .iter()
-        .map(|&c| (c.name().to_string(), json!(s.get(c))))
-        .collect()
-}
-
-fn shares_map(sh: &[f64; COMPONENTS]) -> serde_json::Map<String, serde_json::Value> {
-    Component::NAMES
-        .iter()
-        .zip(sh)
-        .map(|(n, v)| (n.to_string(), json!(v)))
-        .collect()
 }
 
 /// The scaling analysis of a complete sweep: `sweep.json`'s contents, `scaling.svg` and the
@@ -962,21 +899,21 @@ fn analyse(spec: &SweepSpec, dir: &Path, plan: &[PlannedRun]) -> Result<Analysis
                     .map(|&j| format!("{:.1}", 100.0 * row.shares[j])),
             );
             t.rows.push(r);
-            rows_json.push(json!({
-                "cores": row.cores,
-                "cycles": row.cycles,
-                "speedup": row.speedup,
-                "efficiency": row.efficiency,
-                "working_threads": threads,
-                "shares": shares_map(&row.shares),
-            }));
+            rows_json.push(SweepSeriesRow {
+                cores: row.cores,
+                cycles: row.cycles,
+                efficiency: row.efficiency,
+                shares: by_component(&row.shares),
+                speedup: row.speedup,
+                working_threads: threads,
+            });
         }
-        series_json.push(json!({
-            "config": s.config,
-            "size": s.size,
-            "group": s.group,
-            "rows": rows_json,
-        }));
+        series_json.push(SweepSeries {
+            config: s.config.to_string(),
+            group: s.group.clone(),
+            rows: rows_json,
+            size: s.size,
+        });
         // scaling.svg: per-group series replace the overall one for heterogeneous workloads.
         let heterogeneous = series
             .iter()
@@ -1030,106 +967,63 @@ fn analyse(spec: &SweepSpec, dir: &Path, plan: &[PlannedRun]) -> Result<Analysis
         true,
     );
 
-    let runs_json: Vec<serde_json::Value> = plan
+    let runs = plan
         .iter()
         .zip(&loaded)
         .map(|(r, s)| {
             let a = &s.aggregate;
-            json!({
-                "id": r.id,
-                "dir": format!("runs/{}", r.id),
-                "config": spec.configs[r.config].label,
-                "size": r.size,
-                "cores": r.cores,
-                "command": spec.command(r, dir),
-                "cycles": s.cycles,
-                "instructions": s.instructions,
-                "working_threads": a.overall.threads,
-                "no_real_work": a.overall.no_real_work,
-                "aggregate": stack_map(&a.overall.stack),
-                "shares": shares_map(&a.overall.shares()),
-                "heterogeneous": a.heterogeneous(),
-                "groups": a.groups.iter().map(|g| json!({
-                    "name": g.name,
-                    "members": g.members,
-                    "working_threads": if g.aggregate.no_real_work { Vec::new() } else { g.aggregate.threads.clone() },
-                    "aggregate": stack_map(&g.aggregate.stack),
-                    "shares": shares_map(&g.aggregate.shares()),
-                })).collect::<Vec<_>>(),
-            })
+            SweepRun {
+                aggregate: by_component(&a.overall.stack.0),
+                command: spec.command(r, dir),
+                config: spec.configs[r.config].label.clone(),
+                cores: r.cores,
+                cycles: s.cycles,
+                dir: PathBuf::from(format!("runs/{}", r.id)),
+                groups: a
+                    .groups
+                    .iter()
+                    .map(|g| SweepGroup {
+                        aggregate: by_component(&g.aggregate.stack.0),
+                        members: g.members.clone(),
+                        name: g.name.clone(),
+                        shares: by_component(&g.aggregate.shares()),
+                        working_threads: if g.aggregate.no_real_work {
+                            Vec::new()
+                        } else {
+                            g.aggregate.threads.clone()
+                        },
+                    })
+                    .collect(),
+                heterogeneous: a.heterogeneous(),
+                id: r.id.clone(),
+                instructions: s.instructions,
+                no_real_work: a.overall.no_real_work,
+                shares: by_component(&a.overall.shares()),
+                size: r.size,
+                working_threads: a.overall.threads.clone(),
+            }
         })
         .collect();
-    let json = json!({
-        "schema": SCHEMA,
-        "workload": spec.workload,
-        "seed": spec.seed,
-        "sizes": spec.sizes,
-        "cores": spec.cores,
-        "configs": spec.configs.iter().map(|c| json!({"label": c.label, "path": c.path})).collect::<Vec<_>>(),
-        "sets": spec.sets,
-        "runs": runs_json,
-        "series": series_json,
-        "report_tables": tables,
-    });
-    Ok(Analysis { json, svg, tables })
-}
-
-/// A run listed in a finished sweep's `sweep.json`.
-#[derive(Debug, Clone, Deserialize)]
-pub struct SweepRun {
-    /// Run id.
-    pub id: String,
-    /// Directory, relative to the sweep directory.
-    pub dir: PathBuf,
-    /// Config label.
-    pub config: String,
-    /// Workload size.
-    pub size: u64,
-    /// Core count.
-    pub cores: u32,
-}
-
-/// The parts of `sweep.json` other commands read.
-#[derive(Debug, Clone, Deserialize)]
-pub struct SweepResults {
-    /// Always [`SCHEMA`].
-    pub schema: String,
-    /// Workload name.
-    pub workload: String,
-    /// Runs in plan order.
-    pub runs: Vec<SweepRun>,
-    /// Config labels and paths.
-    pub configs: Vec<serde_json::Value>,
-}
-
-/// Reads a finished sweep's `sweep.json`; a sweep directory without it is unfinished.
-pub fn open(dir: &Path) -> Result<SweepResults> {
-    let path = dir.join(RESULTS_FILE);
-    let text = match std::fs::read_to_string(&path) {
-        Ok(t) => t,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound && dir.join(ARGS_FILE).exists() => {
-            bail!(
-                "{}: the sweep has not finished (no {RESULTS_FILE}); rerun the same `isim sweep` command to complete it",
-                dir.display()
-            )
-        }
-        Err(e) => return Err(e).with_context(|| format!("cannot read {}", path.display())),
+    let file = SweepFile {
+        configs: spec
+            .configs
+            .iter()
+            .map(|c| SweepConfig {
+                label: c.label.clone(),
+                path: c.path.clone(),
+            })
+            .collect(),
+        cores: spec.cores.clone(),
+        report_tables: tables.clone(),
+        runs,
+        schema: SCHEMA.to_string(),
+        seed: spec.seed,
+        series: series_json,
+        sets: spec.sets.clone(),
+        sizes: spec.sizes.clone(),
+        workload: spec.workload.clone(),
     };
-    let r: SweepResults = serde_json::from_str(&text)
-        .with_context(|| format!("{}: not a sweep results file", path.display()))?;
-    if r.schema != SCHEMA {
-        bail!(
-            "{}: schema `{}`, expected `{SCHEMA}`: rerun the sweep with this version of isim",
-            path.display(),
-            r.schema
-        );
-    }
-    Ok(r)
-}
-
-/// Whether `dir` is a sweep directory (finished or not).
-pub fn is_sweep_dir(dir: &Path) -> bool {
-    dir.join(ARGS_FILE).is_file() || dir.join(RESULTS_FILE).is_file()
+    Ok(Analysis { file, svg, tables })
 }
 
 /// `isim sweep` on the command line: plans, shows one progress bar over the runs, and prints
