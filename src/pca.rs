@@ -20,9 +20,9 @@ use clap::Args;
 use sim_core::{COMPONENTS, Component};
 
 use crate::dirs::pca::{self as files, PcaComponent, PcaFile, PcaRow, SCHEMA};
+use crate::dirs::sweep::{ARGS_FILE, SweepFile, is_sweep_dir};
 use crate::fsutil::write_atomic;
 use crate::stacks::{self, RunStacks};
-use crate::dirs::sweep::{ARGS_FILE, SweepFile, is_sweep_dir};
 
 /// `isim pca` arguments.
 #[derive(Args, Debug, Clone)]

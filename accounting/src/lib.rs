@@ -9,7 +9,8 @@
 //! * [`parashare`] — ParaShares: the parallel block vector collector and parallelism-weighted
 //!   block rankings.
 //! * [`scaling`] — aggregated cycle stacks over threads doing real work and per thread group,
-//!   and scaling tables (speedup, efficiency, component shares) of core-count sweeps.
+//!   and scaling tables (speedup, efficiency, component shares) of core-count sweeps;
+//!   [`sweep`] — the scaling analysis of a whole sweep (series, their tables, the chart's bars).
 //! * [`pca`] — principal component analysis of normalised cycle stacks, and its scatter plot.
 //! * [`cluster`] — average-linkage clustering and dendrograms.
 //! * [`table`] — the `report_tables` shape every analysis's JSON carries for `isim report`.
@@ -28,4 +29,5 @@ mod plot;
 pub mod profile;
 pub mod render;
 pub mod scaling;
+pub mod sweep;
 pub mod table;

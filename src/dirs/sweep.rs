@@ -207,9 +207,7 @@ impl SweepFile {
         let path = dir.join(RESULTS_FILE);
         let text = match std::fs::read_to_string(&path) {
             Ok(t) => t,
-            Err(e)
-                if e.kind() == std::io::ErrorKind::NotFound && dir.join(ARGS_FILE).exists() =>
-            {
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound && dir.join(ARGS_FILE).exists() => {
                 bail!(
                     "{}: the sweep has not finished (no {RESULTS_FILE}); rerun the same `isim sweep` command to complete it",
                     dir.display()
