@@ -12,8 +12,10 @@
 
 use std::path::{Path, PathBuf};
 
-use accounting::cluster::{Merge, average_linkage, dendrogram_svg, leaf_order};
-use accounting::pca::{Pca, PcaOptions, ScatterPoint, scatter_svg};
+use accounting::chart::dendrogram::dendrogram_svg;
+use accounting::chart::scatter::{ScatterPoint, scatter_svg};
+use accounting::cluster::{Merge, average_linkage, leaf_order};
+use accounting::pca::{Pca, PcaOptions};
 use accounting::table::ReportTable;
 use anyhow::{Context, Result, bail};
 use clap::Args;

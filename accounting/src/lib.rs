@@ -11,8 +11,9 @@
 //! * [`scaling`] — aggregated cycle stacks over threads doing real work and per thread group,
 //!   and scaling tables (speedup, efficiency, component shares) of core-count sweeps;
 //!   [`sweep`] — the scaling analysis of a whole sweep (series, their tables, the chart's bars).
-//! * [`pca`] — principal component analysis of normalised cycle stacks, and its scatter plot.
-//! * [`cluster`] — average-linkage clustering and dendrograms.
+//! * [`pca`] — principal component analysis of normalised cycle stacks.
+//! * [`cluster`] — average-linkage clustering.
+//! * [`chart`] — the charts of those analyses as SVG: the PCA scatter plot and the dendrogram.
 //! * [`table`] — the `report_tables` shape every analysis's JSON carries for `isim report`.
 //! * [`profile`] — per-thread call-path profiles (a collector following calls, returns and tail
 //!   calls); [`aggregate`] — thread aggregation (none, SUM, SET, KEY, CALLTREE) after Score-P;
@@ -20,12 +21,12 @@
 
 pub mod aggregate;
 pub mod attribution;
+pub mod chart;
 pub mod cluster;
 pub mod cube;
 pub mod lime;
 pub mod parashare;
 pub mod pca;
-mod plot;
 pub mod profile;
 pub mod render;
 pub mod scaling;

@@ -13,7 +13,7 @@
 
 use std::fmt::Write as _;
 
-use crate::plot::{nice_step, svg_open};
+use crate::chart::{nice_step, svg_open};
 
 /// One bar of a chart: a label (e.g. `"thread 3"`) and one value per component, in the order of
 /// the `names` passed to [`stacked_bars_svg`] or [`text_bars`].
