@@ -633,8 +633,9 @@ fn active_tasks(jobs: &[String]) -> Result<(usize, usize, usize)> {
 }
 
 /// `isim sweep --slurm …`: collects what finished, submits what did not, and with `--wait`
-/// waits for it; writes the scaling table once every run is complete.
-pub fn cli(spec: &SweepSpec, out: &Path, args: &SlurmArgs) -> Result<()> {
+/// waits for it; writes the scaling table once every run is complete (printing it as CSV with
+/// `csv`).
+pub fn cli(spec: &SweepSpec, out: &Path, args: &SlurmArgs, csv: bool) -> Result<()> {
     if args.max_running == Some(0) {
         bail!("--max-running 0: at least one task must run at a time");
     }
@@ -676,6 +677,7 @@ pub fn cli(spec: &SweepSpec, out: &Path, args: &SlurmArgs) -> Result<()> {
                     o.executed.len(),
                     o.reused.len()
                 ),
+                csv,
             );
             return Ok(());
         }

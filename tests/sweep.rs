@@ -50,6 +50,7 @@ fn args(cores: &[u32], out: &Path) -> SweepArgs {
         out: out.to_path_buf(),
         roi: isim::trace::Roi::Main,
         program: vec![],
+        csv: false,
         slurm: Default::default(),
     }
 }
@@ -478,4 +479,55 @@ fn a_killed_sweep_resumes_to_the_uninterrupted_result() {
         .filter(|n| n.contains("partial") || n.contains(".tmp-"))
         .collect();
     assert!(leftovers.is_empty(), "{leftovers:?}");
+}
+
+/// `--csv` prints the scaling tables of `sweep.json` as CSV and nothing else on standard output
+/// (a rerun of a finished sweep, so the CSV of a resumed sweep is checked too); the sweep's
+/// files are the same as without it.
+#[test]
+fn csv_prints_the_scaling_tables_and_nothing_else() {
+    let dir = tempfile::tempdir().unwrap();
+    let sw = dir.path().join("sweep");
+    let cmd = |extra: &[&str]| {
+        let mut v = vec![
+            "sweep",
+            "--workload",
+            "lu-owner",
+            "--cores",
+            "1,2",
+            "--size",
+            "4",
+            "-j",
+            "2",
+            "--out",
+            sw.to_str().unwrap(),
+        ];
+        v.extend(extra);
+        isim(&v)
+    };
+    let text = cmd(&[]);
+    assert!(text.status.success());
+    let results = std::fs::read(sw.join("sweep.json")).unwrap();
+    let o = cmd(&["--csv"]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    assert_eq!(std::fs::read(sw.join("sweep.json")).unwrap(), results);
+    let v: serde_json::Value = serde_json::from_slice(&results).unwrap();
+    let tables: Vec<accounting::table::ReportTable> =
+        serde_json::from_value(v["report_tables"].clone()).unwrap();
+    assert_eq!(tables.len(), 1);
+    let csv = String::from_utf8(o.stdout).unwrap();
+    assert_eq!(
+        csv,
+        format!("# {}\r\n{}", tables[0].title, tables[0].render_csv())
+    );
+    let lines: Vec<&str> = csv.split("\r\n").collect();
+    assert!(lines[1].starts_with("cores,cycles,speedup,efficiency,working threads,base %,"));
+    assert!(
+        lines[2].starts_with("1,") && lines[3].starts_with("2,"),
+        "{csv}"
+    );
+    assert_eq!(lines.len(), 5, "{csv}"); // title, header, two core counts, and the last CRLF
+    let err = String::from_utf8(o.stderr).unwrap();
+    assert!(err.contains("0 runs executed, 2 reused"), "{err}");
+    assert!(err.contains("sweep directory:"), "{err}");
 }

@@ -1,7 +1,7 @@
 //! Report tables: the plain `{title, columns, rows}` shape that every analysis writes under a
 //! top-level `"report_tables"` key of its JSON output, so that `isim report` can render the
 //! tables of analyses it knows nothing about. Cells are preformatted strings (the analysis
-//! decides precision and units); this module only aligns them for a terminal.
+//! decides precision and units); this module renders them: aligned for a terminal, or as CSV.
 
 use serde::{Deserialize, Serialize};
 
@@ -120,6 +120,32 @@ impl ReportTable {
         }
         out
     }
+
+    /// The table as CSV (RFC 4180): a header record of the column headings, then one record
+    /// per row, every record as wide as the widest (short ones padded with empty fields),
+    /// records ended by CRLF. A field holding a comma, a double quote, CR or LF is quoted, its
+    /// double quotes doubled. The title is not part of the CSV.
+    pub fn render_csv(&self) -> String {
+        let ncol = self.width();
+        let mut out = String::new();
+        for r in std::iter::once(&self.columns).chain(&self.rows) {
+            for j in 0..ncol {
+                if j > 0 {
+                    out.push(',');
+                }
+                let c = r.get(j).map_or("", String::as_str);
+                if c.contains([',', '"', '\r', '\n']) {
+                    out.push('"');
+                    out.push_str(&c.replace('"', "\"\""));
+                    out.push('"');
+                } else {
+                    out.push_str(c);
+                }
+            }
+            out.push_str("\r\n");
+        }
+        out
+    }
 }
 
 #[cfg(test)]
@@ -146,5 +172,18 @@ mod tests {
         assert_eq!(tt.columns, ["cores", "1", "16"]);
         assert_eq!(tt.rows, [["cycles", "305154", ""]]);
         assert_eq!(tt.transposed().rows[0], t.rows[0]);
+    }
+
+    #[test]
+    fn csv_quotes_only_what_needs_it_and_pads_short_rows() {
+        let mut t = ReportTable::new("ignored title", &["name", "value, %"]);
+        t.rows.push(vec!["say \"hi\"".into(), "1.5".into()]);
+        t.rows.push(vec!["two\nlines".into()]);
+        t.rows.push(vec!["a".into(), "b".into(), "extra".into()]);
+        assert_eq!(
+            t.render_csv(),
+            "name,\"value, %\",\r\n\"say \"\"hi\"\"\",1.5,\r\n\"two\nlines\",,\r\na,b,extra\r\n"
+        );
+        assert_eq!(ReportTable::new("t", &[]).render_csv(), "\r\n");
     }
 }

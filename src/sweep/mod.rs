@@ -71,6 +71,11 @@ pub struct SweepArgs {
     /// config.
     #[arg(last = true, value_name = "PROGRAM")]
     pub program: Vec<String>,
+    /// Print the scaling tables as CSV (RFC 4180, one record per core count, lines ended by
+    /// CRLF) instead of aligned text: each table led by a `# title` line, tables separated by
+    /// an empty line; what ran and where the files are goes to standard error.
+    #[arg(long)]
+    pub csv: bool,
     /// Running the simulations on a cluster through Slurm instead of on this host.
     #[command(flatten)]
     pub slurm: crate::slurm::SlurmArgs,
@@ -86,7 +91,7 @@ pub fn cli(args: &SweepArgs) -> Result<()> {
                 "--jobs applies to sweeps on this host; with --slurm, Slurm decides how many tasks run at a time"
             );
         }
-        return crate::slurm::cli(&spec, &args.out, &args.slurm);
+        return crate::slurm::cli(&spec, &args.out, &args.slurm, args.csv);
     }
     let jobs = args.jobs.unwrap_or_else(|| {
         std::thread::available_parallelism()
@@ -140,20 +145,33 @@ pub fn cli(args: &SweepArgs) -> Result<()> {
             start.elapsed().as_secs_f64(),
             if jobs == 1 { "" } else { "s" }
         ),
+        args.csv,
     );
     Ok(())
 }
 
-/// Prints a finished sweep's scaling tables, `line` (what ran, where and how long) and where
-/// its files are.
-pub(crate) fn print_outcome(o: &SweepOutcome, line: &str) {
+/// Prints a finished sweep's scaling tables (as text, or as CSV with `csv`), `line` (what
+/// ran, where and how long) and where its files are (on standard error with `csv`, so that
+/// standard output is only CSV).
+pub(crate) fn print_outcome(o: &SweepOutcome, line: &str, csv: bool) {
+    let place = format!(
+        "sweep directory: {} ({RESULTS_FILE}, scaling.svg, runs/)",
+        o.dir.display()
+    );
+    if csv {
+        for (i, t) in o.tables.iter().enumerate() {
+            // One core count per record, as data tools want it.
+            let gap = if i > 0 { "\r\n" } else { "" };
+            print!("{gap}# {}\r\n{}", t.title, t.render_csv());
+        }
+        eprintln!("{line}");
+        eprintln!("{place}");
+        return;
+    }
     for t in &o.tables {
         // Components as rows, core counts as columns: narrow enough for a terminal.
         println!("{}", t.transposed().render_text());
     }
     println!("{line}");
-    println!(
-        "sweep directory: {} ({RESULTS_FILE}, scaling.svg, runs/)",
-        o.dir.display()
-    );
+    println!("{place}");
 }

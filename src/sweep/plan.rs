@@ -508,6 +508,7 @@ mod tests {
             out: PathBuf::from("x"),
             roi: crate::trace::Roi::Main,
             program: vec![],
+            csv: false,
             slurm: Default::default(),
         }
     }
