@@ -26,7 +26,7 @@ use anyhow::{Context, Result, bail};
 use clap::Args;
 use sim_core::Component;
 
-use crate::dirs::sweep::{SweepFile, is_sweep_dir};
+use crate::dirs::sweep::{SCALING_SVG, SweepFile, is_sweep_dir};
 use crate::fsutil::write_atomic;
 use crate::stacks::{self, RunStacks};
 
@@ -122,7 +122,7 @@ pub fn render(dir: &Path) -> Result<String> {
     };
     if let Some((file, runs)) = &sweep {
         sweep_section(&mut h, dir, file, runs)?;
-        shown_svgs.push("scaling.svg".into());
+        shown_svgs.push(SCALING_SVG.into());
     }
     if is_run {
         let run = stacks::load(dir)?;
@@ -192,7 +192,7 @@ fn sweep_section(h: &mut String, dir: &Path, s: &SweepFile, runs: &[RunStacks]) 
             ),
         ],
     );
-    if let Some(svg) = read_svg(&dir.join("scaling.svg"))? {
+    if let Some(svg) = read_svg(&dir.join(SCALING_SVG))? {
         let _ = writeln!(h, "<h3>Normalised cycle stacks per core count</h3>");
         chart(h, &svg);
     }

@@ -3,9 +3,9 @@
 //! `sweep.json`, the results of a finished sweep ([`SweepFile`]), written by `isim sweep` and
 //! read by `isim pca`, `isim report` and scripts.
 //!
-//! `sweep.json`'s keys are in alphabetical order at every level: the file is written through a
-//! `serde_json::Value`, whose maps keep their keys sorted, as it has been since schema 1. The
-//! structs list their fields in that order too, so that they read like the file.
+//! `sweep.json`'s fields are declared in alphabetical order at every level (its tables through
+//! `accounting::table::serialize_sorted`, per-component maps as sorted maps), the order in
+//! which the file has always listed its keys.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -25,6 +25,8 @@ pub const SCHEMA: &str = "isim-sweep/1";
 pub const ARGS_FILE: &str = "sweep-args.json";
 /// The results file of a finished sweep.
 pub const RESULTS_FILE: &str = "sweep.json";
+/// The scaling chart of a finished sweep.
+pub const SCALING_SVG: &str = "scaling.svg";
 
 /// One machine config of a sweep, as recorded in `sweep-args.json`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -87,6 +89,7 @@ pub struct SweepFile {
     /// Core counts, ascending.
     pub cores: Vec<u32>,
     /// The scaling tables, one per series.
+    #[serde(serialize_with = "accounting::table::serialize_sorted")]
     pub report_tables: Vec<ReportTable>,
     /// Runs in plan order.
     pub runs: Vec<SweepRun>,
@@ -194,11 +197,9 @@ pub struct SweepSeriesRow {
 impl SweepFile {
     /// Writes `DIR/sweep.json` atomically.
     pub fn write(&self, dir: &Path) -> Result<()> {
-        // Through a `Value`: its maps sort keys, which is the file's key order (module docs).
-        let value = serde_json::to_value(self)?;
         write_atomic(
             &dir.join(RESULTS_FILE),
-            serde_json::to_string_pretty(&value)?.as_bytes(),
+            serde_json::to_string_pretty(self)?.as_bytes(),
         )
     }
 

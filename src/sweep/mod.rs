@@ -26,7 +26,7 @@ mod programs;
 mod results;
 
 pub use crate::dirs::sweep::{
-    ARGS_FILE, ARGS_SCHEMA, ConfigSpec, RESULTS_FILE, SCHEMA, SweepSpec, is_sweep_dir,
+    ARGS_FILE, ARGS_SCHEMA, ConfigSpec, RESULTS_FILE, SCALING_SVG, SCHEMA, SweepSpec, is_sweep_dir,
 };
 pub use exec::{Progress, sweep};
 pub(crate) use plan::prepare_dir;
@@ -155,7 +155,7 @@ pub fn cli(args: &SweepArgs) -> Result<()> {
 /// standard output is only CSV).
 pub(crate) fn print_outcome(o: &SweepOutcome, line: &str, csv: bool) {
     let place = format!(
-        "sweep directory: {} ({RESULTS_FILE}, scaling.svg, runs/)",
+        "sweep directory: {} ({RESULTS_FILE}, {SCALING_SVG}, runs/)",
         o.dir.display()
     );
     if csv {

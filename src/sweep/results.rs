@@ -12,8 +12,8 @@ use sim_core::Component;
 
 use super::plan::PlannedRun;
 use crate::dirs::sweep::{
-    SCHEMA, SweepConfig, SweepFile, SweepGroup, SweepRun, SweepSeries, SweepSeriesRow, SweepSpec,
-    by_component,
+    SCALING_SVG, SCHEMA, SweepConfig, SweepFile, SweepGroup, SweepRun, SweepSeries, SweepSeriesRow,
+    SweepSpec, by_component,
 };
 use crate::fsutil::write_atomic;
 use crate::stacks::{self, RunStacks};
@@ -65,7 +65,7 @@ pub(crate) fn finish(spec: &SweepSpec, dir: &Path, reused: Vec<String>) -> Resul
     let analysis = analyze(&shape, &points);
     results_file(spec, dir, &plan, &loaded, &analysis).write(dir)?;
     write_atomic(
-        &dir.join("scaling.svg"),
+        &dir.join(SCALING_SVG),
         scaling_svg(&spec.workload, &analysis.bars).as_bytes(),
     )?;
     Ok(SweepOutcome {
