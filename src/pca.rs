@@ -85,7 +85,7 @@ fn load_runs(dirs: &[PathBuf]) -> Result<Vec<(RunStacks, Option<String>)>> {
             for r in &s.runs {
                 out.push((stacks::load(&d.join(&r.dir))?, Some(r.config.clone())));
             }
-        } else if d.join("summary.json").is_file() {
+        } else if d.join(crate::dirs::run::SUMMARY).is_file() {
             out.push((stacks::load(d)?, None));
         } else if d.is_dir() {
             bail!(

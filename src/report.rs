@@ -26,6 +26,7 @@ use anyhow::{Context, Result, bail};
 use clap::Args;
 use sim_core::Component;
 
+use crate::dirs::run;
 use crate::dirs::sweep::{SCALING_SVG, SweepFile, is_sweep_dir};
 use crate::fsutil::write_atomic;
 use crate::stacks::{self, RunStacks};
@@ -64,14 +65,14 @@ dl.kv dd{margin:0}
 ";
 
 /// Files whose JSON is large and never holds report tables.
-const SKIP_JSON: &[&str] = &["attribution.json", "sections.json", "summary.json"];
+const SKIP_JSON: &[&str] = &[run::ATTRIBUTION, run::SECTIONS, run::SUMMARY];
 
 /// Builds the report of `dir`.
 pub fn render(dir: &Path) -> Result<String> {
     if !dir.is_dir() {
         bail!("{}: no such directory", dir.display());
     }
-    let is_run = dir.join("summary.json").is_file();
+    let is_run = dir.join(run::SUMMARY).is_file();
     let is_sweep = is_sweep_dir(dir);
     let has_tables = !json_files(dir)?.is_empty();
     let has_svg = !svg_files(dir)?.is_empty();

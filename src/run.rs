@@ -143,11 +143,11 @@ pub fn run(req: &RunRequest, progress: impl FnMut(u64)) -> Result<RunOutcome> {
             if c < n {
                 bail!("--cores {c} is smaller than the trace's {n} threads (one thread per core)");
             }
-            machine = machine.with_cores(c).map_err(|e| anyhow::anyhow!(e))?;
+            machine = machine.with_cores(c)?;
         }
         None if n > machine.total_cores() => {
             let before = machine.total_cores();
-            machine = machine.with_cores(n).map_err(|e| anyhow::anyhow!(e))?;
+            machine = machine.with_cores(n)?;
             notes.push(format!(
                 "note: the trace has {n} threads and the machine {before} cores: resized to {} sockets x {} cores",
                 machine.system.sockets, machine.system.cores_per_socket
@@ -158,7 +158,7 @@ pub fn run(req: &RunRequest, progress: impl FnMut(u64)) -> Result<RunOutcome> {
     let cfg = EngineConfig {
         core: machine.core_params(),
         bpred: machine.bpred(),
-        memory: machine.memory().map_err(|e| anyhow::anyhow!(e))?,
+        memory: machine.memory()?,
         erase: req.erase.clone(),
     };
     let has_tlb = cfg.core.tlb.is_some();
@@ -370,7 +370,7 @@ impl RunDir {
         Ok(EngineConfig {
             core: machine.core_params(),
             bpred: machine.bpred(),
-            memory: machine.memory().map_err(|e| anyhow::anyhow!(e))?,
+            memory: machine.memory()?,
             erase: all,
         })
     }

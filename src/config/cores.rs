@@ -8,6 +8,49 @@ use sim_core::tlb::TlbParams;
 
 use super::machine::MachineConfig;
 
+/// Why a machine cannot take a shape asked of it: resized to a core count
+/// ([`MachineConfig::with_cores`]) or built by the memory model ([`MachineConfig::memory`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ShapeError {
+    /// `--cores 0`.
+    NoCores,
+    /// A socket of `cores` cores cannot be split into L2 groups of `l2`.
+    L2Groups {
+        /// Cores asked for.
+        cores: u32,
+        /// Cores per L2.
+        l2: u32,
+    },
+    /// The L3 is shared by `n` cores, not the whole socket of `cores_per_socket`.
+    PartialL3 {
+        /// Cores sharing one L3.
+        n: u32,
+        /// Cores per socket.
+        cores_per_socket: u32,
+    },
+}
+
+impl std::fmt::Display for ShapeError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match *self {
+            ShapeError::NoCores => f.write_str("--cores 0: a machine needs at least one core"),
+            ShapeError::L2Groups { cores, l2 } => write!(
+                f,
+                "--cores {cores}: the L2 is shared by {l2} cores, so a socket of {cores} cores cannot be built; use a multiple of {l2}"
+            ),
+            ShapeError::PartialL3 {
+                n,
+                cores_per_socket,
+            } => write!(
+                f,
+                "cache.l3.shared_by = {n}: the memory model has one L3 per socket; use shared_by = \"socket\" ({cores_per_socket} cores)"
+            ),
+        }
+    }
+}
+
+impl std::error::Error for ShapeError {}
+
 impl MachineConfig {
     /// The core model's parameters: the core's settings as they are, and the TLB with its
     /// page size as a shift.
@@ -36,9 +79,9 @@ impl MachineConfig {
     /// is kept and sockets are added or removed (`ceil(cores / cores_per_socket)` sockets);
     /// fewer cores than one socket has shrink the socket to `cores` if its L2 groups still
     /// divide it. Idle cores are allowed.
-    pub fn with_cores(&self, cores: u32) -> Result<MachineConfig, String> {
+    pub fn with_cores(&self, cores: u32) -> Result<MachineConfig, ShapeError> {
         if cores == 0 {
-            return Err("--cores 0: a machine needs at least one core".into());
+            return Err(ShapeError::NoCores);
         }
         let mut m = self.clone();
         let cps = m.system.cores_per_socket;
@@ -48,9 +91,7 @@ impl MachineConfig {
                 super::machine::SharedBy::Cores(n) => n,
             };
             if cores % l2 != 0 {
-                return Err(format!(
-                    "--cores {cores}: the L2 is shared by {l2} cores, so a socket of {cores} cores cannot be built; use a multiple of {l2}"
-                ));
+                return Err(ShapeError::L2Groups { cores, l2 });
             }
             m.system.sockets = 1;
             m.system.cores_per_socket = cores;
@@ -58,5 +99,32 @@ impl MachineConfig {
             m.system.sockets = cores.div_ceil(cps);
         }
         Ok(m)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::ShapeError;
+    use crate::config::default_config;
+
+    /// Resizing keeps the per-socket structure: sockets are added, a socket shrinks only to a
+    /// size its L2 groups divide, and no core count is an error, not a machine of none.
+    #[test]
+    fn resizing_adds_sockets_and_refuses_what_cannot_be_built() {
+        let m = default_config();
+        let per = m.system.cores_per_socket;
+        let big = m.with_cores(per * 2 + 1).unwrap();
+        assert_eq!((big.system.sockets, big.system.cores_per_socket), (3, per));
+        let small = m.with_cores(2).unwrap();
+        assert_eq!(
+            (small.system.sockets, small.system.cores_per_socket),
+            (1, 2)
+        );
+        assert_eq!(m.with_cores(0).unwrap_err(), ShapeError::NoCores);
+        let mut shared = m.clone();
+        shared.cache.l2.shared_by = super::super::machine::SharedBy::Cores(4);
+        let e = shared.with_cores(6).unwrap_err();
+        assert_eq!(e, ShapeError::L2Groups { cores: 6, l2: 4 });
+        assert!(e.to_string().contains("use a multiple of 4"), "{e}");
     }
 }

@@ -4,6 +4,7 @@
 
 use sim_memory::{CacheParams, MemoryConfig, PrefetchParams};
 
+use super::cores::ShapeError;
 use super::machine::{CacheConfig, MachineConfig};
 
 fn params(c: &CacheConfig) -> CacheParams {
@@ -27,17 +28,17 @@ fn prefetch(c: &CacheConfig) -> PrefetchParams {
 impl MachineConfig {
     /// The memory hierarchy this machine describes. Fails, naming the key, for shapes the
     /// memory model does not support (an L3 shared by only part of a socket).
-    pub fn memory(&self) -> Result<MemoryConfig, String> {
+    pub fn memory(&self) -> Result<MemoryConfig, ShapeError> {
         let s = &self.system;
         let f = s.frequency;
         let c = &self.cache;
         if let Some(l3) = &c.l3 {
             let n = l3.cores_sharing(s.cores_per_socket);
             if n != s.cores_per_socket {
-                return Err(format!(
-                    "cache.l3.shared_by = {n}: the memory model has one L3 per socket; use shared_by = \"socket\" ({} cores)",
-                    s.cores_per_socket
-                ));
+                return Err(ShapeError::PartialL3 {
+                    n,
+                    cores_per_socket: s.cores_per_socket,
+                });
             }
         }
         Ok(MemoryConfig {
@@ -64,7 +65,7 @@ impl MachineConfig {
 
 #[cfg(test)]
 mod tests {
-    use crate::config::load;
+    use crate::config::{ShapeError, load};
     use std::path::Path;
 
     #[test]
@@ -103,6 +104,13 @@ mod tests {
         )
         .unwrap();
         let e = cfg.memory().unwrap_err();
-        assert!(e.contains("cache.l3.shared_by = 2"), "{e}");
+        assert_eq!(
+            e,
+            ShapeError::PartialL3 {
+                n: 2,
+                cores_per_socket: 8
+            }
+        );
+        assert!(e.to_string().contains("cache.l3.shared_by = 2"), "{e}");
     }
 }

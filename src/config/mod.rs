@@ -27,6 +27,7 @@ mod validate;
 use std::fmt;
 use std::path::Path;
 
+pub use cores::ShapeError;
 pub use machine::{
     BusConfig, CacheConfig, CacheHierarchyConfig, CoherenceConfig, CoreConfig, DramConfig,
     MachineConfig, OffSocketConfig, OpLatencies, SharedBy, SystemConfig, TlbConfig,

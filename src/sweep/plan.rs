@@ -47,7 +47,7 @@ impl PlannedRun {
     /// Whether the run is complete in the sweep directory `dir` (`isim run` renames a run's
     /// directory into place only once it holds everything, `summary.json` included).
     pub fn is_done(&self, dir: &Path) -> bool {
-        self.dir(dir).join("summary.json").is_file()
+        self.dir(dir).join(crate::dirs::run::SUMMARY).is_file()
     }
 }
 
@@ -206,12 +206,7 @@ impl SweepSpec {
                 label = format!("{base}-{k}");
                 k += 1;
             }
-            let machine = match &path {
-                None => {
-                    crate::config::load_str(&text, "configs/default.toml (built in)", &args.set)
-                }
-                Some(p) => crate::config::load(p, &args.set),
-            };
+            let machine = crate::config::load_or_default(path.as_deref(), &args.set);
             match machine {
                 Err(e) => errors.push(e.to_string()),
                 Ok(m) => {
