@@ -55,6 +55,8 @@ pub fn sweep(
     // are short ones and the pool stays busy to the end.
     pending.sort_by_key(|r| (std::cmp::Reverse(r.size), std::cmp::Reverse(r.cores)));
     let failures: Mutex<Vec<(String, String)>> = Mutex::new(Vec::new());
+    // Every run to do, including those a failed trace will take down with it.
+    let to_do = pending.len();
     if !spec.program.is_empty() && !pending.is_empty() {
         trace_program(spec, dir, &pending, jobs, progress, &failures)?;
         // Runs whose trace could not be made fail with it.
@@ -93,19 +95,53 @@ pub fn sweep(
             }
         });
     }
-    let mut failures = failures.into_inner().unwrap_or_else(|p| p.into_inner());
+    let failures = failures.into_inner().unwrap_or_else(|p| p.into_inner());
     if !failures.is_empty() {
-        failures.sort();
-        let list: Vec<String> = failures
-            .iter()
-            .map(|(id, e)| format!("{id}: {e}"))
-            .collect();
-        bail!(
-            "{} of {} runs failed (the others are kept; rerun the same command to redo only the failed ones):\n  {}",
-            failures.len(),
-            pending.len(),
-            list.join("\n  ")
-        );
+        let failed_runs = plan.iter().filter(|r| !done(r)).count();
+        bail!(failure_message(failures, failed_runs, to_do));
     }
     finish(spec, dir, reused)
+}
+
+/// The error of a sweep with failures: how many of the runs it had to do did not finish
+/// (`failed_runs` of `to_do`; a run whose program's trace failed counts, and the trace's error
+/// stands for it in the list), then each failure, sorted.
+fn failure_message(
+    mut failures: Vec<(String, String)>,
+    failed_runs: usize,
+    to_do: usize,
+) -> String {
+    failures.sort();
+    let list: Vec<String> = failures
+        .iter()
+        .map(|(id, e)| format!("{id}: {e}"))
+        .collect();
+    format!(
+        "{failed_runs} of {to_do} runs failed (the others are kept; rerun the same command to redo only the failed ones):\n  {}",
+        list.join("\n  ")
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::failure_message;
+
+    /// A failed trace takes down every run of its core count: they count as failed runs
+    /// (they once made the message read "1 of 0 runs failed").
+    #[test]
+    fn runs_lost_to_a_failed_trace_count_as_failed() {
+        let m = failure_message(
+            vec![
+                ("trace c4".into(), "qemu failed".into()),
+                ("default_c1".into(), "bad".into()),
+            ],
+            3,
+            4,
+        );
+        assert!(m.starts_with("3 of 4 runs failed"), "{m}");
+        assert!(
+            m.contains("\n  default_c1: bad\n  trace c4: qemu failed"),
+            "{m}"
+        );
+    }
 }
