@@ -22,6 +22,14 @@ use crate::run::RunDir;
 /// Schema of `lime.json`.
 pub const SCHEMA: &str = "isim-lime/1";
 
+/// A run whose threads wait in sections for at most this share of its thread-cycles
+/// (percent) is reported as balanced.
+pub const BALANCED_PCT: f64 = 3.0;
+
+/// Sections whose idle cycles are below this share of the run's thread-cycles (percent) are
+/// listed in the sections table but their causes are not (they cost the run little).
+pub const MINOR_PCT: f64 = 0.5;
+
 /// Options shared by `isim lime` and `isim whatif erase`.
 #[derive(Args, Debug, Clone)]
 pub struct AnalysisArgs {
@@ -31,8 +39,9 @@ pub struct AnalysisArgs {
     /// Significance level of the regression's F-tests.
     #[arg(long, default_value_t = 0.05, value_parser = parse_alpha)]
     pub alpha: f64,
-    /// Instances with less imbalance than this (percent) are not analysed.
-    #[arg(long, default_value_t = 1.0, value_name = "PERCENT")]
+    /// Instances with less imbalance than this (percent) are not analysed (default 0: LIME
+    /// analyses sections of 0.0-1.5 % imbalance too).
+    #[arg(long, default_value_t = 0.0, value_name = "PERCENT")]
     pub min_imbalance: f64,
 }
 
@@ -207,12 +216,19 @@ pub struct SectionRow {
     pub instances: usize,
     /// Instances analysed.
     pub analysed: usize,
+    /// Instances not analysed because fewer than three threads took part.
+    pub not_analysed_too_few_threads: usize,
+    /// Instances not analysed because their imbalance was below `min_imbalance`.
+    pub not_analysed_below_threshold: usize,
     /// Imbalance (percent of thread-cycles spent idle).
     pub imbalance_pct: f64,
     /// Idle cycles summed over threads and instances.
     pub idle_cycles: f64,
     /// Share of all sections' idle cycles (percent).
     pub idle_share_pct: f64,
+    /// Idle cycles as a share of the run's thread-cycles (run cycles × threads, percent):
+    /// what the section's imbalance costs the run.
+    pub idle_run_pct: f64,
     /// Ranked causes.
     pub causes: Vec<CauseRow>,
     /// Control-flow leaders.
@@ -234,6 +250,13 @@ pub struct LimeReport {
     pub threads: u32,
     /// Options used.
     pub options: Options,
+    /// Cycles of the run.
+    pub run_cycles: f64,
+    /// Idle cycles of all sections as a share of the run's thread-cycles (percent).
+    pub idle_run_pct: f64,
+    /// True when `idle_run_pct` is at most [`BALANCED_PCT`]: no section's imbalance costs
+    /// the run much, whatever its own imbalance.
+    pub balanced: bool,
     /// Sections, most idle first.
     pub sections: Vec<SectionRow>,
     /// The same, as tables for `isim report`.
@@ -266,9 +289,22 @@ fn rpt(causes: &[lime::Cause], f: impl Fn(CauseKind) -> bool) -> Rpt {
 }
 
 /// Builds the report from analysed sections.
-pub fn report(rd: &RunDir, sections: &[SectionResult], opts: &Options) -> LimeReport {
+pub fn report(
+    rd: &RunDir,
+    run: &RunResult,
+    sections: &[SectionResult],
+    opts: &Options,
+) -> LimeReport {
     let p = &rd.trace.program;
     let total_idle: f64 = sections.iter().map(|s| s.idle_cycles).sum();
+    let run_thread_cycles = run.cycles * rd.trace.thread_count() as f64;
+    let of_run = |idle: f64| {
+        if run_thread_cycles > 0.0 {
+            100.0 * idle / run_thread_cycles
+        } else {
+            0.0
+        }
+    };
     let rows: Vec<SectionRow> = sections
         .iter()
         .map(|s| SectionRow {
@@ -277,6 +313,8 @@ pub fn report(rd: &RunDir, sections: &[SectionResult], opts: &Options) -> LimeRe
             kind: kind_name(s.kind),
             instances: s.instances,
             analysed: s.analysed,
+            not_analysed_too_few_threads: s.too_few_threads,
+            not_analysed_below_threshold: s.below_threshold,
             imbalance_pct: 100.0 * s.imbalance,
             idle_cycles: s.idle_cycles,
             idle_share_pct: if total_idle > 0.0 {
@@ -284,6 +322,7 @@ pub fn report(rd: &RunDir, sections: &[SectionResult], opts: &Options) -> LimeRe
             } else {
                 0.0
             },
+            idle_run_pct: of_run(s.idle_cycles),
             causes: s
                 .causes
                 .iter()
@@ -317,6 +356,7 @@ pub fn report(rd: &RunDir, sections: &[SectionResult], opts: &Options) -> LimeRe
             "imbalance",
             "idle cycles",
             "idle share",
+            "of run",
         ]
         .map(String::from)
         .to_vec(),
@@ -330,6 +370,7 @@ pub fn report(rd: &RunDir, sections: &[SectionResult], opts: &Options) -> LimeRe
                     format!("{:.1}%", r.imbalance_pct),
                     format!("{:.0}", r.idle_cycles),
                     format!("{:.1}%", r.idle_share_pct),
+                    format!("{:.1}%", r.idle_run_pct),
                 ]
             })
             .collect(),
@@ -361,6 +402,9 @@ pub fn report(rd: &RunDir, sections: &[SectionResult], opts: &Options) -> LimeRe
         workload: rd.workload.clone(),
         threads: rd.trace.thread_count(),
         options: *opts,
+        run_cycles: run.cycles,
+        idle_run_pct: of_run(total_idle),
+        balanced: of_run(total_idle) <= BALANCED_PCT,
         sections: rows,
         report_tables: tables,
     }
@@ -377,14 +421,18 @@ fn fmt_rpt(r: &Rpt) -> String {
 pub fn render(rep: &LimeReport, sections: usize, top: usize) -> String {
     let mut s = String::new();
     let o = &rep.options;
+    let floor = if o.min_imbalance > 0.0 {
+        format!(
+            "instances with < {}% imbalance not analysed",
+            o.min_imbalance * 100.0
+        )
+    } else {
+        "every instance of 3 or more threads analysed".to_string()
+    };
     let _ = writeln!(
         s,
-        "LIME: {} ({} threads); clustering threshold {}, alpha {}, sections with < {}% imbalance not analysed",
-        rep.workload,
-        rep.threads,
-        o.threshold,
-        o.alpha,
-        o.min_imbalance * 100.0
+        "LIME: {} ({} threads); clustering threshold {}, alpha {}, {floor}",
+        rep.workload, rep.threads, o.threshold, o.alpha
     );
     if rep.sections.is_empty() {
         let _ = writeln!(
@@ -395,28 +443,64 @@ pub fn render(rep: &LimeReport, sections: usize, top: usize) -> String {
     }
     let _ = writeln!(
         s,
-        "\n{:<24} {:<8} {:>9} {:>10} {:>14} {:>10}",
-        "section", "type", "instances", "imbalance", "idle cycles", "idle share"
+        "\n{:<24} {:<8} {:>9} {:>10} {:>14} {:>10} {:>7}",
+        "section", "type", "instances", "imbalance", "idle cycles", "idle share", "of run"
     );
     for r in &rep.sections {
         let _ = writeln!(
             s,
-            "{:<24} {:<8} {:>9} {:>9.1}% {:>14.0} {:>9.1}%",
-            r.location, r.kind, r.instances, r.imbalance_pct, r.idle_cycles, r.idle_share_pct
+            "{:<24} {:<8} {:>9} {:>9.1}% {:>14.0} {:>9.1}% {:>6.1}%",
+            r.location,
+            r.kind,
+            r.instances,
+            r.imbalance_pct,
+            r.idle_cycles,
+            r.idle_share_pct,
+            r.idle_run_pct
         );
     }
-    for r in rep.sections.iter().take(sections) {
+    if rep.balanced {
         let _ = writeln!(
             s,
-            "\ncauses of imbalance at {} ({}, {} of {} instances analysed, imbalance {:.1}%)",
-            r.location, r.kind, r.analysed, r.instances, r.imbalance_pct
+            "\nbalanced: threads wait in these sections for {:.1}% of the run's thread-cycles in all \
+             (at most {BALANCED_PCT}%); no section's imbalance costs the run much",
+            rep.idle_run_pct
         );
-        if r.analysed == 0 {
-            let _ = writeln!(
-                s,
-                "  not analysed: imbalance below {}% in every instance",
+    }
+    let minor = rep
+        .sections
+        .iter()
+        .filter(|r| r.idle_run_pct < MINOR_PCT)
+        .count();
+    for r in rep
+        .sections
+        .iter()
+        .filter(|r| r.idle_run_pct >= MINOR_PCT)
+        .take(sections)
+    {
+        let _ = writeln!(
+            s,
+            "\ncauses of imbalance at {} ({}, {} of {} instances analysed, imbalance {:.1}%, idle {:.1}% of the run)",
+            r.location, r.kind, r.analysed, r.instances, r.imbalance_pct, r.idle_run_pct
+        );
+        let mut skipped = Vec::new();
+        if r.not_analysed_too_few_threads > 0 {
+            skipped.push(format!(
+                "{} with fewer than 3 threads taking part (LIME correlates events across threads)",
+                r.not_analysed_too_few_threads
+            ));
+        }
+        if r.not_analysed_below_threshold > 0 {
+            skipped.push(format!(
+                "{} with imbalance below {}% (--min-imbalance)",
+                r.not_analysed_below_threshold,
                 o.min_imbalance * 100.0
-            );
+            ));
+        }
+        if !skipped.is_empty() {
+            let _ = writeln!(s, "  not analysed: {}", skipped.join("; "));
+        }
+        if r.analysed == 0 {
             continue;
         }
         if r.causes.is_empty() {
@@ -451,6 +535,12 @@ pub fn render(rep: &LimeReport, sections: usize, top: usize) -> String {
             fmt_rpt(&r.rpt_mispredict)
         );
     }
+    if minor > 0 {
+        let _ = writeln!(
+            s,
+            "\n{minor} section(s) idle for less than {MINOR_PCT}% of the run: causes not listed (lime.json has them)"
+        );
+    }
     s
 }
 
@@ -462,8 +552,8 @@ fn write_json(dir: &Path, name: &str, text: &str) -> Result<()> {
 pub fn main(a: &LimeArgs) -> Result<()> {
     let rd = RunDir::open(&a.run_dir)?;
     let opts = a.analysis.options();
-    let (_, sections) = analyze(&rd, &[], &[], &opts, "lime")?;
-    let rep = report(&rd, &sections, &opts);
+    let (run, sections) = analyze(&rd, &[], &[], &opts, "lime")?;
+    let rep = report(&rd, &run, &sections, &opts);
     let json = serde_json::to_string_pretty(&rep)?;
     write_json(&rd.dir, "lime.json", &json)?;
     if a.json {

@@ -38,8 +38,8 @@ fn lu_owner_top_cause_is_the_ownership_test_at_every_thread_count() {
     for threads in [8, 16, 32, 64] {
         let rd = RunDir::open(&simulate(dir.path(), "lu-owner", threads)).unwrap();
         let opts = Options::default();
-        let (_, sections) = analyze(&rd, &[], &[], &opts, "test").unwrap();
-        let rep = report(&rd, &sections, &opts);
+        let (run, sections) = analyze(&rd, &[], &[], &opts, "test").unwrap();
+        let rep = report(&rd, &run, &sections, &opts);
         let top = &rep.sections[0];
         assert_eq!(
             top.location, "lu.c:60",
@@ -91,8 +91,8 @@ fn radix_miss_top_cause_is_the_planted_load_and_erasing_it_removes_the_imbalance
     let dir = tempfile::tempdir().unwrap();
     let rd = RunDir::open(&simulate(dir.path(), "radix-miss", 8)).unwrap();
     let opts = Options::default();
-    let (_, sections) = analyze(&rd, &[], &[], &opts, "test").unwrap();
-    let rep = report(&rd, &sections, &opts);
+    let (run, sections) = analyze(&rd, &[], &[], &opts, "test").unwrap();
+    let rep = report(&rd, &run, &sections, &opts);
     let top = &rep.sections[0];
     assert_eq!(top.location, "radix.c:35");
     let cause = &top.causes[0];
@@ -134,8 +134,8 @@ fn balanced_workload_has_no_cause_above_a_tenth() {
         min_imbalance: 0.0,
         ..Options::default()
     };
-    let (_, sections) = analyze(&rd, &[], &[], &opts, "test").unwrap();
-    let rep = report(&rd, &sections, &opts);
+    let (run, sections) = analyze(&rd, &[], &[], &opts, "test").unwrap();
+    let rep = report(&rd, &run, &sections, &opts);
     let top = &rep.sections[0];
     assert_eq!(top.location, "jacobi.c:18");
     assert!(top.imbalance_pct < 1.0, "{}", top.imbalance_pct);
@@ -365,5 +365,96 @@ fn collector_counts_match_the_attribution_collector() {
             }
         }
         assert!(misses > 0, "{w}: no miss to compare");
+    }
+}
+
+/// Every "not analysed" gives its true reason: at two threads no barrier instance can be
+/// analysed (LIME correlates events across threads), whatever the imbalance, and the printout
+/// says so instead of blaming the imbalance threshold.
+#[test]
+fn instances_not_analysed_are_reported_with_their_reason() {
+    let dir = tempfile::tempdir().unwrap();
+    let rd = simulate(dir.path(), "lu-owner", 2);
+    let out = isim()
+        .arg("lime")
+        .arg(&rd)
+        .args(["--min-imbalance", "1"])
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let json: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(rd.join("lime.json")).unwrap()).unwrap();
+    // The most idle section: the diagonal barrier, 41 % imbalanced at two threads.
+    let top = &json["sections"][0];
+    assert_eq!(top["location"], "lu.c:45", "{json}");
+    assert_eq!(top["analysed"], 0);
+    assert!(top["imbalance_pct"].as_f64().unwrap() > 1.0, "{top}");
+    assert_eq!(
+        top["not_analysed_too_few_threads"], top["instances"],
+        "{top}"
+    );
+    assert_eq!(top["not_analysed_below_threshold"], 0, "{top}");
+    let line = format!(
+        "not analysed: {} with fewer than 3 threads taking part",
+        top["instances"]
+    );
+    assert!(text.contains(&line), "{text}");
+    assert!(!text.contains("imbalance below"), "{text}");
+}
+
+/// What matters is what a section costs the run: a balanced program is said to be balanced
+/// (its tiny join "section" may be 90 % imbalanced, it costs nothing and its causes are not
+/// listed), an imbalanced one is not; the "of run" column is idle cycles over run cycles
+/// times threads.
+#[test]
+fn the_report_says_when_a_run_is_balanced_and_ranks_by_cost_to_the_run() {
+    let dir = tempfile::tempdir().unwrap();
+    for (workload, balanced) in [("balanced", true), ("lu-owner", false)] {
+        let rd = simulate(dir.path(), workload, 8);
+        let out = isim().arg("lime").arg(&rd).output().unwrap();
+        let text = String::from_utf8_lossy(&out.stdout);
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let json: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(rd.join("lime.json")).unwrap()).unwrap();
+        assert_eq!(
+            json["balanced"], balanced,
+            "{workload}: {}",
+            json["idle_run_pct"]
+        );
+        assert_eq!(text.contains("\nbalanced: "), balanced, "{text}");
+        let summary: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(rd.join("summary.json")).unwrap())
+                .unwrap();
+        let thread_cycles = summary["cycles"].as_f64().unwrap() * 8.0;
+        let mut total = 0.0;
+        for s in json["sections"].as_array().unwrap() {
+            let idle = s["idle_cycles"].as_f64().unwrap();
+            total += idle;
+            let want = 100.0 * idle / thread_cycles;
+            assert!(
+                (s["idle_run_pct"].as_f64().unwrap() - want).abs() < 1e-9,
+                "{s}"
+            );
+            // A section costing under 0.5 % of the run gets no causes listing.
+            let heading = format!(
+                "causes of imbalance at {} (",
+                s["location"].as_str().unwrap()
+            );
+            if want < 0.5 {
+                assert!(!text.contains(&heading), "{workload}: {text}");
+            }
+        }
+        let want = 100.0 * total / thread_cycles;
+        assert!((json["idle_run_pct"].as_f64().unwrap() - want).abs() < 1e-9);
+        assert_eq!(want <= 3.0, balanced, "{workload}: {want}");
     }
 }

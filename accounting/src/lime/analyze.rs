@@ -30,7 +30,8 @@ pub struct Options {
     pub threshold: f64,
     /// Significance level of the regression's F-tests.
     pub alpha: f64,
-    /// Instances with a smaller imbalance (fraction) are not analysed.
+    /// Instances with a smaller imbalance (fraction) are not analysed. Default 0, as LIME
+    /// analyses sections of 0.0–1.5 % imbalance too (its Table 1).
     pub min_imbalance: f64,
 }
 
@@ -39,7 +40,7 @@ impl Default for Options {
         Options {
             threshold: 0.9,
             alpha: 0.05,
-            min_imbalance: 0.01,
+            min_imbalance: 0.0,
         }
     }
 }
@@ -284,8 +285,14 @@ pub struct SectionResult {
     pub kind: SectionKind,
     /// Dynamic instances.
     pub instances: usize,
-    /// Instances analysed (imbalance at least `min_imbalance`).
+    /// Instances analysed (imbalance at least `min_imbalance`, at least three threads).
     pub analysed: usize,
+    /// Instances not analysed because fewer than three threads took part (the events are
+    /// correlated across threads: two give no variance to explain).
+    pub too_few_threads: usize,
+    /// Instances of three threads or more not analysed because their imbalance was below
+    /// `min_imbalance`.
+    pub below_threshold: usize,
     /// Imbalance: idle cycles over thread-cycles of all instances (fraction).
     pub imbalance: f64,
     /// Idle cycles summed over instances and threads.
@@ -318,6 +325,7 @@ pub fn analyze(instances: &[Instance], opts: &Options) -> Vec<SectionResult> {
         let mut weight_sum = 0.0;
         let mut acc: BTreeMap<(CauseKind, u32), (f64, f64, Cause)> = BTreeMap::new();
         let mut analysed = 0;
+        let (mut too_few_threads, mut below_threshold) = (0, 0);
         let mut idle = 0.0;
         let mut thread_cycles = 0.0;
         let mut times: BTreeMap<u32, f64> = BTreeMap::new();
@@ -327,8 +335,13 @@ pub fn analyze(instances: &[Instance], opts: &Options) -> Vec<SectionResult> {
             for t in &inst.threads {
                 *times.entry(t.thread).or_insert(0.0) += t.time();
             }
+            if inst.threads.len() < 3 {
+                too_few_threads += 1;
+                continue;
+            }
             let r = analyze_instance(inst, &cfg, opts);
-            if r.imbalance < opts.min_imbalance || inst.threads.len() < 3 {
+            if r.imbalance < opts.min_imbalance {
+                below_threshold += 1;
                 continue;
             }
             analysed += 1;
@@ -367,6 +380,8 @@ pub fn analyze(instances: &[Instance], opts: &Options) -> Vec<SectionResult> {
             kind,
             instances: insts.len(),
             analysed,
+            too_few_threads,
+            below_threshold,
             imbalance: if thread_cycles > 0.0 {
                 idle / thread_cycles
             } else {
