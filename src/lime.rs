@@ -5,6 +5,7 @@
 //! Both re-simulate the run directory (deterministic, so the baseline equals the original run)
 //! with the LIME collector attached; `isim lime` writes `lime.json` into the run directory.
 
+use std::collections::BTreeMap;
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 
@@ -166,11 +167,27 @@ pub fn analyze(
     });
     pb.set_message(format!("{what}: analysing"));
     let r = r.map(|(result, c)| {
-        let instances = c.finish();
+        let mut instances = c.finish();
+        merge_sites_by_location(&rd.trace.program, &mut instances);
         (result, lime::analyze(&instances, opts))
     });
     pb.finish_and_clear();
     r
+}
+
+/// One static section per source location: barrier or join calls on the same source line (a
+/// loop the compiler peeled or unrolled, a macro expanded twice) close one section of the
+/// source, so their instances are analysed together under the line's name, which is then
+/// unique in the report. Each instance's site becomes the smallest static index of its line.
+fn merge_sites_by_location(p: &Program, instances: &mut [lime::Instance]) {
+    let mut first: BTreeMap<String, u32> = BTreeMap::new();
+    for i in instances.iter() {
+        let e = first.entry(location(p, i.site)).or_insert(i.site);
+        *e = (*e).min(i.site);
+    }
+    for i in instances.iter_mut() {
+        i.site = first[&location(p, i.site)];
+    }
 }
 
 /// A cause as reported.
@@ -940,4 +957,41 @@ pub fn whatif(cmd: &WhatifCmd) -> Result<()> {
         }
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use sim_frontend::model::{OpClass, SrcLoc, StaticInst};
+
+    /// Two calls on one line (sites 1 and 3) become one section; a call on another line
+    /// (site 2) and a call with no source line (site 4, named by its PC) stay apart.
+    #[test]
+    fn closing_calls_on_one_source_line_are_one_section() {
+        let mut p = Program::default();
+        p.source.files.push("lu.c".into());
+        for (i, line) in [0u32, 647, 689, 647, 0].into_iter().enumerate() {
+            let mut s = StaticInst::new(0x1000 + 4 * i as u64, 4, OpClass::Call);
+            if line > 0 {
+                s.loc = SrcLoc {
+                    function: SrcLoc::UNKNOWN,
+                    file: 0,
+                    line,
+                };
+            }
+            p.insts.push(s);
+        }
+        let inst = |site| lime::Instance {
+            site,
+            kind: SectionKind::Barrier,
+            release: 0.0,
+            threads: Vec::new(),
+        };
+        let mut v = vec![inst(3), inst(2), inst(1), inst(4), inst(3)];
+        merge_sites_by_location(&p, &mut v);
+        let sites: Vec<u32> = v.iter().map(|i| i.site).collect();
+        assert_eq!(sites, [1, 2, 1, 4, 1]);
+        assert_eq!(location(&p, 1), "lu.c:647");
+        assert_eq!(location(&p, 4), "0x1010");
+    }
 }
