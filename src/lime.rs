@@ -44,6 +44,19 @@ pub struct AnalysisArgs {
     /// analyses sections of 0.0-1.5 % imbalance too).
     #[arg(long, default_value_t = 0.0, value_name = "PERCENT")]
     pub min_imbalance: f64,
+    /// The events that compete as causes: `paper` (LIME's: control-flow edges, L1 and L2
+    /// misses) or `extended` (also L3 misses and branch mispredictions).
+    #[arg(long, value_enum, default_value_t = Events::Paper)]
+    pub events: Events,
+}
+
+/// `--events`.
+#[derive(clap::ValueEnum, Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Events {
+    /// Control-flow edges, L1 and L2 misses (the LIME paper's events).
+    Paper,
+    /// The paper's events plus L3 misses and branch mispredictions.
+    Extended,
 }
 
 impl AnalysisArgs {
@@ -52,6 +65,10 @@ impl AnalysisArgs {
             threshold: self.threshold,
             alpha: self.alpha,
             min_imbalance: self.min_imbalance / 100.0,
+            events: match self.events {
+                Events::Paper => lime::EventSet::Paper,
+                Events::Extended => lime::EventSet::Extended,
+            },
         }
     }
 }
@@ -448,8 +465,16 @@ pub fn render(rep: &LimeReport, sections: usize, top: usize) -> String {
     };
     let _ = writeln!(
         s,
-        "LIME: {} ({} threads); clustering threshold {}, alpha {}, {floor}",
-        rep.workload, rep.threads, o.threshold, o.alpha
+        "LIME: {} ({} threads); clustering threshold {}, alpha {}, {}, {floor}",
+        rep.workload,
+        rep.threads,
+        o.threshold,
+        o.alpha,
+        match o.events {
+            lime::EventSet::Paper => "the paper's events (control flow, L1 and L2 misses)",
+            lime::EventSet::Extended =>
+                "extended events (control flow, L1, L2 and L3 misses, mispredictions)",
+        }
     );
     if rep.sections.is_empty() {
         let _ = writeln!(

@@ -458,3 +458,41 @@ fn the_report_says_when_a_run_is_balanced_and_ranks_by_cost_to_the_run() {
         assert_eq!(want <= 3.0, balanced, "{workload}: {want}");
     }
 }
+
+/// `--events paper` (the default) lets only the LIME paper's events compete: control-flow
+/// edges and L1/L2 misses; `extended` adds L3 misses and mispredictions. On lu-owner the
+/// extension reports mispredictions, the paper's set none, and both agree on the top cause.
+#[test]
+fn the_papers_events_are_the_default_and_the_extension_adds_l3_and_mispredictions() {
+    use accounting::lime::EventSet;
+    let dir = tempfile::tempdir().unwrap();
+    let rd = RunDir::open(&simulate(dir.path(), "lu-owner", 8)).unwrap();
+    assert_eq!(Options::default().events, EventSet::Paper);
+    let kinds = |events| {
+        let opts = Options {
+            events,
+            ..Options::default()
+        };
+        let (run, sections) = analyze(&rd, &[], &[], &opts, "test").unwrap();
+        let rep = report(&rd, &run, &sections, &opts);
+        let kinds: Vec<&'static str> = rep
+            .sections
+            .iter()
+            .flat_map(|s| s.causes.iter().map(|c| c.kind))
+            .collect();
+        (rep.sections[0].causes[0].location.clone(), kinds)
+    };
+    let (top_paper, paper) = kinds(EventSet::Paper);
+    let (top_ext, ext) = kinds(EventSet::Extended);
+    for k in &paper {
+        assert!(
+            [CauseKind::ControlFlow, CauseKind::L1Miss, CauseKind::L2Miss]
+                .iter()
+                .any(|c| c.name() == *k),
+            "{k} among the paper's events"
+        );
+    }
+    assert!(ext.contains(&CauseKind::Mispredict.name()), "{ext:?}");
+    assert_eq!(top_paper, top_ext);
+    assert!(top_paper.starts_with("lu.c:52"), "{top_paper}");
+}

@@ -23,6 +23,16 @@ use super::cluster::upgma;
 use super::collect::{Event, Instance, SectionKind};
 use super::stats::{averaged_z, forward_selection, gram_schmidt, pearson, unit};
 
+/// Which events compete as causes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum EventSet {
+    /// The paper's (LIME §3.2): control-flow edges and L1 and L2 misses.
+    Paper,
+    /// isim's extension: also L3 misses and branch mispredictions.
+    Extended,
+}
+
 /// Analysis options.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 pub struct Options {
@@ -33,6 +43,8 @@ pub struct Options {
     /// Instances with a smaller imbalance (fraction) are not analysed. Default 0, as LIME
     /// analyses sections of 0.0–1.5 % imbalance too (its Table 1).
     pub min_imbalance: f64,
+    /// The events that compete as causes (default: the paper's).
+    pub events: EventSet,
 }
 
 impl Default for Options {
@@ -41,6 +53,7 @@ impl Default for Options {
             threshold: 0.9,
             alpha: 0.05,
             min_imbalance: 0.0,
+            events: EventSet::Paper,
         }
     }
 }
@@ -159,10 +172,15 @@ pub fn analyze_instance(inst: &Instance, cfg: &Cfg, opts: &Options) -> InstanceR
                         .map_or(zero.as_slice(), |v| v.as_slice())
                 };
                 let has = |level| dense.contains_key(&Event::Miss { sidx: s, level });
-                if has(1) || has(2) || has(3) {
+                // The paper's events stop at the L2; the extension adds the L3.
+                let top: u8 = match opts.events {
+                    EventSet::Paper => 2,
+                    EventSet::Extended => 3,
+                };
+                if (1..=top).any(has) {
                     let chain = [exec, lv(1), lv(2), lv(3)];
-                    let res = gram_schmidt(&chain);
-                    for level in 1..=3u8 {
+                    let res = gram_schmidt(&chain[..=top as usize]);
+                    for level in 1..=top {
                         if !has(level) {
                             continue;
                         }
@@ -174,7 +192,11 @@ pub fn analyze_instance(inst: &Instance, cfg: &Cfg, opts: &Options) -> InstanceR
                         }
                     }
                 }
-                if let Some(mp) = dense.get(&Event::Mispredict(s)) {
+                let mispredicts = match opts.events {
+                    EventSet::Paper => None,
+                    EventSet::Extended => dense.get(&Event::Mispredict(s)),
+                };
+                if let Some(mp) = mispredicts {
                     let res = gram_schmidt(&[exec, mp]);
                     let orig = super::stats::norm(&super::stats::centred(mp));
                     if let Some(u) = unit(&res[1], orig, REL) {
@@ -486,7 +508,10 @@ mod tests {
         let a = instance([100.0, 200.0, 300.0, 400.0], &[exec, (L1, [1, 2, 3, 4])]);
         let b = instance([100.0, 100.0, 100.0, 400.0], &[exec, (L1, [5, 5, 5, 5])]);
         let c = instance([396.0, 397.0, 398.0, 400.0], &[exec, (L1, [1, 2, 3, 4])]);
-        let opts = Options::default();
+        let opts = Options {
+            min_imbalance: 0.01,
+            ..Options::default()
+        };
         let cfg = Cfg::default();
         let ra = analyze_instance(&a, &cfg, &opts);
         assert_eq!(ra.causes.len(), 1);
@@ -500,6 +525,7 @@ mod tests {
         assert_eq!(s.len(), 1);
         let s = &s[0];
         assert_eq!((s.site, s.instances, s.analysed), (9, 3, 2));
+        assert_eq!((s.below_threshold, s.too_few_threads), (1, 0));
         assert_eq!(s.idle_cycles, 1509.0);
         assert!((s.imbalance - 1509.0 / 4800.0).abs() < 1e-15);
         assert_eq!(s.causes.len(), 1);
