@@ -133,6 +133,7 @@ fn measure(name: &str, path: &Path, machine: &MachineConfig) {
         bpred: m.bpred(),
         memory: m.memory().expect("memory"),
         erase: vec![],
+        erasure: sim_memory::Erasure::Fill,
     };
     let run = |h: usize| {
         let start = Instant::now();

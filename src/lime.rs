@@ -16,6 +16,7 @@ use clap::{Args, Subcommand};
 use serde::Serialize;
 use sim_core::RunResult;
 use sim_frontend::model::Program;
+use sim_memory::Erasure;
 
 use crate::progress::spinner;
 use crate::run::RunDir;
@@ -177,9 +178,21 @@ pub fn analyze(
     opts: &Options,
     what: &str,
 ) -> Result<(RunResult, Vec<SectionResult>)> {
+    analyze_erasing(rd, sets, erase, Erasure::Fill, opts, what)
+}
+
+/// [`analyze`] with the erased PCs' accesses behaving as `erasure` says.
+pub fn analyze_erasing(
+    rd: &RunDir,
+    sets: &[String],
+    erase: &[u64],
+    erasure: Erasure,
+    opts: &Options,
+    what: &str,
+) -> Result<(RunResult, Vec<SectionResult>)> {
     let collector = Collector::new(&rd.trace.program, rd.trace.thread_count() as usize);
     let pb = spinner(format!("{what}: simulating {}", rd.dir.display()));
-    let r = rd.replay(sets, erase, collector, |n| {
+    let r = rd.replay_erasing(sets, erase, erasure, collector, |n| {
         pb.set_message(format!("{what}: simulating, {n} instructions"))
     });
     pb.set_message(format!("{what}: analysing"));
@@ -773,7 +786,7 @@ fn render_whatif(rows: &[WhatifRow]) -> String {
     let mut s = String::new();
     let _ = writeln!(
         s,
-        "{:<22} {:<16} {:>20} {:>10} {:>26} {:>26} {:>24}",
+        "{:<32} {:<16} {:>20} {:>10} {:>26} {:>26} {:>24}",
         "change",
         "section",
         "imbalance",
@@ -785,7 +798,7 @@ fn render_whatif(rows: &[WhatifRow]) -> String {
     for r in rows {
         let _ = writeln!(
             s,
-            "{:<22} {:<16} {:>8.1}% -> {:>6.1}% {:>9.1}% {:>12.0} -> {:>10.0} {:>12.0} -> {:>10.0} {:>10.0} -> {:>10.0}",
+            "{:<32} {:<16} {:>8.1}% -> {:>6.1}% {:>9.1}% {:>12.0} -> {:>10.0} {:>12.0} -> {:>10.0} {:>10.0} -> {:>10.0}",
             r.change,
             r.section,
             r.imbalance_before,
@@ -879,24 +892,28 @@ pub fn erase_whatif(
                 .iter()
                 .map(|&s| format!("{} ({:#x})", location(p, s), p.insts[s as usize].pc))
                 .collect();
-            let (after, after_sections) = if pcs.is_empty() {
-                (base.clone(), sections.clone())
-            } else {
-                let quiet = Options {
-                    min_imbalance: f64::INFINITY,
-                    ..*opts
+            // Both semantics: isim's (the caches evolve as without erasure) and the paper's
+            // (the erased accesses never leave the L1).
+            for (erasure, suffix) in [(Erasure::Fill, ""), (Erasure::NoFill, ", no fill")] {
+                let (after, after_sections) = if pcs.is_empty() {
+                    (base.clone(), sections.clone())
+                } else {
+                    let quiet = Options {
+                        min_imbalance: f64::INFINITY,
+                        ..*opts
+                    };
+                    analyze_erasing(rd, &[], &pcs, erasure, &quiet, &sel.name())?
                 };
-                analyze(rd, &[], &pcs, &quiet, &sel.name())?
-            };
-            rows.push(compare(
-                rd,
-                format!("erase {}", sel.name()),
-                erased,
-                target,
-                base.cycles,
-                &after_sections,
-                after.cycles,
-            ));
+                rows.push(compare(
+                    rd,
+                    format!("erase {}{suffix}", sel.name()),
+                    erased.clone(),
+                    target,
+                    base.cycles,
+                    &after_sections,
+                    after.cycles,
+                ));
+            }
         }
     }
     Ok(rows)

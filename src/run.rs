@@ -160,6 +160,7 @@ pub fn run(req: &RunRequest, progress: impl FnMut(u64)) -> Result<RunOutcome> {
         bpred: machine.bpred(),
         memory: machine.memory()?,
         erase: req.erase.clone(),
+        erasure: sim_memory::Erasure::Fill,
     };
     let has_tlb = cfg.core.tlb.is_some();
     let obs = Attribution::new(n as usize, trace.program.insts.len());
@@ -361,8 +362,14 @@ impl RunDir {
         })
     }
 
-    /// The engine configuration of the run, with `erase` added to its own erased PCs.
-    pub fn engine_config(&self, machine: &MachineConfig, erase: &[u64]) -> Result<EngineConfig> {
+    /// The engine configuration of the run, with `erase` added to its own erased PCs, whose
+    /// accesses behave as `erasure` says.
+    pub fn engine_config(
+        &self,
+        machine: &MachineConfig,
+        erase: &[u64],
+        erasure: sim_memory::Erasure,
+    ) -> Result<EngineConfig> {
         let mut all = self.erase.clone();
         all.extend_from_slice(erase);
         all.sort_unstable();
@@ -372,15 +379,29 @@ impl RunDir {
             bpred: machine.bpred(),
             memory: machine.memory()?,
             erase: all,
+            erasure,
         })
     }
 
     /// Re-simulates the run with the observer `obs` (deterministic: the same cycles as the
-    /// original run), optionally with `sets` applied to its machine and extra PCs erased.
+    /// original run), optionally with `sets` applied to its machine and extra PCs erased
+    /// (isim's erasure, [`sim_memory::Erasure::Fill`]).
     pub fn replay<O: sim_core::Observer>(
         &self,
         sets: &[String],
         erase: &[u64],
+        obs: O,
+        progress: impl FnMut(u64),
+    ) -> Result<(RunResult, O)> {
+        self.replay_erasing(sets, erase, sim_memory::Erasure::Fill, obs, progress)
+    }
+
+    /// [`RunDir::replay`] with the erased PCs' accesses behaving as `erasure` says.
+    pub fn replay_erasing<O: sim_core::Observer>(
+        &self,
+        sets: &[String],
+        erase: &[u64],
+        erasure: sim_memory::Erasure,
         obs: O,
         progress: impl FnMut(u64),
     ) -> Result<(RunResult, O)> {
@@ -394,7 +415,7 @@ impl RunDir {
             )
             .map_err(|e| anyhow::anyhow!("{e}"))?
         };
-        let cfg = self.engine_config(&machine, erase)?;
+        let cfg = self.engine_config(&machine, erase, erasure)?;
         let engine = Engine::new(&self.trace, &cfg, obs)?.host_threads(host_threads(0));
         Ok(engine.run(progress)?)
     }

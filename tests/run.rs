@@ -541,6 +541,7 @@ fn engine_config_with(sets: &[&str]) -> EngineConfig {
         bpred: m.bpred(),
         memory: m.memory().unwrap(),
         erase: vec![],
+        erasure: sim_memory::Erasure::Fill,
     }
 }
 

@@ -65,6 +65,8 @@ pub struct EngineConfig {
     pub memory: MemoryConfig,
     /// PCs whose data misses are erased.
     pub erase: Vec<u64>,
+    /// How their accesses behave.
+    pub erasure: sim_memory::Erasure,
 }
 
 /// Receives events during simulation; the default methods do nothing, so an observer that
@@ -439,6 +441,7 @@ impl<'t, O: Observer> Engine<'t, O> {
         }
         let mut mem = Memory::new(cfg.memory.clone()).map_err(SimError::Machine)?;
         mem.set_erasure(cfg.erase.iter().copied());
+        mem.set_erasure_mode(cfg.erasure);
         let roi = has_roi_begin(trace)?;
         let mut threads = Vec::with_capacity(n as usize);
         for t in 0..n {

@@ -128,6 +128,8 @@ pub struct Memory {
     drams: Vec<Slots>,
     line_shift: u32,
     erase: Vec<u64>,
+    /// How erased accesses behave.
+    erasure: Erasure,
     /// Per core: the L1D's and the L2's prefetcher.
     prefetchers: Vec<[Prefetcher; 2]>,
     /// Whether any prefetcher is enabled.
@@ -161,6 +163,20 @@ impl Found {
         if o.m_level != 0 && (self.m_level == 0 || o.m_level < self.m_level) {
             self.m_level = o.m_level;
         }
+    }
+}
+
+isim_names::indexed_enum! {
+    /// How an erased access (a PC set with [`Memory::set_erasure`]) behaves.
+    #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+    pub enum Erasure {
+        /// isim's: it is an L1 hit for its instruction, but the caches evolve as without
+        /// erasure (the line is filled, coherence acts, no bandwidth is taken), so later
+        /// accesses by other instructions see the same contents.
+        Fill = "fill",
+        /// The LIME paper's (§5.4): the erased instruction's accesses never leave the L1 —
+        /// a miss becomes the L1's latency with no fill, no coherence action, no traffic.
+        NoFill = "no-fill",
     }
 }
 
@@ -383,6 +399,7 @@ impl Memory {
             buses,
             drams,
             erase: Vec::new(),
+            erasure: Erasure::Fill,
             prefetchers: vec![pf.clone(); cores],
             prefetching: pf.iter().any(Prefetcher::enabled),
             first_use: [false; 2],
@@ -405,6 +422,53 @@ impl Memory {
         self.erase.dedup();
     }
 
+    /// How erased accesses behave from now on (default [`Erasure::Fill`]).
+    pub fn set_erasure_mode(&mut self, mode: Erasure) {
+        self.erasure = mode;
+    }
+
+    /// Where a line would be served on `core`'s data path, looked up without changing
+    /// anything: its own caches level by level, else memory (an approximation that ignores
+    /// copies in other cores' private caches).
+    fn probe(&self, core: u32, line: u64) -> Served {
+        let path = self.dpath[core as usize];
+        for (level, &n) in path.nodes[..path.len].iter().enumerate() {
+            if self.node(n).cache.find(line).is_some() {
+                return Served::ALL[level];
+            }
+        }
+        Served::Dram
+    }
+
+    /// An erased access under [`Erasure::NoFill`]: a hit where the L1 holds the line with
+    /// the permission it needs (an ordinary hit), otherwise the L1's latency and nothing
+    /// else: no fill, no coherence action, no bandwidth, no prefetcher training.
+    #[cold]
+    fn access_unfilled(&mut self, core: u32, line: u64, kind: Kind, t: u64) -> Outcome {
+        let n = self.dpath[core as usize].nodes[0];
+        let l1 = &self.nodes[n as usize].cache;
+        let hit = l1
+            .find(line)
+            .is_some_and(|slot| kind != Kind::Store || l1.state(slot) == MODIFIED);
+        if hit {
+            return self.access_line(core, line, kind, t, false);
+        }
+        let would = self.probe(core, line);
+        let l1 = &mut self.nodes[n as usize].cache;
+        l1.stats.accesses += 1;
+        l1.stats.hits += 1;
+        Outcome {
+            latency: l1.params.data_latency as u64,
+            served: Served::L1,
+            missed: [false; 3],
+            coherence: false,
+            erased: true,
+            would_serve: would,
+            merged: false,
+            waited: false,
+        }
+    }
+
     /// One access of `size` bytes at `addr` by `core` at cycle `time`. An access that
     /// straddles two lines touches both and counts once: its latency is the larger of the
     /// two, its place the farther (in [`Served`] order), its flags the union.
@@ -422,9 +486,18 @@ impl Memory {
             kind != Kind::IFetch && !self.erase.is_empty() && self.erase.binary_search(&pc).is_ok();
         self.first_use = [false; 2];
         self.would_miss = [false; 2];
-        let mut o = self.access_line(core, first, kind, time, erased);
+        let unfilled = erased && self.erasure == Erasure::NoFill;
+        let mut o = if unfilled {
+            self.access_unfilled(core, first, kind, time)
+        } else {
+            self.access_line(core, first, kind, time, erased)
+        };
         if last != first {
-            let o2 = self.access_line(core, last, kind, time, erased);
+            let o2 = if unfilled {
+                self.access_unfilled(core, last, kind, time)
+            } else {
+                self.access_line(core, last, kind, time, erased)
+            };
             // One rule in both modes (erased lines all take the L1 latency, so latency cannot
             // decide): the farther of the two places, the larger of the two latencies.
             o.latency = o.latency.max(o2.latency);
@@ -450,7 +523,7 @@ impl Memory {
             cs.erased[o.would_serve as usize] += 1;
         }
         cs.latency_cycles += o.latency;
-        if self.prefetching && kind != Kind::IFetch {
+        if self.prefetching && kind != Kind::IFetch && !unfilled {
             self.prefetch(core, pc, addr, time, erased);
         }
         o

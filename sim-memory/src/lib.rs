@@ -23,6 +23,6 @@ pub mod slots;
 pub mod stats;
 
 pub use config::{Arbitration, CacheParams, MemoryConfig, Protocol, ReplacementKind};
-pub use hierarchy::{Kind, MachineError, Memory, Outcome, Served};
+pub use hierarchy::{Erasure, Kind, MachineError, Memory, Outcome, Served};
 pub use prefetch::{PrefetchKind, PrefetchParams};
 pub use stats::{CacheStats, CoreStats};

@@ -1312,3 +1312,42 @@ fn unbuildable_machines_are_typed_errors() {
     );
     assert!(err(&|_| {}).is_none(), "the unchanged machine builds");
 }
+
+/// Miss erasure, both semantics, on an idle machine. An erased PC's miss costs the L1's
+/// latency in both and reports where it would have been served (memory). isim's `fill`
+/// still brings the line in (with no bus or DRAM traffic), so another instruction's load of
+/// the line then hits; the paper's `no-fill` leaves every cache as it was, so that load
+/// misses to memory, and it alone uses the bus.
+#[test]
+fn erasure_fills_or_leaves_the_caches_untouched() {
+    use sim_memory::{Erasure, Served};
+    const ERASED_PC: u64 = 0x40;
+    let cfg = MemoryConfig::small(1, 2);
+    for mode in Erasure::ALL {
+        let mut mem = Memory::new(cfg.clone()).unwrap();
+        mem.set_erasure([ERASED_PC]);
+        mem.set_erasure_mode(mode);
+        let addr = 0x10_0000;
+        let o = mem.access(0, ERASED_PC, addr, 8, Kind::Load, 10);
+        assert_eq!(o.latency, cfg.l1d.data_latency as u64, "{mode:?}");
+        assert!(o.erased, "{mode:?}");
+        assert_eq!(o.would_serve, Served::Dram, "{mode:?}");
+        assert_eq!(
+            mem.bus_stats()[0].0,
+            0,
+            "{mode:?}: no transfer for the erased miss"
+        );
+        let later = mem.access(0, 0x80, addr, 8, Kind::Load, 10_000);
+        match mode {
+            Erasure::Fill => {
+                assert_eq!(later.served, Served::L1, "the line was filled");
+                assert_eq!(mem.bus_stats()[0].0, 0);
+            }
+            Erasure::NoFill => {
+                assert_eq!(later.served, Served::Dram, "nothing was filled");
+                assert_eq!(mem.bus_stats()[0].0, 1, "one transfer: the later load's");
+            }
+        }
+        assert_eq!(mem.check_all(), Ok(()), "{mode:?}");
+    }
+}
