@@ -210,13 +210,17 @@ pub fn analyze_erasing(
 /// source, so their instances are analysed together under the line's name, which is then
 /// unique in the report. Each instance's site becomes the smallest static index of its line.
 fn merge_sites_by_location(p: &Program, instances: &mut [lime::Instance]) {
-    let mut first: BTreeMap<String, u32> = BTreeMap::new();
+    let mut names: BTreeMap<u32, String> = BTreeMap::new();
     for i in instances.iter() {
-        let e = first.entry(location(p, i.site)).or_insert(i.site);
-        *e = (*e).min(i.site);
+        names.entry(i.site).or_insert_with(|| location(p, i.site));
+    }
+    // Sites in increasing order: the first of each name is its smallest.
+    let mut first: BTreeMap<&str, u32> = BTreeMap::new();
+    for (&site, name) in &names {
+        first.entry(name).or_insert(site);
     }
     for i in instances.iter_mut() {
-        i.site = first[&location(p, i.site)];
+        i.site = first[names[&i.site].as_str()];
     }
 }
 
@@ -444,14 +448,15 @@ pub fn report(
                 .collect(),
         });
     }
+    let idle_run_pct = of_run(total_idle);
     LimeReport {
         schema: SCHEMA,
         workload: rd.workload.clone(),
         threads: rd.trace.thread_count(),
         options: *opts,
         run_cycles: run.cycles,
-        idle_run_pct: of_run(total_idle),
-        balanced: of_run(total_idle) <= BALANCED_PCT,
+        idle_run_pct,
+        balanced: idle_run_pct <= BALANCED_PCT,
         sections: rows,
         report_tables: tables,
     }
@@ -474,7 +479,10 @@ pub fn render(rep: &LimeReport, sections: usize, top: usize) -> String {
             o.min_imbalance * 100.0
         )
     } else {
-        "every instance of 3 or more threads analysed".to_string()
+        format!(
+            "every instance of {} or more threads analysed",
+            lime::MIN_THREADS
+        )
     };
     let _ = writeln!(
         s,
@@ -541,8 +549,9 @@ pub fn render(rep: &LimeReport, sections: usize, top: usize) -> String {
         let mut skipped = Vec::new();
         if r.not_analysed_too_few_threads > 0 {
             skipped.push(format!(
-                "{} with fewer than 3 threads taking part (LIME correlates events across threads)",
-                r.not_analysed_too_few_threads
+                "{} with fewer than {} threads taking part (LIME correlates events across threads)",
+                r.not_analysed_too_few_threads,
+                lime::MIN_THREADS
             ));
         }
         if r.not_analysed_below_threshold > 0 {

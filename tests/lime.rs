@@ -29,6 +29,19 @@ fn isim() -> Command {
     Command::new(env!("CARGO_BIN_EXE_isim"))
 }
 
+/// `isim lime RUN_DIR ARGS...`, which must succeed: its printout and the `lime.json` it wrote.
+fn lime_cli(rd: &Path, args: &[&str]) -> (String, serde_json::Value) {
+    let out = isim().arg("lime").arg(rd).args(args).output().unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let json =
+        serde_json::from_str(&std::fs::read_to_string(rd.join("lime.json")).unwrap()).unwrap();
+    (String::from_utf8(out.stdout).unwrap(), json)
+}
+
 /// LIME Fig. 6 / §5.5.1 in miniature: at 8, 16, 32 and 64 threads the most idle section is
 /// the update barrier (`lu.c:60`) and its top cause is a control-flow leader at the
 /// ownership test `lu.c:52`, the branch `(I + J) % P == MyNum`.
@@ -163,18 +176,10 @@ fn balanced_workload_has_no_cause_above_a_tenth() {
 fn lime_cli_prints_the_tables_and_writes_lime_json() {
     let dir = tempfile::tempdir().unwrap();
     let rd = simulate(dir.path(), "lu-owner", 8);
-    let out = isim().arg("lime").arg(&rd).output().unwrap();
-    let text = String::from_utf8_lossy(&out.stdout);
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let (text, json) = lime_cli(&rd, &[]);
     assert!(text.contains("lu.c:60"), "{text}");
     assert!(text.contains("control-flow leader"), "{text}");
     assert!(text.contains("Rpt"), "{text}");
-    let json: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(rd.join("lime.json")).unwrap()).unwrap();
     assert_eq!(json["schema"], "isim-lime/1");
     assert_eq!(json["sections"][0]["location"], "lu.c:60");
     assert!(json["report_tables"].as_array().unwrap().len() >= 2);
@@ -387,20 +392,7 @@ fn collector_counts_match_the_attribution_collector() {
 fn instances_not_analysed_are_reported_with_their_reason() {
     let dir = tempfile::tempdir().unwrap();
     let rd = simulate(dir.path(), "lu-owner", 2);
-    let out = isim()
-        .arg("lime")
-        .arg(&rd)
-        .args(["--min-imbalance", "1"])
-        .output()
-        .unwrap();
-    let text = String::from_utf8_lossy(&out.stdout);
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let json: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(rd.join("lime.json")).unwrap()).unwrap();
+    let (text, json) = lime_cli(&rd, &["--min-imbalance", "1"]);
     // The most idle section: the diagonal barrier, 41 % imbalanced at two threads.
     let top = &json["sections"][0];
     assert_eq!(top["location"], "lu.c:45", "{json}");
@@ -428,15 +420,7 @@ fn the_report_says_when_a_run_is_balanced_and_ranks_by_cost_to_the_run() {
     let dir = tempfile::tempdir().unwrap();
     for (workload, balanced) in [("balanced", true), ("lu-owner", false)] {
         let rd = simulate(dir.path(), workload, 8);
-        let out = isim().arg("lime").arg(&rd).output().unwrap();
-        let text = String::from_utf8_lossy(&out.stdout);
-        assert!(
-            out.status.success(),
-            "{}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        let json: serde_json::Value =
-            serde_json::from_str(&std::fs::read_to_string(rd.join("lime.json")).unwrap()).unwrap();
+        let (text, json) = lime_cli(&rd, &[]);
         assert_eq!(
             json["balanced"], balanced,
             "{workload}: {}",

@@ -23,6 +23,10 @@ use super::cluster::upgma;
 use super::collect::{Event, Instance, SectionKind};
 use super::stats::{averaged_z, forward_selection, gram_schmidt, pearson, unit};
 
+/// The fewest threads an instance needs to be analysed: events are correlated with time
+/// across threads, and two threads leave no variance to explain.
+pub const MIN_THREADS: usize = 3;
+
 /// Which events compete as causes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
@@ -140,7 +144,7 @@ pub fn analyze_instance(inst: &Instance, cfg: &Cfg, opts: &Options) -> InstanceR
         causes: Vec::new(),
     };
     let n = inst.threads.len();
-    if n < 3 || imbalance < opts.min_imbalance {
+    if n < MIN_THREADS || imbalance < opts.min_imbalance {
         return empty(0);
     }
     let times: Vec<f64> = inst.threads.iter().map(|t| t.time()).collect();
@@ -357,7 +361,7 @@ pub fn analyze(instances: &[Instance], opts: &Options) -> Vec<SectionResult> {
             for t in &inst.threads {
                 *times.entry(t.thread).or_insert(0.0) += t.time();
             }
-            if inst.threads.len() < 3 {
+            if inst.threads.len() < MIN_THREADS {
                 too_few_threads += 1;
                 continue;
             }

@@ -12,5 +12,7 @@ pub mod cluster;
 pub mod collect;
 pub mod stats;
 
-pub use analyze::{Cause, CauseKind, EventSet, Options, SectionResult, analyze, analyze_instance};
+pub use analyze::{
+    Cause, CauseKind, EventSet, MIN_THREADS, Options, SectionResult, analyze, analyze_instance,
+};
 pub use collect::{Collector, Event, Instance, SectionKind, ThreadSection};
