@@ -305,8 +305,12 @@ pub struct LimeReport {
     pub run_cycles: f64,
     /// Idle cycles of all sections as a share of the run's thread-cycles (percent).
     pub idle_run_pct: f64,
-    /// True when `idle_run_pct` is at most [`BALANCED_PCT`]: no section's imbalance costs
-    /// the run much, whatever its own imbalance.
+    /// Every cycle the threads spent not running — synchronization of any kind (locks and
+    /// condition variables too, which delimit no section) and before their start or after
+    /// their end — as a share of the run's thread-cycles (percent).
+    pub wait_run_pct: f64,
+    /// True when `wait_run_pct` is at most [`BALANCED_PCT`]: the threads hardly wait, so no
+    /// section's imbalance costs the run much, whatever its own imbalance.
     pub balanced: bool,
     /// Sections, most idle first.
     pub sections: Vec<SectionRow>,
@@ -449,6 +453,7 @@ pub fn report(
         });
     }
     let idle_run_pct = of_run(total_idle);
+    let wait_run_pct = of_run(run.threads.iter().map(|t| t.stack.sync()).sum());
     LimeReport {
         schema: SCHEMA,
         workload: rd.workload.clone(),
@@ -456,7 +461,8 @@ pub fn report(
         options: *opts,
         run_cycles: run.cycles,
         idle_run_pct,
-        balanced: idle_run_pct <= BALANCED_PCT,
+        wait_run_pct,
+        balanced: wait_run_pct <= BALANCED_PCT,
         sections: rows,
         report_tables: tables,
     }
@@ -525,9 +531,18 @@ pub fn render(rep: &LimeReport, sections: usize, top: usize) -> String {
     if rep.balanced {
         let _ = writeln!(
             s,
-            "\nbalanced: threads wait in these sections for {:.1}% of the run's thread-cycles in all \
-             (at most {BALANCED_PCT}%); no section's imbalance costs the run much",
-            rep.idle_run_pct
+            "\nbalanced: threads wait for {:.1}% of the run's thread-cycles in all (at most \
+             {BALANCED_PCT}%); no section's imbalance costs the run much",
+            rep.wait_run_pct
+        );
+    } else if rep.wait_run_pct - rep.idle_run_pct > BALANCED_PCT {
+        let _ = writeln!(
+            s,
+            "\nthreads wait for {:.1}% of the run's thread-cycles, {:.1}% of it outside these \
+             sections (locks, condition variables, thread start and end): LIME analyses only \
+             barrier- and join-delimited sections; see the run's cycle stacks",
+            rep.wait_run_pct,
+            rep.wait_run_pct - rep.idle_run_pct
         );
     }
     let minor = rep
