@@ -1,6 +1,7 @@
 //! Source map of a traced program: which loaded object holds a guest address, and that
 //! address's function, file and line from the object's DWARF (addr2line over object + gimli),
-//! or at least its function from the ELF symbol table (libraries without debug info).
+//! or at least its function from the ELF symbol table (libraries without debug info). Names are
+//! demangled (addr2line's C++ and Rust demanglers: cpp_demangle, rustc-demangle).
 
 use std::path::{Path, PathBuf};
 
@@ -56,7 +57,8 @@ pub fn parse_modules(text: &str, file: &Path, program: &Path) -> Result<Vec<Modu
 /// A resolved address.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Resolved {
-    /// Function (innermost inlined frame, else the symbol).
+    /// Function (innermost inlined frame, else the symbol), demangled (C++ and Rust names read
+    /// as in the source: `std::vector<int>::push_back`, `app::worker::{closure#0}`).
     pub function: Option<String>,
     /// Source file.
     pub file: Option<String>,
@@ -71,6 +73,9 @@ pub struct Resolved {
 pub struct Resolver {
     modules: Vec<Module>,
     loaders: Vec<Option<Option<addr2line::Loader>>>,
+    /// Per module, once its loader opened: the address ranges of its sized function symbols,
+    /// sorted (the symbol table's, else the dynamic one's).
+    extents: Vec<Vec<(u64, u64)>>,
     /// Objects that could not be read, with why.
     pub unreadable: Vec<String>,
 }
@@ -82,6 +87,7 @@ impl Resolver {
         Resolver {
             modules,
             loaders: (0..n).map(|_| None).collect(),
+            extents: vec![Vec::new(); n],
             unreadable: Vec::new(),
         }
     }
@@ -138,6 +144,7 @@ impl Resolver {
                 }
             };
             self.loaders[k] = Some(l);
+            self.extents[k] = function_extents(&path);
         }
         let bias = self.modules[k].bias;
         let Some(Some(loader)) = &self.loaders[k] else {
@@ -145,15 +152,20 @@ impl Resolver {
         };
         let probe = pc.wrapping_sub(bias);
         let mut r = Resolved::default();
-        if let Some(sym) = loader.find_symbol_info(probe) {
-            r.function = Some(sym.name().to_string());
+        // The nearest symbol below `probe` names it only if it spans it: in a library whose
+        // static functions are stripped (libstdc++'s thread trampoline), the nearest exported
+        // symbol is another function.
+        if let Some(sym) = loader.find_symbol_info(probe)
+            && spans(&self.extents[k], sym.address(), probe)
+        {
+            r.function = Some(addr2line::demangle_auto(sym.name().into(), None).into_owned());
             r.symbol_start = Some(sym.address().wrapping_add(bias));
         }
         if let Ok(mut frames) = loader.find_frames(probe)
             && let Ok(Some(f)) = frames.next()
         {
             if let Some(func) = f.function.as_ref()
-                && let Ok(name) = func.raw_name()
+                && let Ok(name) = func.demangle()
             {
                 r.function = Some(name.into_owned());
             }
@@ -164,6 +176,42 @@ impl Resolver {
         }
         r
     }
+}
+
+/// The sorted address ranges of the sized function symbols of the object at `path` (its symbol
+/// table, else its dynamic symbol table); empty if it cannot be read or has none.
+fn function_extents(path: &Path) -> Vec<(u64, u64)> {
+    use object::{Object, ObjectSymbol, SymbolKind};
+    let Ok(data) = std::fs::read(path) else {
+        return Vec::new();
+    };
+    let Ok(file) = object::File::parse(&*data) else {
+        return Vec::new();
+    };
+    let collect = |syms: &mut dyn Iterator<Item = object::Symbol<'_, '_>>| -> Vec<(u64, u64)> {
+        syms.filter(|s| s.kind() == SymbolKind::Text && s.size() > 0 && s.is_definition())
+            .map(|s| (s.address(), s.address() + s.size()))
+            .collect()
+    };
+    let mut v = collect(&mut file.symbols());
+    if v.is_empty() {
+        v = collect(&mut file.dynamic_symbols());
+    }
+    v.sort_unstable();
+    v
+}
+
+/// Whether the symbol starting at `start` spans `probe`, by `extents` (any sized symbol
+/// starting there and reaching past `probe`); an object without sized symbols is trusted.
+fn spans(extents: &[(u64, u64)], start: u64, probe: u64) -> bool {
+    if extents.is_empty() {
+        return true;
+    }
+    let from = extents.partition_point(|e| e.0 < start);
+    extents[from..]
+        .iter()
+        .take_while(|e| e.0 == start)
+        .any(|e| probe < e.1)
 }
 
 #[cfg(test)]
@@ -182,5 +230,40 @@ mod tests {
         assert_eq!(r.module_of(0x30), None);
         let e = parse_modules("zz\t1\t2\tx\n", Path::new("m.tsv"), Path::new("p")).unwrap_err();
         assert!(e.starts_with("m.tsv:1: expected"), "{e}");
+    }
+
+    /// A symbol names an address only within its size; aliases (two symbols at one address)
+    /// count by the longest; an object without sized symbols is trusted.
+    #[test]
+    fn a_symbol_names_only_addresses_it_spans() {
+        let ext = [(0x100, 0x140), (0x200, 0x210), (0x200, 0x260)];
+        assert!(spans(&ext, 0x100, 0x100));
+        assert!(spans(&ext, 0x100, 0x13f));
+        assert!(
+            !spans(&ext, 0x100, 0x140),
+            "past the end: a stripped static function"
+        );
+        assert!(spans(&ext, 0x200, 0x250));
+        assert!(!spans(&ext, 0x180, 0x190), "no sized symbol starts there");
+        assert!(spans(&[], 0x100, 0x9999));
+    }
+
+    /// The C++ runtime's thread trampoline is a static function of a stripped library: the
+    /// nearest exported symbol below it does not span it (libstdc++ on this machine).
+    #[test]
+    fn libstdcxx_exports_do_not_span_its_static_functions() {
+        let lib = Path::new("/usr/lib/x86_64-linux-gnu/libstdc++.so.6");
+        if !lib.exists() {
+            assert!(
+                std::env::var_os("CI").is_none(),
+                "CI installs g++ and libstdc++"
+            );
+            return;
+        }
+        let ext = function_extents(lib);
+        assert!(ext.len() > 1000, "{} sized symbols", ext.len());
+        // Every gap between consecutive symbols is an address no symbol spans.
+        let gap = ext.windows(2).find(|w| w[0].1 < w[1].0).expect("a gap");
+        assert!(!spans(&ext, gap[0].0, gap[0].1));
     }
 }
