@@ -24,8 +24,11 @@ pub const SCHEMA: &str = "isim-parashare/1";
 pub enum WeightArg {
     /// Static instruction count of the block.
     Instructions,
-    /// Sum of the machine's `core.latency` factors over the block's instructions.
+    /// Sum of the ParaShares paper's latency factors over the block's instructions
+    /// (conditional branch 2, add 1, divide 30, …; docs/output.md lists them).
     Latency,
+    /// Sum of the machine's own `core.latency` values over the block's instructions.
+    ConfigLatency,
     /// Simulated critical-path cycles of each execution, divided by the running threads.
     Cycles,
 }
@@ -35,6 +38,7 @@ impl From<WeightArg> for Weight {
         match w {
             WeightArg::Instructions => Weight::Instructions,
             WeightArg::Latency => Weight::Latency,
+            WeightArg::ConfigLatency => Weight::ConfigLatency,
             WeightArg::Cycles => Weight::Cycles,
         }
     }
@@ -80,7 +84,10 @@ pub fn collect(
     let (result, collector) = rd.replay(&[], &[], collector, progress)?;
     let pbv = collector.finish();
     let secs = start.elapsed().as_secs_f64();
-    let latency = rd.machine.core.latency.by_class().map(f64::from);
+    let latency = match weight {
+        Weight::ConfigLatency => rd.machine.core.latency.by_class().map(f64::from),
+        _ => accounting::parashare::paper_latency_factors(),
+    };
     let insts = result.threads.iter().map(|t| t.instructions).sum();
     Ok((analyze(&pbv, program, &latency, weight), insts, secs))
 }

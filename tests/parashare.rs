@@ -50,17 +50,24 @@ fn block<'a>(doc: &'a Value, location: &str) -> &'a Value {
 
 /// Serial phase: thread 0 alone runs the `phases.c:21` loop P x size times per round;
 /// parallel phase: each of P threads runs the `phases.c:29` loop size times. Equal execution
-/// counts and equal block sizes (6 instructions; latency factors 1+4+1+1+1+1 = 9 both), so
-/// the ParaShare ratio is Σ 1/t over the serial executions ÷ Σ 1/t over the parallel ones:
+/// counts and equal block sizes (6 instructions), so the ParaShare ratio is the weight ratio
+/// times Σ 1/t over the serial executions ÷ Σ 1/t over the parallel ones:
 /// P x size x 1/1 ÷ (P x size x 1/P) = P, up to the few iterations that overlap thread
 /// creation and the stragglers at the end of each parallel phase (measured: 3.95 for P = 4).
-/// Tolerance: 5 %.
+/// Weight ratios: 1 for instructions and for the default config's latencies (1+4+1+1+1+1 = 9
+/// both); 11/9 for the paper's factors, the serial loop's FP multiply weighing 5 and the
+/// parallel loop's FP add 3 (load 1, two integer ops 1, conditional branch 2, …). Tolerance:
+/// 5 %.
 #[test]
 fn serial_phases_serial_block_outranks_parallel_block_by_about_p() {
     let dir = tempfile::tempdir().unwrap();
     let p = 4u32;
     let run = run_dir(dir.path(), "serial-phases", p, 512);
-    for weight in ["instructions", "latency"] {
+    for (weight, weights) in [
+        ("instructions", (6.0, 6.0)),
+        ("latency", (11.0, 9.0)),
+        ("config-latency", (9.0, 9.0)),
+    ] {
         let doc = parashare_json(&run, weight);
         let s = block(&doc, "phases.c:21");
         let q = block(&doc, "phases.c:29");
@@ -68,10 +75,15 @@ fn serial_phases_serial_block_outranks_parallel_block_by_about_p() {
         assert_eq!(s["executions"], 4 * 512 * p as u64, "ROUNDS x P x size");
         assert_eq!(s["rank"], 1, "{weight}: the serial block ranks first");
         assert_eq!(q["rank"], 2, "{weight}");
+        if weight != "instructions" {
+            assert_eq!(s["latency_weight"], weights.0, "{weight}");
+            assert_eq!(q["latency_weight"], weights.1, "{weight}");
+        }
+        let expected = p as f64 * weights.0 / weights.1;
         let ratio = s["parashare"].as_f64().unwrap() / q["parashare"].as_f64().unwrap();
         assert!(
-            (ratio / p as f64 - 1.0).abs() < 0.05,
-            "{weight}: ratio {ratio}, expected about {p}"
+            (ratio / expected - 1.0).abs() < 0.05,
+            "{weight}: ratio {ratio}, expected about {expected}"
         );
         let sp = s["parallelism"].as_f64().unwrap();
         let qp = q["parallelism"].as_f64().unwrap();
@@ -91,7 +103,7 @@ fn shares_sum_to_100_for_every_weight_and_report_table_is_written() {
     let dir = tempfile::tempdir().unwrap();
     for (w, size) in [("serial-phases", 128), ("lock-contention", 100)] {
         let run = run_dir(dir.path(), w, 4, size);
-        for weight in ["instructions", "latency", "cycles"] {
+        for weight in ["instructions", "latency", "config-latency", "cycles"] {
             let doc = parashare_json(&run, weight);
             assert_eq!(doc["schema"], "isim-parashare/1");
             assert_eq!(doc["weight"], weight);

@@ -32,7 +32,7 @@ use std::collections::{BTreeSet, VecDeque};
 use serde::Serialize;
 use sim_core::Observer;
 use sim_core::core::InstResult;
-use sim_frontend::model::{BranchKind, NO_SIDX, Program, SrcLoc};
+use sim_frontend::model::{BranchKind, NO_SIDX, OpClass, Program, SrcLoc};
 
 use crate::table::ReportTable;
 
@@ -382,14 +382,50 @@ impl Observer for Collector {
     }
 }
 
+/// The ParaShares paper's latency factor of an op class (§3 step 3: "multiplying conditional
+/// operations by two, add instructions by one, and divide instructions by 30", after
+/// Granlund's x86 latency tables, the paper's [10]). The paper names only those three; the
+/// rest are the same kind of figure for an Intel core of the paper's time: integer multiply 3
+/// (Granlund's tables: 64-bit `imul` on Intel's family-6 cores), floating-point add 3 and
+/// multiply 5 (Agner Fog's instruction tables, Sandy Bridge `addsd`/`mulsd`: Granlund lists
+/// integer operations only), and 1 for everything else, an instruction whose cost is not an
+/// operation latency (loads, stores, jumps, calls, returns, fences): memory time is what the
+/// `cycles` weight measures.
+pub fn paper_latency_factor(class: OpClass) -> f64 {
+    match class {
+        OpClass::IntAlu => 1.0,
+        OpClass::CondBranch => 2.0,
+        OpClass::IntDiv | OpClass::FpDiv => 30.0,
+        OpClass::IntMul | OpClass::FpAdd => 3.0,
+        OpClass::FpMul => 5.0,
+        OpClass::Load
+        | OpClass::Store
+        | OpClass::Jump
+        | OpClass::Call
+        | OpClass::Return
+        | OpClass::Other
+        | OpClass::Serializing => 1.0,
+    }
+}
+
+/// [`paper_latency_factor`] of every op class, indexed by `OpClass as usize` (the table
+/// [`analyze`] takes for [`Weight::Latency`]).
+pub fn paper_latency_factors() -> [f64; OpClass::COUNT] {
+    OpClass::ALL.map(paper_latency_factor)
+}
+
 /// What a block weighs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "lowercase")]
+#[serde(rename_all = "kebab-case")]
 pub enum Weight {
     /// Static instruction count (the paper's default).
     Instructions,
-    /// Sum of per-op-class latency factors over the block's instructions.
+    /// Sum of the paper's latency factors ([`paper_latency_factor`]) over the block's
+    /// instructions.
     Latency,
+    /// Sum of the machine's own op latencies (its config's `[core.latency]`) over the block's
+    /// instructions: isim's variant of the latency weight.
+    ConfigLatency,
     /// Simulated critical-path cycles of each execution (divided by its running count).
     Cycles,
 }
@@ -400,6 +436,7 @@ impl Weight {
         match self {
             Weight::Instructions => "instructions",
             Weight::Latency => "latency",
+            Weight::ConfigLatency => "config-latency",
             Weight::Cycles => "cycles",
         }
     }
@@ -409,6 +446,7 @@ impl Weight {
         match self {
             Weight::Instructions => "dynamic instructions",
             Weight::Latency => "executions x latency weight",
+            Weight::ConfigLatency => "executions x config latency weight",
             Weight::Cycles => "critical-path cycles",
         }
     }
@@ -561,8 +599,15 @@ fn line_ranges(program: &Program, members: &[u32]) -> String {
 }
 
 /// Ranks the blocks of `pbv` (collected on `program`) by ParaShare under `weight`; `latency`
-/// holds the latency factor of each op class, indexed by `OpClass as usize`.
-pub fn analyze(pbv: &Pbv, program: &Program, latency: &[f64; 14], weight: Weight) -> Analysis {
+/// holds the latency factor of each op class, indexed by `OpClass as usize`
+/// ([`paper_latency_factors`] for [`Weight::Latency`], the machine's latencies for
+/// [`Weight::ConfigLatency`]); every block's `latency_weight` sums them.
+pub fn analyze(
+    pbv: &Pbv,
+    program: &Program,
+    latency: &[f64; OpClass::COUNT],
+    weight: Weight,
+) -> Analysis {
     let blocks = Blocks::new(program);
     let members: Vec<Vec<u32>> = pbv
         .blocks
@@ -584,7 +629,9 @@ pub fn analyze(pbv: &Pbv, program: &Program, latency: &[f64; 14], weight: Weight
                 let n = m.len() as f64;
                 (b.weighted_executions() * n, b.executions() as f64 * n)
             }
-            Weight::Latency => (b.weighted_executions() * l, b.executions() as f64 * l),
+            Weight::Latency | Weight::ConfigLatency => {
+                (b.weighted_executions() * l, b.executions() as f64 * l)
+            }
             Weight::Cycles => (b.critical_par, b.critical),
         };
         par.push(w);

@@ -4,7 +4,10 @@
 //! running counts against a brute-force recomputation on random schedules delivered in the
 //! engine's order (out of time order across threads, bounded by a horizon).
 
-use accounting::parashare::{Analysis, BlockVector, Blocks, Collector, Pbv, Weight, analyze};
+use accounting::parashare::{
+    Analysis, BlockVector, Blocks, Collector, Pbv, Weight, analyze, paper_latency_factor,
+    paper_latency_factors,
+};
 use sim_core::core::InstResult;
 use sim_core::{CycleStack, Observer};
 use sim_frontend::model::{BranchKind, OpClass, Program, SourceMap, SrcLoc, StaticInst};
@@ -156,6 +159,29 @@ fn fig1_serial_block_a_outranks_more_frequent_parallel_block_b() {
     assert_eq!(by_key(&l, 0).latency_weight, 6.0);
     assert_eq!(by_key(&l, 3).parashare, 72.0);
     assert_eq!(by_key(&l, 3).rank, 1);
+    // The paper's factors: A = fp-mul 5 + add 1 + conditional branch 2 = 8, B = divide 30 +
+    // 1 + 2 = 33, so ParaShare_A = 4 x 8 = 32 < ParaShare_B = 9/4 x 33 = 74.25.
+    let paper = analyze(&pbv, &p, &paper_latency_factors(), Weight::Latency);
+    assert_eq!(by_key(&paper, 0).latency_weight, 8.0);
+    assert_eq!(by_key(&paper, 0).parashare, 32.0);
+    assert_eq!(by_key(&paper, 3).parashare, 74.25);
+}
+
+/// The factors the ParaShares paper states (§3 step 3): conditional operations x2, adds x1,
+/// divides x30; the others as their doc comment sources them.
+#[test]
+fn paper_latency_factors_are_the_papers() {
+    assert_eq!(paper_latency_factor(OpClass::CondBranch), 2.0);
+    assert_eq!(paper_latency_factor(OpClass::IntAlu), 1.0);
+    assert_eq!(paper_latency_factor(OpClass::IntDiv), 30.0);
+    assert_eq!(paper_latency_factor(OpClass::FpDiv), 30.0);
+    assert_eq!(paper_latency_factor(OpClass::IntMul), 3.0);
+    assert_eq!(paper_latency_factor(OpClass::FpMul), 5.0);
+    let all = paper_latency_factors();
+    for c in OpClass::ALL {
+        assert_eq!(all[c as usize], paper_latency_factor(c));
+    }
+    assert_eq!(Weight::ConfigLatency.name(), "config-latency");
 }
 
 /// Feeds the Fig. 1 schedule as probe events: thread 0 runs A four times alone, creates
