@@ -168,11 +168,21 @@ pub fn run(req: &RunRequest, progress: impl FnMut(u64)) -> Result<RunOutcome> {
     let (result, attribution) = engine.run(progress)?;
 
     // Outputs.
+    let mut starts = Vec::with_capacity(n as usize);
+    for tid in 0..n {
+        let first = trace.start_instruction(tid)?;
+        starts.push((
+            first.and_then(|i| trace.program.function_name(i).map(str::to_string)),
+            first.and_then(|i| trace.program.file_line(i)),
+        ));
+    }
     let threads = result
         .threads
         .iter()
         .map(|t| ThreadSummary {
             thread: t.thread,
+            start_function: starts.get(t.thread as usize).and_then(|s| s.0.clone()),
+            start_location: starts.get(t.thread as usize).and_then(|s| s.1.clone()),
             instructions: t.instructions,
             cycles: t.cycles,
             ipc: if t.cycles > 0.0 {

@@ -2,13 +2,18 @@
 //! totals from `summary.json`, each thread's group from `attribution.json`, and the aggregates
 //! of `accounting::scaling` (threads doing real work, per thread group).
 //!
-//! A thread's group is the function it executed most instructions in. The cycle-stacks paper
-//! groups threads by the top-level function they run (§2.3, footnote 1) so that minor control
-//! flow differences do not split groups; a trace has no call tree, and the function holding most
-//! of a thread's instructions is the closest stable stand-in: a main thread that only creates and
-//! joins workers but also runs a share of the work lands with the workers, while a pipeline
-//! stage spending its time in its own function forms its own group.
-
+//! A thread's group is the top-level function it runs, as the cycle-stacks paper groups threads
+//! (§2.3, footnote 1: minor differences in control flow do not split a group): its *start
+//! function*, the function of its first traced instruction (`summary.json`'s
+//! `start_function`: a created thread's start routine, `main` for a program's main thread).
+//! One rule serves the common idiom of a main thread that creates workers and then runs their
+//! function itself (SPLASH-2's `SlaveStart`, an OpenMP region's encountering thread, the
+//! examples' `worker((void *)0)`): a thread whose start function starts no other thread, but
+//! which executed instructions of other threads' start functions, joins the group of the one it
+//! executed most. A main thread that only produces, or a pipeline stage, keeps its own group.
+//! Two different starts of one name (two C++ lambdas' `operator()`) are told apart by their
+//! location, `operator() (app.cc:12)`. A run directory written before start functions were
+//! recorded groups by the function with most executions instead.
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
@@ -16,7 +21,7 @@ use accounting::scaling::{RunAggregate, ThreadStack};
 use anyhow::Result;
 use sim_core::CycleStack;
 
-use crate::dirs::run::{Summary, read_attribution};
+use crate::dirs::run::{PcRow, Summary, read_attribution};
 
 /// Group name of a thread that executed no instruction with a known function.
 pub const UNKNOWN_GROUP: &str = "(unknown)";
@@ -79,7 +84,21 @@ impl RunStacks {
 /// Reads the stacks of the run directory `dir`.
 pub fn load(dir: &Path) -> Result<RunStacks> {
     let s = Summary::read(dir)?;
-    let groups = thread_groups(dir)?;
+    let starts: BTreeMap<u32, Start> = s
+        .threads
+        .iter()
+        .filter_map(|t| {
+            Some((
+                t.thread,
+                Start {
+                    function: t.start_function.clone()?,
+                    location: t.start_location.clone(),
+                },
+            ))
+        })
+        .collect();
+    let rows = read_attribution(dir)?.unwrap_or_default();
+    let groups = thread_groups(&starts, &rows);
     let threads: Vec<ThreadData> = s
         .threads
         .into_iter()
@@ -116,71 +135,196 @@ pub fn load(dir: &Path) -> Result<RunStacks> {
     })
 }
 
-/// Each thread's group: the function with most executions (ties to the smaller name). A missing
-/// `attribution.json` in `dir` puts every thread in [`UNKNOWN_GROUP`].
-fn thread_groups(dir: &Path) -> Result<BTreeMap<u32, String>> {
-    let Some(rows) = read_attribution(dir)? else {
-        return Ok(BTreeMap::new());
-    };
-    let mut per: BTreeMap<u32, BTreeMap<String, u64>> = BTreeMap::new();
+/// Where a thread's own code starts, from `summary.json`.
+#[derive(Debug, Clone, PartialEq)]
+struct Start {
+    function: String,
+    location: Option<String>,
+}
+
+/// Each thread's group (see the module docs) from the recorded starts and the per-PC
+/// executions of `attribution.json`. A group is named by its start function, with the start's
+/// location when two different starts share a name (two C++ lambdas' `operator()`). A thread
+/// with neither a start nor an instruction of a known function gets no entry
+/// ([`UNKNOWN_GROUP`]).
+fn thread_groups(starts: &BTreeMap<u32, Start>, rows: &[PcRow]) -> BTreeMap<u32, String> {
+    // Executions per thread and function.
+    let mut per: BTreeMap<u32, BTreeMap<&str, u64>> = BTreeMap::new();
     for r in rows {
-        if let Some(f) = r.function {
+        if let Some(f) = &r.function {
             *per.entry(r.thread).or_default().entry(f).or_default() += r.counters.execs;
         }
     }
-    Ok(per
-        .into_iter()
-        .filter_map(|(t, funcs)| {
-            // BTreeMap order makes the first maximum the smallest name.
-            let best =
-                funcs
-                    .into_iter()
-                    .fold(None::<(String, u64)>, |best, (f, n)| match best {
-                        Some((_, bn)) if bn >= n => best,
-                        _ => Some((f, n)),
-                    })?;
-            Some((t, best.0))
+    // The function with most executions among `funcs` passing `keep` (ties to the smaller
+    // name: BTreeMap order makes the first maximum the smallest).
+    let most = |funcs: &BTreeMap<&str, u64>, keep: &dyn Fn(&str) -> bool| {
+        funcs
+            .iter()
+            .filter(|(f, n)| **n > 0 && keep(f))
+            .fold(None::<(&str, u64)>, |best, (f, n)| match best {
+                Some((_, bn)) if bn >= *n => best,
+                _ => Some((f, *n)),
+            })
+            .map(|(f, _)| f.to_string())
+    };
+    if starts.is_empty() {
+        return per
+            .iter()
+            .filter_map(|(t, funcs)| Some((*t, most(funcs, &|_| true)?)))
+            .collect();
+    }
+    // Each start function's distinct locations, and each thread's group name.
+    let mut locations: BTreeMap<&str, Vec<Option<&str>>> = BTreeMap::new();
+    for s in starts.values() {
+        let l = locations.entry(&s.function).or_default();
+        if !l.contains(&s.location.as_deref()) {
+            l.push(s.location.as_deref());
+        }
+    }
+    let name = |s: &Start| match (&s.location, locations[s.function.as_str()].len()) {
+        (Some(l), n) if n > 1 => format!("{} ({l})", s.function),
+        _ => s.function.clone(),
+    };
+    let named: BTreeMap<u32, String> = starts.iter().map(|(t, s)| (*t, name(s))).collect();
+    let mut members: BTreeMap<&str, usize> = BTreeMap::new();
+    for g in named.values() {
+        *members.entry(g).or_default() += 1;
+    }
+    // The group a start function leads to: the one most threads starting there are in.
+    let mut by_function: BTreeMap<&str, BTreeMap<&str, usize>> = BTreeMap::new();
+    for (t, s) in starts {
+        *by_function
+            .entry(&s.function)
+            .or_default()
+            .entry(&named[t])
+            .or_default() += 1;
+    }
+    let group_of = |f: &str| {
+        by_function[f]
+            .iter()
+            .fold(None::<(&str, usize)>, |best, (g, n)| match best {
+                Some((_, bn)) if bn >= *n => best,
+                _ => Some((g, *n)),
+            })
+            .map(|(g, _)| g.to_string())
+    };
+    let empty = BTreeMap::new();
+    named
+        .iter()
+        .map(|(t, g)| {
+            let own = starts[t].function.as_str();
+            let funcs = per.get(t).unwrap_or(&empty);
+            let joined = (members[g.as_str()] == 1)
+                .then(|| most(funcs, &|f| f != own && by_function.contains_key(f)))
+                .flatten()
+                .and_then(|f| group_of(&f));
+            (*t, joined.unwrap_or_else(|| g.clone()))
         })
-        .collect())
+        .collect()
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::dirs::run::{ATTRIBUTION, PcRow};
     use accounting::attribution::PcCounters;
 
-    #[test]
-    fn groups_are_the_function_with_most_executions() {
-        let dir = tempfile::tempdir().unwrap();
-        let row = |thread, pc: &str, function: Option<&str>, execs| PcRow {
+    fn row(thread: u32, function: Option<&str>, execs: u64) -> PcRow {
+        PcRow {
             thread,
-            pc: pc.to_string(),
+            pc: format!("{:#x}", execs),
             function: function.map(str::to_string),
             location: None,
             counters: PcCounters {
                 execs,
                 ..PcCounters::default()
             },
-        };
+        }
+    }
+
+    /// Without recorded start functions (an older run directory), a thread's group is the
+    /// function it executed most.
+    #[test]
+    fn without_start_functions_groups_are_the_function_with_most_executions() {
         let rows = [
-            row(0, "0x1", Some("main"), 5),
-            row(0, "0x2", Some("work"), 4),
-            row(0, "0x3", Some("work"), 3),
-            row(1, "0x2", Some("b"), 4),
-            row(1, "0x5", Some("a"), 4),
-            row(2, "0x9", None, 40),
+            row(0, Some("main"), 5),
+            row(0, Some("work"), 4),
+            row(0, Some("work"), 3),
+            row(1, Some("b"), 4),
+            row(1, Some("a"), 4),
+            row(2, None, 40),
         ];
-        std::fs::write(
-            dir.path().join(ATTRIBUTION),
-            serde_json::to_string(&rows).unwrap(),
-        )
-        .unwrap();
-        let g = thread_groups(dir.path()).unwrap();
+        let g = thread_groups(&BTreeMap::new(), &rows);
         assert_eq!(g.get(&0).map(String::as_str), Some("work"));
         assert_eq!(g.get(&1).map(String::as_str), Some("a"));
         assert_eq!(g.get(&2), None);
-        let empty = tempfile::tempdir().unwrap();
-        assert!(thread_groups(empty.path()).unwrap().is_empty());
+        assert!(thread_groups(&BTreeMap::new(), &[]).is_empty());
+    }
+
+    /// The paper's rule: threads group by start function, however their hot functions differ;
+    /// a main thread that runs the workers' start function joins them; one that does not (a
+    /// producer) and the stages of a pipeline keep their own groups.
+    #[test]
+    fn groups_are_start_functions_and_a_main_running_the_workers_joins_them() {
+        let starts = |v: &[(u32, &str)]| -> BTreeMap<u32, Start> {
+            v.iter()
+                .map(|(t, f)| {
+                    let (function, location) = match f.split_once('@') {
+                        Some((f, l)) => (f.to_string(), Some(l.to_string())),
+                        None => (f.to_string(), None),
+                    };
+                    (*t, Start { function, location })
+                })
+                .collect()
+        };
+        // SPLASH-2 style: main creates workers, then calls `worker` itself; each thread's
+        // hottest function differs (daxpy, bmod), the groups do not.
+        let rows = [
+            row(0, Some("main"), 900),
+            row(0, Some("worker"), 10),
+            row(0, Some("daxpy"), 5000),
+            row(1, Some("worker"), 10),
+            row(1, Some("bmod"), 6000),
+            row(2, Some("worker"), 10),
+            row(2, Some("daxpy"), 4000),
+        ];
+        let g = thread_groups(&starts(&[(0, "main"), (1, "worker"), (2, "worker")]), &rows);
+        assert!(g.values().all(|f| f == "worker"), "{g:?}");
+        // A producer main thread never runs `consumer`: it stays `main`.
+        let rows = [row(0, Some("main"), 900), row(1, Some("consumer"), 800)];
+        let g = thread_groups(
+            &starts(&[(0, "main"), (1, "consumer"), (2, "consumer")]),
+            &rows,
+        );
+        assert_eq!(g[&0], "main");
+        assert_eq!(g[&1], "consumer");
+        assert_eq!(g[&2], "consumer");
+        // A pipeline: each stage is one thread starting in its own function, and a stage that
+        // calls a helper named like no start function keeps its own group.
+        let rows = [
+            row(1, Some("compress"), 500),
+            row(1, Some("memcpy"), 900),
+            row(2, Some("write_out"), 300),
+        ];
+        let g = thread_groups(&starts(&[(1, "compress"), (2, "write_out")]), &rows);
+        assert_eq!(g[&1], "compress");
+        assert_eq!(g[&2], "write_out");
+        // Two C++ lambdas both named `operator()`: told apart by where they start; threads of
+        // one lambda stay together.
+        let g = thread_groups(
+            &starts(&[
+                (0, "main@a.cc:30"),
+                (1, "operator()@a.cc:10"),
+                (2, "operator()@a.cc:20"),
+                (3, "operator()@a.cc:10"),
+            ]),
+            &[row(0, Some("main"), 50)],
+        );
+        assert_eq!(g[&0], "main");
+        assert_eq!(g[&1], "operator() (a.cc:10)");
+        assert_eq!(g[&2], "operator() (a.cc:20)");
+        assert_eq!(g[&3], "operator() (a.cc:10)");
+        // One start location for a name keeps the bare name.
+        let g = thread_groups(&starts(&[(1, "f@a.c:1"), (2, "f@a.c:1")]), &[]);
+        assert_eq!(g[&1], "f");
     }
 }

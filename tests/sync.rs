@@ -199,6 +199,24 @@ fn lime_top_cause(run: &Path) -> (String, String) {
     )
 }
 
+/// Each thread's recorded start (function, location) and thread group, as the scaling analyses
+/// see them (`isim::stacks`).
+fn starts_and_groups(run: &Path) -> Vec<(String, String, String)> {
+    let sum: Value =
+        serde_json::from_str(&std::fs::read_to_string(run.join("summary.json")).unwrap()).unwrap();
+    let stacks = isim::stacks::load(run).unwrap();
+    sum["threads"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .zip(&stacks.threads)
+        .map(|(t, d)| {
+            let s = |k: &str| t[k].as_str().unwrap_or("").to_string();
+            (s("start_function"), s("start_location"), d.group.clone())
+        })
+        .collect()
+}
+
 const THREADS: [u32; 3] = [2, 4, 8];
 
 /// The condition-variable barrier: every thread takes part in STEPS barrier episodes, locks
@@ -244,6 +262,12 @@ fn the_condition_variable_barrier_replays_as_a_barrier_at_2_4_and_8_threads() {
             "{p} threads: sync-barrier {barrier} vs sync-cond {other}"
         );
         if p == 4 {
+            // Threads group by their start function (cycle-stacks paper §2.3): the main thread
+            // calls worker() itself after creating the others, so all four are one group.
+            let g = starts_and_groups(&r.run);
+            assert_eq!(g[0].0, "main");
+            assert!(g[1..].iter().all(|t| t.0 == "worker"), "{g:?}");
+            assert!(g.iter().all(|t| t.2 == "worker"), "{g:?}");
             let (section, cause) = lime_top_cause(&r.run);
             let barrier_line = line_of("examples/c/cond_barrier.c", "BARRIER_SITE");
             let planted = line_of("examples/c/cond_barrier.c", "PLANTED");
@@ -276,6 +300,10 @@ fn producer_consumer_and_task_queue_replay_to_the_end() {
         assert!(counts(s, "mutex-lock")[1..].iter().all(|&k| k >= 1));
         assert_eq!(counts(s, "create")[0], p as u64 - 1);
         assert_eq!(counts(s, "join")[0], p as u64 - 1);
+        // The producer (main) never runs consumer(): two thread groups.
+        let g = starts_and_groups(&r.run);
+        assert_eq!(g[0].2, "main", "{g:?}");
+        assert!(g[1..].iter().all(|t| t.2 == "consumer"), "{g:?}");
     }
     let tasks = 400u64;
     let batches = tasks.div_ceil(50);
@@ -337,6 +365,16 @@ fn openmp_kernels_replay_with_their_barriers_and_locks() {
                     "top cause at {cause}, planted line {planted}"
                 );
             }
+            if kernel == "static" && p == 4 {
+                // Pool threads start in the region's outlined function, which the encountering
+                // (main) thread runs too: one group.
+                let g = starts_and_groups(&r.run);
+                assert!(
+                    g[1..].iter().all(|t| t.0.starts_with("main._omp_fn.")),
+                    "{g:?}"
+                );
+                assert!(g.iter().all(|t| t.2 == g[1].0), "{g:?}");
+            }
             if kernel == "static" {
                 // A pool thread's wait for the next region is barrier time.
                 let sum: Value = serde_json::from_str(
@@ -378,6 +416,15 @@ fn cpp20_and_rust_std_synchronization_replays_to_the_end() {
             let f: u64 = counts(s, "futex-wait").iter().sum::<u64>()
                 + counts(s, "futex-wake").iter().sum::<u64>();
             assert!(f > 0, "no futex markers for std::barrier: {s}");
+            // std::thread workers start past libstdc++'s launcher, in the program's lambda
+            // (its call operator, at its line of sync20.cpp); main runs no lambda.
+            let g = starts_and_groups(&r.run);
+            assert_eq!(g[0].2, "main", "{g:?}");
+            for t in &g[1..] {
+                assert_eq!(t.0, "operator()", "{g:?}");
+                assert!(t.1.contains("examples/cpp/sync20.cpp:"), "{g:?}");
+                assert_eq!(t.2, g[1].2, "{g:?}");
+            }
         }
         let r = replay(&corpus().rust, &args);
         let s = &r.summary;
@@ -387,6 +434,15 @@ fn cpp20_and_rust_std_synchronization_replays_to_the_end() {
             let f: u64 = counts(s, "futex-wait").iter().sum::<u64>()
                 + counts(s, "futex-wake").iter().sum::<u64>();
             assert!(f > 0, "no futex markers for Rust's Barrier: {s}");
+            // Spawned threads start past std's thread_start, in the program's closure (names
+            // demangled); the main thread in the program's main.
+            let g = starts_and_groups(&r.run);
+            assert_eq!(g[0].0, "sync::main", "{g:?}");
+            for t in &g[1..] {
+                assert!(t.0.starts_with("sync::main::{"), "{g:?}");
+                assert!(t.1.contains("examples/rust/sync.rs:"), "{g:?}");
+                assert_eq!(t.2, g[1].2, "{g:?}");
+            }
         }
     }
 }

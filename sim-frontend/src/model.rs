@@ -224,7 +224,73 @@ pub struct Program {
     pub source: SourceMap,
 }
 
+/// Name prefixes of language runtimes' own functions (demangled): the C++ and Rust standard
+/// libraries, their ABI helpers, and trait impls of Rust's (`<alloc::boxed::Box<F> as …>`).
+const RUNTIME_PREFIXES: [&str; 11] = [
+    "std::",
+    "core::",
+    "alloc::",
+    "<std::",
+    "<core::",
+    "<alloc::",
+    "__gnu_cxx::",
+    "__cxxabiv1::",
+    "__rust",
+    "__libc",
+    "_start",
+];
+
+/// Source path prefixes of code that is not the program's own: system headers (C++ templates
+/// instantiated in the program) and the Rust toolchain's library sources (remapped to
+/// `/rustc/<commit>/`).
+const SYSTEM_SOURCE_PREFIXES: [&str; 4] = [
+    "/usr/include/",
+    "/usr/lib/",
+    "/usr/local/include/",
+    "/rustc/",
+];
+/// Path parts of a local Rust toolchain's or dependency's sources (not the program's own).
+const SYSTEM_SOURCE_PARTS: [&str; 2] = ["/.rustup/toolchains/", "/.cargo/registry/"];
+
 impl Program {
+    /// Per function (indexed like [`SourceMap::functions`]): whether it is the program's own
+    /// code rather than a language runtime's, judging by its name ([`RUNTIME_PREFIXES`]).
+    pub fn own_functions(&self) -> Vec<bool> {
+        self.source
+            .functions
+            .iter()
+            .map(|f| !RUNTIME_PREFIXES.iter().any(|p| f.starts_with(p)))
+            .collect()
+    }
+
+    /// Per source file (indexed like [`SourceMap::files`]): whether it is the program's own,
+    /// not a system header or a toolchain's library source ([`SYSTEM_SOURCE_PREFIXES`],
+    /// [`SYSTEM_SOURCE_PARTS`]: C++ templates instantiated from `/usr/include/c++`, Rust's
+    /// standard library under `/rustc/`).
+    pub fn own_files(&self) -> Vec<bool> {
+        self.source
+            .files
+            .iter()
+            .map(|f| {
+                !SYSTEM_SOURCE_PREFIXES.iter().any(|p| f.starts_with(p))
+                    && !SYSTEM_SOURCE_PARTS.iter().any(|p| f.contains(p))
+            })
+            .collect()
+    }
+
+    /// Whether instruction `sidx` is the program's own code: it has a source file (debug
+    /// information, which system libraries lack) marked in `files` ([`Program::own_files`])
+    /// and a function marked in `functions` ([`Program::own_functions`]).
+    pub fn is_own_code(&self, sidx: u32, functions: &[bool], files: &[bool]) -> bool {
+        self.insts.get(sidx as usize).is_some_and(|i| {
+            files.get(i.loc.file as usize).copied().unwrap_or(false)
+                && functions
+                    .get(i.loc.function as usize)
+                    .copied()
+                    .unwrap_or(false)
+        })
+    }
+
     /// The function name of an instruction, if known.
     pub fn function_name(&self, sidx: u32) -> Option<&str> {
         let f = self.insts.get(sidx as usize)?.loc.function;

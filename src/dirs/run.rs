@@ -63,6 +63,16 @@ pub struct Summary {
 pub struct ThreadSummary {
     /// Thread id.
     pub thread: u32,
+    /// The function where the thread's own code starts (`Trace::start_instruction`): a created
+    /// thread's start routine (past a runtime's trampolines), `main` for a program's main
+    /// thread; absent when unknown (no symbols, no instruction, or a run directory written
+    /// before isim recorded it).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub start_function: Option<String>,
+    /// `file:line` of that start (tells apart two start routines of one name, e.g. two C++
+    /// lambdas' `operator()`); absent when unknown.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub start_location: Option<String>,
     /// Instructions in the ROI.
     pub instructions: u64,
     /// Cycles (the run's length).
@@ -198,6 +208,8 @@ mod tests {
         }
         let t = ThreadSummary {
             thread: 3,
+            start_function: Some("worker".into()),
+            start_location: Some("w.c:3".into()),
             instructions: 10,
             cycles: 171.0,
             ipc: 0.1,
