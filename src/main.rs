@@ -271,8 +271,15 @@ fn run(cli: Cli) -> Result<ExitCode> {
                 println!("{:<16} {}", w.name, w.summary);
                 println!("{:<16}   shows: {}", "", w.shows);
                 println!(
-                    "{:<16}   --size: {} (default {})",
-                    "", w.size_meaning, w.default_size
+                    "{:<16}   --size: {} (default {}; {})",
+                    "",
+                    w.size_meaning,
+                    w.default_size,
+                    if w.work_per_thread {
+                        "work grows with --threads: sweeps show weak scaling"
+                    } else {
+                        "fixed-size problem: sweeps show strong scaling"
+                    }
                 );
             }
         }

@@ -50,6 +50,7 @@ fn args(cores: &[u32], out: &Path) -> SweepArgs {
         out: out.to_path_buf(),
         roi: isim::trace::Roi::Main,
         program: vec![],
+        weak_scaling: false,
         csv: false,
         slurm: Default::default(),
     }
@@ -133,6 +134,15 @@ fn sweep_runs_are_identical_to_single_runs() {
         .map(|r| summary(r)["cycles"].as_f64().unwrap())
         .collect();
     let table = &results["report_tables"][0];
+    assert_eq!(results["scaling"], "strong");
+    assert!(
+        table["title"]
+            .as_str()
+            .unwrap()
+            .contains("fixed-size problem, strong scaling"),
+        "{}",
+        table["title"]
+    );
     assert_eq!(table["columns"][0], "cores");
     assert_eq!(table["columns"][2], "speedup");
     let rows = table["rows"].as_array().unwrap();
@@ -153,6 +163,64 @@ fn sweep_runs_are_identical_to_single_runs() {
     let svg = std::fs::read_to_string(sw.join("scaling.svg")).unwrap();
     assert_eq!(svg.matches("class=\"bar-label\"").count(), 3, "{svg}");
     assert!(svg.contains(">4 cores<"));
+}
+
+/// A workload whose `--size` is work per thread grows with the core count: its table shows
+/// weak scaling (efficiency = time at 1 core over time, scaled speedup = that times the cores),
+/// not a fixed-size speedup; `--weak-scaling` is refused for a built-in workload, which knows.
+#[test]
+fn a_workload_growing_with_the_threads_shows_weak_scaling() {
+    let dir = tempfile::tempdir().unwrap();
+    let sw = dir.path().join("sweep");
+    let out = ok(&[
+        "sweep",
+        "-w",
+        "balanced",
+        "--cores",
+        "1,2,4",
+        "-s",
+        "256",
+        "--jobs",
+        "2",
+        "--out",
+        sw.to_str().unwrap(),
+    ]);
+    assert!(out.contains("weak scaling"), "{out}");
+    assert!(out.contains("scaled speedup"), "{out}");
+    let results: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(sw.join("sweep.json")).unwrap()).unwrap();
+    assert_eq!(results["scaling"], "weak");
+    let cycles: Vec<f64> = results["runs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["cycles"].as_f64().unwrap())
+        .collect();
+    let table = &results["report_tables"][0];
+    assert_eq!(table["columns"][2], "scaled speedup");
+    assert_eq!(table["columns"][3], "efficiency");
+    for (i, row) in table["rows"].as_array().unwrap().iter().enumerate() {
+        let cores = [1.0, 2.0, 4.0][i];
+        let efficiency = cycles[0] / cycles[i];
+        assert_eq!(row[2], format!("{:.2}", efficiency * cores));
+        assert_eq!(row[3], format!("{efficiency:.2}"));
+        let series = &results["series"][0]["rows"][i];
+        assert!((series["efficiency"].as_f64().unwrap() - efficiency).abs() < 1e-12);
+    }
+    // A balanced kernel whose work grows with the threads keeps most of its efficiency, which
+    // a fixed-size reading (time ratio / cores) would call a 4x slowdown.
+    assert!(cycles[0] / cycles[2] > 0.5, "{cycles:?}");
+    let err = fails(&[
+        "sweep",
+        "-w",
+        "balanced",
+        "--cores",
+        "1,2",
+        "--weak-scaling",
+        "--out",
+        dir.path().join("x").to_str().unwrap(),
+    ]);
+    assert!(err.contains("--weak-scaling is for a program"), "{err}");
 }
 
 #[test]

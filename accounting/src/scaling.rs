@@ -5,15 +5,18 @@
 //! half of its cycles in the synchronization and imbalance components (`sync-*`,
 //! `imbalance-*`, i.e. [`Component::is_sync`]) — a main thread that only creates and joins its
 //! workers, a thread created late or finished early — is left out, and the stacks of the rest are
-//! added component by component. Threads are also grouped (by the caller: e.g. by the function
-//! they spend most of their instructions in) and each group is aggregated the same way, so that a
-//! heterogeneous workload (threads running different code) can be treated as several homogeneous
-//! ones. If no thread of a run (or group) does real work, every thread is summed and the
+//! added component by component. Threads are also grouped (by the caller: the `isim` package
+//! groups them by the top-level function they start in) and each group is aggregated the same
+//! way, so that a heterogeneous workload (threads running different code) can be treated as
+//! several homogeneous ones. If no thread of a run (or group) does real work, every thread is summed and the
 //! aggregate says so, rather than producing an empty stack.
 //!
 //! A scaling table lists, per core count of a sweep, the run's cycles, the speedup over the
 //! smallest core count, the parallel efficiency and the share of each component in the
-//! aggregated stack. Everything here is plain data in and out; reading run directories and
+//! aggregated stack. Speedup means what the problem's [`Scaling`] makes it mean: for a problem of
+//! fixed size (strong scaling) the ratio of times; for one whose work grows with the threads
+//! (weak scaling) the ratio of times is the efficiency, and the *scaled* speedup multiplies it by
+//! the growth in threads (Gustafson's). Everything here is plain data in and out; reading run directories and
 //! writing files is the `isim` package's job.
 
 use sim_core::{COMPONENTS, Component, CycleStack};
@@ -177,6 +180,37 @@ pub struct ScalingPoint {
     pub stack: CycleStack,
 }
 
+/// How a sweep's problem relates to its thread count, which decides what its speedup means.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Scaling {
+    /// The problem has the same size at every thread count (strong scaling): speedup is
+    /// `T(smallest) / T(n)`, efficiency that divided by `n / smallest`.
+    Strong,
+    /// Each thread's share of the work is fixed, so the problem grows with the threads (weak
+    /// scaling): efficiency is `T(smallest) / T(n)` (1 when time stays flat), the scaled
+    /// speedup that times `n / smallest`.
+    Weak,
+}
+
+impl Scaling {
+    /// What the table's speedup column is called.
+    pub fn speedup_name(self) -> &'static str {
+        match self {
+            Scaling::Strong => "speedup",
+            Scaling::Weak => "scaled speedup",
+        }
+    }
+
+    /// How the table's title says which scaling it shows.
+    pub fn describe(self) -> &'static str {
+        match self {
+            Scaling::Strong => "fixed-size problem, strong scaling",
+            Scaling::Weak => "work grows with the threads, weak scaling",
+        }
+    }
+}
+
 /// One row of a scaling table.
 #[derive(Debug, Clone, PartialEq)]
 pub struct ScalingRow {
@@ -184,18 +218,20 @@ pub struct ScalingRow {
     pub cores: u32,
     /// The run's cycles.
     pub cycles: f64,
-    /// Cycles at the smallest core count divided by these cycles.
+    /// Strong scaling: cycles at the smallest core count divided by these cycles; weak: the
+    /// scaled speedup, that ratio times `cores / smallest`.
     pub speedup: f64,
-    /// Speedup divided by the growth in cores: `speedup × smallest / cores` (1 is perfect
-    /// scaling).
+    /// Speedup divided by the growth in cores, `speedup × smallest / cores` (for weak scaling
+    /// the plain ratio of cycles); 1 is perfect scaling.
     pub efficiency: f64,
     /// Each component's share of the aggregated stack.
     pub shares: [f64; COMPONENTS],
 }
 
 /// The scaling table of one series, sorted by core count; speedup and efficiency are relative to
-/// the smallest core count in `points` (the classic definitions when it is 1).
-pub fn scaling_rows(points: &[ScalingPoint]) -> Vec<ScalingRow> {
+/// the smallest core count in `points` (the classic definitions when it is 1), with the meaning
+/// `scaling` gives them.
+pub fn scaling_rows(points: &[ScalingPoint], scaling: Scaling) -> Vec<ScalingRow> {
     let mut pts: Vec<&ScalingPoint> = points.iter().collect();
     pts.sort_by_key(|p| p.cores);
     let Some(base) = pts.first() else {
@@ -204,20 +240,26 @@ pub fn scaling_rows(points: &[ScalingPoint]) -> Vec<ScalingRow> {
     let (base_cores, base_cycles) = (base.cores, base.cycles);
     pts.into_iter()
         .map(|p| {
-            let speedup = if p.cycles > 0.0 {
+            let ratio = if p.cycles > 0.0 {
                 base_cycles / p.cycles
             } else {
                 0.0
+            };
+            let growth = if base_cores > 0 {
+                f64::from(p.cores) / f64::from(base_cores)
+            } else {
+                0.0
+            };
+            let (speedup, efficiency) = match scaling {
+                Scaling::Strong if growth > 0.0 => (ratio, ratio / growth),
+                Scaling::Strong => (ratio, 0.0),
+                Scaling::Weak => (ratio * growth, ratio),
             };
             ScalingRow {
                 cores: p.cores,
                 cycles: p.cycles,
                 speedup,
-                efficiency: if p.cores > 0 {
-                    speedup * f64::from(base_cores) / f64::from(p.cores)
-                } else {
-                    0.0
-                },
+                efficiency,
                 shares: shares(&p.stack),
             }
         })
@@ -339,7 +381,7 @@ mod tests {
             cycles,
             stack: stack(&[(Base, cycles * 0.75), (SyncBarrier, cycles * 0.25)]),
         };
-        let rows = scaling_rows(&[p(8, 150.0), p(2, 400.0), p(4, 250.0)]);
+        let rows = scaling_rows(&[p(8, 150.0), p(2, 400.0), p(4, 250.0)], Scaling::Strong);
         let cores: Vec<u32> = rows.iter().map(|r| r.cores).collect();
         assert_eq!(cores, [2, 4, 8]);
         assert_eq!(rows[0].speedup, 1.0);
@@ -350,7 +392,15 @@ mod tests {
         assert!((rows[2].efficiency - 400.0 / 150.0 / 4.0).abs() < 1e-12);
         assert_eq!(rows[2].shares[Base as usize], 0.75);
         assert_eq!(rows[2].shares[SyncBarrier as usize], 0.25);
-        assert!(scaling_rows(&[]).is_empty());
+        assert!(scaling_rows(&[], Scaling::Strong).is_empty());
+        // Weak scaling: the ratio of times is the efficiency, the scaled speedup grows with it.
+        let weak = scaling_rows(&[p(8, 500.0), p(2, 400.0), p(4, 400.0)], Scaling::Weak);
+        assert_eq!(weak[0].speedup, 1.0);
+        assert_eq!(weak[0].efficiency, 1.0);
+        assert_eq!(weak[1].speedup, 2.0);
+        assert_eq!(weak[1].efficiency, 1.0);
+        assert_eq!(weak[2].efficiency, 0.8);
+        assert!((weak[2].speedup - 3.2).abs() < 1e-12);
         let stacks = [p(1, 4.0).stack, CycleStack::default()];
         let present = present_components(&stacks);
         assert_eq!(present, vec![Base as usize, SyncBarrier as usize]);

@@ -7,7 +7,9 @@
 
 use sim_core::{Component, CycleStack};
 
-use crate::scaling::{RunAggregate, ScalingPoint, ScalingRow, present_components, scaling_rows};
+use crate::scaling::{
+    RunAggregate, Scaling, ScalingPoint, ScalingRow, present_components, scaling_rows,
+};
 use crate::table::ReportTable;
 
 /// What the analysis needs to know of a sweep besides its runs.
@@ -19,6 +21,8 @@ pub struct SweepShape<'a> {
     pub configs: &'a [&'a str],
     /// Sizes, in the sweep's order.
     pub sizes: &'a [u64],
+    /// Whether the problem keeps its size or grows with the threads.
+    pub scaling: Scaling,
 }
 
 /// One run of a sweep.
@@ -163,15 +167,16 @@ pub fn analyze(shape: &SweepShape, runs: &[SweepPoint]) -> SweepAnalysis {
                 stack: *stack,
             })
             .collect();
-        let rows = scaling_rows(&points);
+        let rows = scaling_rows(&points, shape.scaling);
         let base = rows.first().map_or(1, |r| r.cores);
+        let speedup = shape.scaling.speedup_name();
         let mut cols: Vec<String> = vec![
             "cores".into(),
             "cycles".into(),
             if base == 1 {
-                "speedup".into()
+                speedup.into()
             } else {
-                format!("speedup vs {base}")
+                format!("{speedup} vs {base}")
             },
             "efficiency".into(),
             "working threads".into(),
@@ -183,8 +188,9 @@ pub fn analyze(shape: &SweepShape, runs: &[SweepPoint]) -> SweepAnalysis {
         );
         let mut t = ReportTable {
             title: format!(
-                "Scaling: {} (shares of the aggregated stack of threads doing real work)",
-                series_name(s)
+                "Scaling: {} ({}; shares of the aggregated stack of threads doing real work)",
+                series_name(s),
+                shape.scaling.describe()
             ),
             columns: cols,
             rows: Vec::new(),
@@ -312,6 +318,7 @@ mod tests {
             workload: "w",
             configs: &["default"],
             sizes: &[8],
+            scaling: Scaling::Strong,
         };
         let a = analyze(&shape, &runs);
         assert_eq!(a.series.len(), 1);
@@ -320,7 +327,8 @@ mod tests {
         let t = &a.tables[0];
         assert_eq!(
             t.title,
-            "Scaling: w (shares of the aggregated stack of threads doing real work)"
+            "Scaling: w (fixed-size problem, strong scaling; shares of the aggregated stack of \
+             threads doing real work)"
         );
         assert_eq!(
             t.columns,
@@ -340,6 +348,24 @@ mod tests {
         );
         let labels: Vec<&str> = a.bars.iter().map(|b| b.0.as_str()).collect();
         assert_eq!(labels, ["1 core", "2 cores"]);
+        // The same runs as a problem growing with the threads: the table says so, and its
+        // speedup is the scaled one (time ratio 100/61 times the growth 2).
+        let weak = analyze(
+            &SweepShape {
+                scaling: Scaling::Weak,
+                ..shape
+            },
+            &runs,
+        );
+        let t = &weak.tables[0];
+        assert!(
+            t.title
+                .contains("work grows with the threads, weak scaling"),
+            "{}",
+            t.title
+        );
+        assert_eq!(t.columns[2], "scaled speedup");
+        assert_eq!(t.rows[1][2..4], ["3.28", "1.64"]);
     }
 
     #[test]
@@ -356,6 +382,7 @@ mod tests {
             workload: "pipe",
             configs: &["a", "b"],
             sizes: &[4],
+            scaling: Scaling::Strong,
         };
         let a = analyze(&shape, &runs);
         let groups: Vec<(usize, Option<&str>)> = a
@@ -375,7 +402,8 @@ mod tests {
         assert!(a.series[0].rows.is_empty());
         assert_eq!(
             a.tables[2].title,
-            "Scaling: pipe, b, group reader (shares of the aggregated stack of threads doing real work)"
+            "Scaling: pipe, b, group reader (fixed-size problem, strong scaling; shares of the \
+             aggregated stack of threads doing real work)"
         );
         assert_eq!(a.tables[1].columns[2], "speedup vs 2");
         let labels: Vec<&str> = a.bars.iter().map(|b| b.0.as_str()).collect();

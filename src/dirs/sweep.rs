@@ -10,6 +10,7 @@
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
+use accounting::scaling::Scaling;
 use accounting::table::ReportTable;
 use anyhow::{Context, Result, bail};
 use serde::{Deserialize, Serialize};
@@ -67,6 +68,9 @@ pub struct SweepSpec {
     /// `--roi` of the traces (`markers`, `main`, `all`), for a program.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub roi: Option<String>,
+    /// `--weak-scaling`: the program's work grows with its thread count.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub weak_scaling: bool,
 }
 
 /// Cycles (or shares) per component, keyed by component name.
@@ -93,6 +97,11 @@ pub struct SweepFile {
     pub report_tables: Vec<ReportTable>,
     /// Runs in plan order.
     pub runs: Vec<SweepRun>,
+    /// Whether the problem keeps its size (`strong`) or grows with the threads (`weak`): what
+    /// the series' `speedup` and `efficiency` mean; files written before isim said so showed
+    /// fixed-size speedups.
+    #[serde(default = "strong")]
+    pub scaling: Scaling,
     /// Always [`SCHEMA`].
     pub schema: String,
     /// Seed of the workload.
@@ -105,6 +114,10 @@ pub struct SweepFile {
     pub sizes: Vec<u64>,
     /// Workload name.
     pub workload: String,
+}
+
+fn strong() -> Scaling {
+    Scaling::Strong
 }
 
 /// A config of a sweep as `sweep.json` records it.

@@ -71,6 +71,11 @@ pub struct SweepArgs {
     /// config.
     #[arg(last = true, value_name = "PROGRAM")]
     pub program: Vec<String>,
+    /// The program's work grows with `{threads}` (each thread has a fixed share): its scaling
+    /// tables show weak scaling (efficiency = time at the fewest cores / time, scaled speedup)
+    /// instead of a fixed-size speedup. Built-in workloads know which they are.
+    #[arg(long)]
+    pub weak_scaling: bool,
     /// Print the scaling tables as CSV (RFC 4180, one record per core count, lines ended by
     /// CRLF) instead of aligned text: each table led by a `# title` line, tables separated by
     /// an empty line; what ran and where the files are goes to standard error.

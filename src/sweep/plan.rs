@@ -11,6 +11,7 @@
 
 use std::path::{Path, PathBuf};
 
+use accounting::scaling::Scaling;
 use anyhow::{Context, Result, bail};
 use sim_frontend::workloads::{self, Params};
 
@@ -52,11 +53,28 @@ impl PlannedRun {
 }
 
 impl SweepSpec {
+    /// Whether the sweep's problem keeps its size or grows with the threads: a built-in
+    /// workload's `--size` says (work per thread or not), a program's `--weak-scaling`.
+    pub fn scaling(&self) -> Scaling {
+        let weak = if self.program.is_empty() {
+            workloads::find(&self.workload).is_some_and(|w| w.work_per_thread)
+        } else {
+            self.weak_scaling
+        };
+        if weak { Scaling::Weak } else { Scaling::Strong }
+    }
+
     /// Resolves and checks `args` into a spec: the workload exists, sizes are in range, configs
     /// load, and the machine can be resized to every core count.
     pub fn from_args(args: &SweepArgs) -> Result<SweepSpec> {
         if !args.program.is_empty() {
             return Self::program_from_args(args);
+        }
+        if args.weak_scaling {
+            bail!(
+                "--weak-scaling is for a program after `--`: a built-in workload knows whether its \
+                 work grows with the threads (`isim workloads`)"
+            );
         }
         let name = args.workload.as_deref().unwrap_or(DEFAULT_WORKLOAD);
         let Some(w) = workloads::find(name) else {
@@ -102,6 +120,7 @@ impl SweepSpec {
             program: Vec::new(),
             program_crc: None,
             roi: None,
+            weak_scaling: false,
         })
     }
 
@@ -152,6 +171,7 @@ impl SweepSpec {
             program,
             program_crc: Some(crc32fast::hash(&bytes)),
             roi: Some(roi.to_string()),
+            weak_scaling: args.weak_scaling,
         })
     }
 
@@ -503,6 +523,7 @@ mod tests {
             out: PathBuf::from("x"),
             roi: crate::trace::Roi::Main,
             program: vec![],
+            weak_scaling: false,
             csv: false,
             slurm: Default::default(),
         }

@@ -50,6 +50,7 @@ pub(crate) fn finish(spec: &SweepSpec, dir: &Path, reused: Vec<String>) -> Resul
         workload: &spec.workload,
         configs: &labels,
         sizes: &spec.sizes,
+        scaling: spec.scaling(),
     };
     let points: Vec<SweepPoint> = plan
         .iter()
@@ -155,6 +156,7 @@ fn results_file(
         cores: spec.cores.clone(),
         report_tables: analysis.tables.clone(),
         runs,
+        scaling: spec.scaling(),
         schema: SCHEMA.to_string(),
         seed: spec.seed,
         series,

@@ -18,6 +18,7 @@ pub(super) const WORKLOAD: Workload = Workload {
     shows: "no imbalance by construction (the negative control): every thread runs the same \
             instructions on the same access pattern; LIME should report no cause above 0.1",
     size_meaning: "elements per thread per round (8 rounds)",
+    work_per_thread: true,
     default_size: 2048,
     max_size: 1 << 24,
     emit,

@@ -15,6 +15,7 @@ pub(super) const WORKLOAD: Workload = Workload {
     shows: "coherence misses without true sharing: the load/store of counter[tid] at \
             false_sharing.c:15 ping-pongs the line between cores (L1-neighbour hits)",
     size_meaning: "increments per thread",
+    work_per_thread: true,
     default_size: 10000,
     max_size: 1 << 28,
     emit,

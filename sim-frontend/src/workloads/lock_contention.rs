@@ -23,6 +23,7 @@ pub(super) const WORKLOAD: Workload = Workload {
     shows: "serialization on a lock: time moves into sync-crit-sect as threads are added; \
             the mutex is taken at lock.c:10",
     size_meaning: "critical sections per thread",
+    work_per_thread: true,
     default_size: 2000,
     max_size: 1 << 24,
     emit,

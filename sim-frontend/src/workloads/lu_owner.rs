@@ -20,6 +20,7 @@ pub(super) const WORKLOAD: Workload = Workload {
     shows: "control-flow imbalance introduced at the ownership test (lu.c:52, LIME Fig. 6); \
             threads owning more trailing blocks arrive late at the barrier at lu.c:60",
     size_meaning: "matrix edge in 8x8 blocks",
+    work_per_thread: false,
     default_size: 16,
     max_size: 128,
     emit,

@@ -25,6 +25,7 @@ pub(super) const STREAM: Workload = Workload {
     shows: "bandwidth-bound streaming: per thread 2 loads + 1 store per element, one new \
             64-byte line per array every 8 elements (stream.c:20)",
     size_meaning: "elements per thread",
+    work_per_thread: true,
     default_size: 32768,
     max_size: 1 << 28,
     emit: gen_stream,
@@ -36,6 +37,7 @@ pub(super) const POINTER_CHASE: Workload = Workload {
     shows: "latency-bound memory: every load depends on the previous one (chase.c:15), so \
             time = steps x load latency with no overlap",
     size_meaning: "nodes per thread (each visited once)",
+    work_per_thread: true,
     default_size: 16384,
     max_size: 1 << 26,
     emit: gen_chase,
@@ -46,6 +48,7 @@ pub(super) const DEP_CHAIN: Workload = Workload {
     summary: "8 dependent integer adds per loop iteration",
     shows: "dependence-bound execution: IPC = 1 / int-alu latency (dep.c:12)",
     size_meaning: "loop iterations per thread",
+    work_per_thread: true,
     default_size: 100000,
     max_size: 1 << 28,
     emit: gen_dep,
@@ -56,6 +59,7 @@ pub(super) const INDEP_ALU: Workload = Workload {
     summary: "8 independent integer adds per loop iteration",
     shows: "dispatch-bound execution: IPC = dispatch width (indep.c:12)",
     size_meaning: "loop iterations per thread",
+    work_per_thread: true,
     default_size: 100000,
     max_size: 1 << 28,
     emit: gen_indep,
@@ -67,6 +71,7 @@ pub(super) const RANDOM_BRANCH: Workload = Workload {
     shows: "branch misprediction cost: ~50 % of the branch at branch.c:16 mispredict \
             whatever the predictor",
     size_meaning: "loop iterations per thread",
+    work_per_thread: true,
     default_size: 100000,
     max_size: 1 << 28,
     emit: gen_branch,

@@ -46,6 +46,9 @@ pub struct Workload {
     pub shows: &'static str,
     /// What `--size` means.
     pub size_meaning: &'static str,
+    /// Whether `--size` is each thread's share of the work, so that the problem grows with
+    /// `--threads` (a sweep over thread counts is then weak scaling, not a fixed-size speedup).
+    pub work_per_thread: bool,
     /// Size used when none is given.
     pub default_size: u64,
     /// Largest accepted size (keeps traces within reason).

@@ -17,6 +17,7 @@ pub(super) const WORKLOAD: Workload = Workload {
     shows: "imbalance caused by one load's cache misses (radix.c:32), not by control flow: \
             odd threads scatter over 32 MiB, even threads stay within 2 KiB",
     size_meaning: "keys per thread",
+    work_per_thread: true,
     default_size: 16384,
     max_size: 1 << 26,
     emit,

@@ -21,6 +21,7 @@ pub(super) const WORKLOAD: Workload = Workload {
             serial block phases.c:21 and the parallel block phases.c:29 execute equally often, \
             but the serial one runs alone",
     size_meaning: "parallel-loop iterations per thread per round (the serial loop runs threads x size)",
+    work_per_thread: true,
     default_size: 2048,
     max_size: 1 << 24,
     emit,
