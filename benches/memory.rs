@@ -1,5 +1,5 @@
 //! Memory-hierarchy throughput: accesses per host second through the whole hierarchy of
-//! `configs/gainestown.toml` (16 cores, MSI, bus, DRAM), for an L1-resident stream and for a
+//! `configs/penryn-4x4.toml` (16 cores, MSI, bus, DRAM), for an L1-resident stream and for a
 //! stream that misses to DRAM, with 1 and 16 cores. Each core's clock advances by the latency
 //! of its previous access (one access in flight per core), as a blocking core would.
 //! Run with `cargo bench --bench memory`.
@@ -18,10 +18,10 @@ const ACCESSES: u64 = 1 << 20;
 
 fn machine() -> Memory {
     let cfg = isim::config::load(
-        &Path::new(env!("CARGO_MANIFEST_DIR")).join("configs/gainestown.toml"),
+        &Path::new(env!("CARGO_MANIFEST_DIR")).join("configs/penryn-4x4.toml"),
         &[],
     )
-    .expect("gainestown loads")
+    .expect("penryn-4x4 loads")
     .memory()
     .expect("memory config");
     Memory::new(cfg).expect("memory builds")

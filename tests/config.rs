@@ -45,7 +45,7 @@ fn every_shipped_config_loads() {
         .collect();
     for expected in [
         "default.toml",
-        "gainestown.toml",
+        "penryn-4x4.toml",
         "host-zen3.toml",
         "lime-1ghz.toml",
     ] {
@@ -88,8 +88,8 @@ fn every_shipped_value_names_its_source() {
 }
 
 #[test]
-fn gainestown_resolves_to_table_1() {
-    let m = load_shipped("gainestown.toml", &[]);
+fn penryn_4x4_resolves_to_table_1() {
+    let m = load_shipped("penryn-4x4.toml", &[]);
     assert_eq!(m.total_cores(), 16);
     assert_eq!(m.system.sockets, 4);
     assert_eq!(m.system.frequency, Frequency(2_670_000_000));
@@ -110,7 +110,7 @@ fn gainestown_resolves_to_table_1() {
     assert_eq!(l2.sets(), 4096);
     assert_eq!((l2.data_latency, l2.tag_latency), (14, 3));
     assert_eq!(l2.cores_sharing(m.system.cores_per_socket), 2);
-    let l3 = m.cache.l3.as_ref().expect("gainestown has an L3");
+    let l3 = m.cache.l3.as_ref().expect("penryn-4x4 has an L3");
     assert_eq!(l3.size, Size(16 * 1024 * 1024));
     assert_eq!(l3.associativity, 16);
     assert_eq!(l3.sets(), 16384);
@@ -280,9 +280,9 @@ fn unknown_tables_get_suggestions_too() {
 
 #[test]
 fn sets_override_values() {
-    let base = load_shipped("gainestown.toml", &[]);
+    let base = load_shipped("penryn-4x4.toml", &[]);
     let m = load_shipped(
-        "gainestown.toml",
+        "penryn-4x4.toml",
         &[
             "core.rob_size=256",
             "system.frequency=3.2GHz",
@@ -315,7 +315,7 @@ fn a_set_can_add_a_missing_table() {
 #[test]
 fn a_set_of_the_predictor_type_drops_the_files_parameters() {
     let m = load_shipped(
-        "gainestown.toml",
+        "penryn-4x4.toml",
         &[
             "branch_predictor.type=gshare",
             "branch_predictor.history_bits=10",
@@ -397,7 +397,7 @@ fn to_toml_of_every_shipped_config_loads_back_equal() {
         });
         assert_eq!(again, m, "{}", path.display());
         // Units are written as people write them.
-        if path.ends_with("gainestown.toml") {
+        if path.ends_with("penryn-4x4.toml") {
             assert!(text.contains("frequency = \"2.67GHz\""), "{text}");
             assert!(text.contains("size = \"3MiB\""), "{text}");
             assert!(text.contains("latency = \"200ns\""), "{text}");

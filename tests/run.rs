@@ -620,7 +620,7 @@ fn every_golden_run_stacks_sum_to_total_cycles() {
     // The invariant: per thread, the components sum to the thread's cycles, on every built-in
     // workload and every shipped config.
     let dir = tempfile::tempdir().unwrap();
-    for cfg in ["default.toml", "gainestown.toml", "lime-1ghz.toml"] {
+    for cfg in ["default.toml", "penryn-4x4.toml", "lime-1ghz.toml"] {
         for w in sim_frontend::workloads::WORKLOADS {
             let req = RunRequest {
                 config: Some(root().join("configs").join(cfg)),

@@ -17,7 +17,7 @@ C=$(realpath "$(dirname "$0")/../configs")
 cd "$O"
 f() { grep -v -E "host:|simulated MIPS|peak memory|elapsed|[0-9.]+ ?s\b" ; }
 $B workloads > workloads.txt 2>&1
-for c in default gainestown host-zen3 lime-1ghz; do
+for c in default penryn-4x4 host-zen3 lime-1ghz; do
   $B config show $C/$c.toml > config-$c.txt 2>&1
   $B config check $C/$c.toml > check-$c.txt 2>&1 || true
 done
@@ -27,7 +27,7 @@ $B config check bad.toml > check-bad.txt 2>&1; echo "rc $?" >> check-bad.txt
 # runs on built-in workloads and configs
 $B run -w lu-owner -t 8 -o run-lu > run-lu.txt 2>&1
 $B run -w radix-miss -t 4 -o run-radix > run-radix.txt 2>&1
-$B run -w serial-phases -t 4 -c $C/gainestown.toml -o run-serial-g > run-serial-g.txt 2>&1
+$B run -w serial-phases -t 4 -c $C/penryn-4x4.toml -o run-serial-g > run-serial-g.txt 2>&1
 $B run -w false-sharing -t 4 -c $C/host-zen3.toml -o run-fs-zen > run-fs-zen.txt 2>&1
 $B run -w lock-contention -t 4 -c $C/lime-1ghz.toml -o run-lock-lime > run-lock-lime.txt 2>&1
 $B run -w balanced -t 4 --set branch_predictor.type=gshare --set cache.l1d.replacement=srrip -o run-bal-set > run-bal-set.txt 2>&1

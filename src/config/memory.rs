@@ -69,9 +69,9 @@ mod tests {
     use std::path::Path;
 
     #[test]
-    fn gainestown_memory_matches_table_1_in_cycles() {
+    fn penryn_4x4_memory_matches_table_1_in_cycles() {
         let m = load(
-            &Path::new(env!("CARGO_MANIFEST_DIR")).join("configs/gainestown.toml"),
+            &Path::new(env!("CARGO_MANIFEST_DIR")).join("configs/penryn-4x4.toml"),
             &[],
         )
         .unwrap()

@@ -1,4 +1,4 @@
-//! Machine configuration: TOML files such as `configs/gainestown.toml`, plus `--set
+//! Machine configuration: TOML files such as `configs/penryn-4x4.toml`, plus `--set
 //! key.path=value` overrides, turned into a validated [`MachineConfig`] with typed units
 //! and every default filled in. Every key is documented in `docs/config.md`.
 //!

@@ -581,13 +581,13 @@ mod tests {
         a.size = vec![10];
         let e = SweepSpec::from_args(&a).unwrap_err().to_string();
         assert!(e.contains("--size applies to built-in workloads"), "{e}");
-        // gainestown's L3 is shared by its 4 cores: at 2 cores the memory model cannot be
+        // penryn-4x4's L3 is shared by its 4 cores: at 2 cores the memory model cannot be
         // built, which the plan must find before any run (or Slurm task) starts.
         let mut a = args(&[2, 4]);
-        a.config = vec![PathBuf::from("configs/gainestown.toml")];
+        a.config = vec![PathBuf::from("configs/penryn-4x4.toml")];
         let e = SweepSpec::from_args(&a).unwrap_err().to_string();
         assert!(
-            e.contains("config gainestown at 2 cores") && e.contains("shared_by"),
+            e.contains("config penryn-4x4 at 2 cores") && e.contains("shared_by"),
             "{e}"
         );
         assert!(!e.contains("at 4 cores"), "{e}");
