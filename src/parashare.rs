@@ -1,13 +1,16 @@
 //! `isim parashare RUN_DIR`: re-simulates a run directory with the ParaShares collector
 //! (`accounting::parashare`), ranks its basic blocks by their share of parallel execution,
-//! prints the ranking (a table, or JSON with `--json`) and writes `RUN_DIR/parashare.json`
-//! atomically (a temporary file in the directory, then a rename). The replay is deterministic,
+//! prints the ranking (a table, or JSON with `--json`) and writes `RUN_DIR/parashare.json` and
+//! the chart of every block's share `RUN_DIR/parashare.svg` (the paper's Fig. 2) atomically (a
+//! temporary file in the directory, then a rename); `--against BASE_RUN_DIR` compares the top
+//! blocks with another run of the program (Fig. 6). The replay is deterministic,
 //! so the ranking describes exactly the run that was recorded; `docs/output.md` documents the
 //! JSON.
 
 use std::path::PathBuf;
 
-use accounting::parashare::{Analysis, Collector, Weight, analyze};
+use accounting::chart::shares::{ShareBar, shares_svg};
+use accounting::parashare::{Analysis, Collector, Overlap, Weight, analyze};
 use accounting::table::ReportTable;
 use anyhow::Result;
 use clap::{Args, ValueEnum};
@@ -58,6 +61,11 @@ pub struct ParashareArgs {
     /// Print JSON (the contents of parashare.json) instead of a table.
     #[arg(long)]
     pub json: bool,
+    /// Also compare the top blocks with another run of the same executable (another thread
+    /// count or input, the paper's Fig. 6): how many of the blocks holding 90 % here also do
+    /// there, and where the base run's top blocks rank here.
+    #[arg(long, value_name = "BASE_RUN_DIR")]
+    pub against: Option<PathBuf>,
 }
 
 /// The document written to `parashare.json`.
@@ -68,8 +76,13 @@ struct Document<'a> {
     workload: &'a str,
     #[serde(flatten)]
     analysis: &'a Analysis,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    against: Option<Overlap>,
     report_tables: Vec<ReportTable>,
 }
+
+/// The name of the chart of every block's share (the paper's Fig. 2) in the run directory.
+pub const CHART: &str = "parashare.svg";
 
 /// Replays `rd` with the collector and analyses the result; also returns the instructions
 /// simulated and the host seconds the replay took.
@@ -103,15 +116,60 @@ pub fn main(args: ParashareArgs) -> Result<()> {
     });
     pb.finish_and_clear();
     let (analysis, insts, secs) = r?;
+    let against = match &args.against {
+        Some(base) => {
+            let brd = RunDir::open(base)?;
+            if brd.workload != rd.workload {
+                anyhow::bail!(
+                    "--against {}: a run of {}, not of this run's {} (blocks are matched by PC, \
+                     so both runs must come from one executable)",
+                    base.display(),
+                    brd.workload,
+                    rd.workload
+                );
+            }
+            let (b, _, _) = collect(&brd, args.weight.into(), |_| {})?;
+            Some(analysis.overlap(&b, &base.display().to_string()))
+        }
+        None => None,
+    };
     let doc = Document {
         schema: SCHEMA,
         run_dir: rd.dir.display().to_string(),
         workload: &rd.workload,
         analysis: &analysis,
+        against: against.clone(),
         report_tables: vec![analysis.table(args.top)],
     };
     let json = serde_json::to_string_pretty(&doc)?;
     let out = rd.dir.join("parashare.json");
+    let bars: Vec<ShareBar> = analysis
+        .blocks
+        .iter()
+        .map(|b| ShareBar {
+            label: format!(
+                "rank {}: {} {}",
+                b.rank,
+                b.function.as_deref().unwrap_or("?"),
+                b.lines
+            ),
+            share: b.share,
+        })
+        .collect();
+    let chart = rd.dir.join(CHART);
+    write_atomic(
+        &chart,
+        shares_svg(
+            &format!(
+                "ParaShares of {} by {}, {} threads",
+                rd.workload,
+                analysis.weight.name(),
+                analysis.threads
+            ),
+            &bars,
+        )
+        .as_bytes(),
+    )?;
     write_atomic(&out, json.as_bytes())?;
     if args.json {
         println!("{json}");
@@ -124,11 +182,14 @@ pub fn main(args: ParashareArgs) -> Result<()> {
             analysis.weight.name()
         );
         print!("{}", analysis.render_text(args.top));
+        if let Some(o) = &against {
+            print!("{}", o.render_text());
+        }
         println!(
             "host: {secs:.2} s replay, {:.1} simulated MIPS",
             insts as f64 / secs.max(1e-9) / 1e6
         );
-        println!("wrote {}", out.display());
+        println!("wrote {} and {}", out.display(), chart.display());
     }
     Ok(())
 }

@@ -156,6 +156,57 @@ fn text_report_shows_ranking_coverage_and_shifts() {
     assert!(text.contains("(top 3 of "), "{text}");
 }
 
+/// Table 1's function-level coverage, Fig. 2's chart and Fig. 6's overlap. serial-phases has
+/// one function (phases_worker, 10 lines in the trace): the blocks holding 90 % span 6 of its
+/// lines, the function all 10. At 1 thread its two loops share equally; at 4 the serial loop
+/// holds about P/(P+1) of the share (4 x 1/1 against 4 x 1/4 executions-weighted), and both
+/// loops are among the 90 % blocks of either run.
+#[test]
+fn coverage_by_function_chart_and_overlap_across_thread_counts() {
+    let (d1, d4) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    let one = run_dir(d1.path(), "serial-phases", 1, 256);
+    let four = run_dir(d4.path(), "serial-phases", 4, 256);
+    let doc: Value =
+        serde_json::from_str(&ok(&["parashare", &four, "--against", &one, "--json"])).unwrap();
+    let c90 = &doc["coverage"][1];
+    assert_eq!(c90["percent"], 90.0);
+    assert_eq!(c90["functions"], 1);
+    assert_eq!(c90["source_lines"], 6);
+    assert_eq!(c90["function_lines"], 10, "{c90}");
+    assert!(doc["source_lines_total"].as_u64().unwrap() >= 10);
+    let o = &doc["against"];
+    assert_eq!(o["base_threads"], 1);
+    assert_eq!(o["top90"], 2);
+    assert_eq!(o["common"], 2, "{o}");
+    let serial = block(&doc, "phases.c:21");
+    let moved = o["base_top"].as_array().unwrap();
+    let was = moved
+        .iter()
+        .find(|m| m["pc"] == serial["pc"])
+        .expect("the serial loop is among the base's top blocks");
+    assert!(
+        (was["base_share"].as_f64().unwrap() - 50.0).abs() < 1.0,
+        "{was}"
+    );
+    assert_eq!(was["rank"], 1);
+    let here = was["share"].as_f64().unwrap();
+    assert!(
+        (here / 80.0 - 1.0).abs() < 0.05,
+        "serial share {here}, expected about 80"
+    );
+    // Fig. 2: one bar per executed block, the cumulative line over them.
+    let svg = std::fs::read_to_string(Path::new(&four).join("parashare.svg")).unwrap();
+    assert_eq!(
+        svg.matches("class=\"bar\"").count() as u64,
+        doc["blocks_executed"].as_u64().unwrap()
+    );
+    assert!(svg.contains("class=\"cumulative\""));
+    // Another workload is refused: blocks are matched by PC.
+    let other = run_dir(d1.path(), "lock-contention", 2, 50);
+    let err = common::fails(&["parashare", &four, "--against", &other]);
+    assert!(err.contains("--against"), "{err}");
+}
+
 #[test]
 fn bad_run_dir_and_weight_are_clear_errors() {
     let dir = tempfile::tempdir().unwrap();

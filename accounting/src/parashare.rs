@@ -497,7 +497,7 @@ pub struct BlockShare {
     pub shift: i64,
 }
 
-/// How much of the share the top blocks hold (the paper's Table 1).
+/// How much of the share the top blocks, and the top functions, hold (the paper's Table 1).
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Coverage {
     /// Percent of the total ParaShare.
@@ -506,6 +506,12 @@ pub struct Coverage {
     pub blocks: usize,
     /// Distinct (file, line) pairs of those blocks' instructions.
     pub source_lines: usize,
+    /// Fewest functions holding at least that much, a function holding the ParaShare of the
+    /// blocks that start in it (ranked by it, ties by name).
+    pub functions: usize,
+    /// Distinct (file, line) pairs of every instruction of those functions the trace knows:
+    /// what a programmer reads when a profile names functions (Table 1's "by func lines").
+    pub function_lines: usize,
 }
 
 /// Rank shifts of a set of top blocks against the unweighted ranking (the paper's Fig. 5).
@@ -538,12 +544,129 @@ pub struct Analysis {
     pub total_parashare: f64,
     /// Block starts whose running count was clamped (0 in a correct run).
     pub clamped: u64,
+    /// Distinct (file, line) pairs of every instruction in the trace (Table 1's total lines,
+    /// as far as the trace knows the program).
+    pub source_lines_total: usize,
     /// 50 % and 90 % coverage.
     pub coverage: Vec<Coverage>,
     /// Rank shifts of the 90 % blocks and of the top 100.
     pub rank_shifts: Vec<RankShifts>,
     /// Every executed block, by rank.
     pub blocks: Vec<BlockShare>,
+}
+
+/// How a run's top blocks compare with a base run's (the paper's Fig. 6: the same program at
+/// another thread count or input). Blocks are matched by PC, so both runs must come from the
+/// same executable.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Overlap {
+    /// The base run (its directory, as given).
+    pub base: String,
+    /// Threads of the base run.
+    pub base_threads: u32,
+    /// Blocks holding 90 % of this run's share.
+    pub top90: usize,
+    /// Blocks holding 90 % of the base run's share.
+    pub base_top90: usize,
+    /// Of this run's 90 % blocks, how many are among the base run's (Fig. 6's black part).
+    pub common: usize,
+    /// The base run's top blocks (up to 5) and where they rank here (`None`: not executed).
+    pub base_top: Vec<MovedBlock>,
+}
+
+/// One of the base run's top blocks, and where it ranks in this run.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct MovedBlock {
+    /// PC of the block's first instruction, hex.
+    pub pc: String,
+    /// Its source lines.
+    pub lines: String,
+    /// Rank and share in the base run.
+    pub base_rank: usize,
+    /// Percent of the base run's ParaShare.
+    pub base_share: f64,
+    /// Rank here, if executed.
+    pub rank: Option<usize>,
+    /// Percent of this run's ParaShare (0 if not executed).
+    pub share: f64,
+}
+
+impl Analysis {
+    /// The blocks holding 90 % of the share.
+    fn top90(&self) -> &[BlockShare] {
+        let k = self
+            .coverage
+            .iter()
+            .find(|c| c.percent == 90.0)
+            .map_or(0, |c| c.blocks);
+        &self.blocks[..k.min(self.blocks.len())]
+    }
+
+    /// This run's top blocks against `base`'s (named `base_name`): Fig. 6's overlap.
+    pub fn overlap(&self, base: &Analysis, base_name: &str) -> Overlap {
+        let base_top: BTreeSet<&str> = base.top90().iter().map(|b| b.pc.as_str()).collect();
+        let common = self
+            .top90()
+            .iter()
+            .filter(|b| base_top.contains(b.pc.as_str()))
+            .count();
+        let moved = base
+            .blocks
+            .iter()
+            .take(5)
+            .map(|b| {
+                let here = self.blocks.iter().find(|h| h.pc == b.pc);
+                MovedBlock {
+                    pc: b.pc.clone(),
+                    lines: b.lines.clone(),
+                    base_rank: b.rank,
+                    base_share: b.share,
+                    rank: here.map(|h| h.rank),
+                    share: here.map_or(0.0, |h| h.share),
+                }
+            })
+            .collect();
+        Overlap {
+            base: base_name.to_string(),
+            base_threads: base.threads,
+            top90: self.top90().len(),
+            base_top90: base.top90().len(),
+            common,
+            base_top: moved,
+        }
+    }
+}
+
+impl Overlap {
+    /// A terminal report of the overlap.
+    pub fn render_text(&self) -> String {
+        use std::fmt::Write;
+        let mut s = String::new();
+        let _ = writeln!(
+            s,
+            "against {} ({} thread{}): {} blocks hold 90 % here, {} there; {} of the {} are among \
+             the base's",
+            self.base,
+            self.base_threads,
+            if self.base_threads == 1 { "" } else { "s" },
+            self.top90,
+            self.base_top90,
+            self.common,
+            self.top90
+        );
+        for m in &self.base_top {
+            let here = match m.rank {
+                Some(r) => format!("rank {r} here ({:.2} %)", m.share),
+                None => "not executed here".to_string(),
+            };
+            let _ = writeln!(
+                s,
+                "  base rank {} ({:.2} %) {} {}: {here}",
+                m.base_rank, m.base_share, m.pc, m.lines
+            );
+        }
+        s
+    }
 }
 
 /// Ranks by `value` descending, ties by key; returns rank (1-based) per index of `value`.
@@ -688,6 +811,33 @@ pub fn analyze(
     }
     let member_of: std::collections::HashMap<u32, usize> =
         keys.iter().enumerate().map(|(i, &k)| (k, i)).collect();
+    // Functions by the share of the blocks starting in them, largest first (ties by name).
+    let mut by_function: std::collections::BTreeMap<u32, f64> = std::collections::BTreeMap::new();
+    for b in &out {
+        let f = program.insts[b.key as usize].loc.function;
+        if f != SrcLoc::UNKNOWN {
+            *by_function.entry(f).or_default() += b.share;
+        }
+    }
+    let mut functions: Vec<(u32, f64)> = by_function.into_iter().collect();
+    let name = |f: u32| {
+        program
+            .source
+            .functions
+            .get(f as usize)
+            .map_or("", String::as_str)
+    };
+    functions.sort_by(|a, b| b.1.total_cmp(&a.1).then_with(|| name(a.0).cmp(name(b.0))));
+    let known = |loc: SrcLoc| loc.line != 0 && loc.file != SrcLoc::UNKNOWN;
+    let lines_of_function = |fs: &BTreeSet<u32>| -> usize {
+        program
+            .insts
+            .iter()
+            .filter(|i| fs.contains(&i.loc.function) && known(i.loc))
+            .map(|i| (i.loc.file, i.loc.line))
+            .collect::<BTreeSet<_>>()
+            .len()
+    };
     let cover = |p: f64| -> Coverage {
         let k = if total > 0.0 {
             out.iter()
@@ -705,10 +855,21 @@ pub fn analyze(
                 }
             }
         }
+        let mut cum = 0.0;
+        let mut top = BTreeSet::new();
+        for &(f, share) in &functions {
+            if total <= 0.0 || cum >= p - 1e-9 {
+                break;
+            }
+            cum += share;
+            top.insert(f);
+        }
         Coverage {
             percent: p,
             blocks: k,
             source_lines: lines.len(),
+            functions: top.len(),
+            function_lines: lines_of_function(&top),
         }
     };
     let coverage = vec![cover(50.0), cover(90.0)];
@@ -730,6 +891,13 @@ pub fn analyze(
         executions: pbv.blocks.iter().map(BlockVector::executions).sum(),
         total_parashare: total,
         clamped: pbv.clamped,
+        source_lines_total: program
+            .insts
+            .iter()
+            .filter(|i| known(i.loc))
+            .map(|i| (i.loc.file, i.loc.line))
+            .collect::<BTreeSet<_>>()
+            .len(),
         coverage,
         rank_shifts,
         blocks: out,
@@ -817,17 +985,27 @@ impl Analysis {
             "\n{} blocks executed, {} executions, {} threads; unweighted ranking = {}",
             self.blocks_executed, self.executions, self.threads, self.unweighted_is
         );
+        let plural = |n: usize| if n == 1 { "" } else { "s" };
         for c in &self.coverage {
             let _ = writeln!(
                 s,
-                "{:.0} % of the share: {} block{}, {} source line{}",
+                "{:.0} % of the share: {} block{}, {} source line{} (by function: {} function{}, {} line{})",
                 c.percent,
                 c.blocks,
-                if c.blocks == 1 { "" } else { "s" },
+                plural(c.blocks),
                 c.source_lines,
-                if c.source_lines == 1 { "" } else { "s" }
+                plural(c.source_lines),
+                c.functions,
+                plural(c.functions),
+                c.function_lines,
+                plural(c.function_lines),
             );
         }
+        let _ = writeln!(
+            s,
+            "source lines the trace knows: {}",
+            self.source_lines_total
+        );
         for r in &self.rank_shifts {
             let what = if r.set == "90%" {
                 format!("the {} blocks holding 90 %", r.blocks)

@@ -1,12 +1,13 @@
 //! Charts as self-contained SVG documents, kept apart from the analyses whose results they
-//! draw: [`scatter`] (principal-component scores, for [`crate::pca`]) and [`dendrogram`] (for
-//! [`crate::cluster`]); the stacked bars of cycle stacks are [`crate::render`]'s. This file
+//! draw: [`scatter`] (principal-component scores, for [`crate::pca`]), [`dendrogram`] (for
+//! [`crate::cluster`]) and [`shares`] (ParaShares per block, for [`crate::parashare`]); the stacked bars of cycle stacks are [`crate::render`]'s. This file
 //! holds the helpers they share: the document's opening, "nice" tick steps, axis ticks over an
 //! arbitrary range, tick-label formatting and a fixed palette for series. Everything is
 //! deterministic and prints numbers with fixed precision.
 
 pub mod dendrogram;
 pub mod scatter;
+pub mod shares;
 
 /// Colours of series, in order (a qualitative palette readable on white); series beyond its
 /// length reuse it from the start.
