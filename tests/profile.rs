@@ -107,14 +107,67 @@ fn calls_in_lock_contention_nest_the_critical_section_under_the_worker() {
     let Data::Locations(v) = &a.data else {
         panic!()
     };
+    // The waiting is a synchronization region under the code that locked, as Score-P
+    // instruments pthread_mutex_lock: following the lock time down the tree reaches the lock
+    // call inside critical_update, and nothing else holds lock time.
+    let lock = paths
+        .iter()
+        .position(|s| s == "lock_worker / critical_update / lock")
+        .unwrap_or_else(|| panic!("no lock region under critical_update in {paths:?}"));
+    assert_eq!(
+        p.regions[p.nodes[lock].region as usize].kind,
+        accounting::profile::RegionKind::Sync
+    );
     let crit_sect = M_COMPONENT + sim_core::Component::SyncCritSect as usize;
     let total: f64 = v[0].iter().map(|x| x[crit_sect]).sum();
     assert!(total > 0.0, "no lock waiting at all");
-    assert!(
-        v[0][crit][crit_sect] / total > 0.99,
-        "lock waits outside critical_update: {} of {total}",
-        v[0][crit][crit_sect]
+    assert_eq!(
+        v[0][lock][crit_sect], total,
+        "lock waits outside the lock region"
     );
+    assert_eq!(v[0][crit][crit_sect], 0.0);
+    assert_eq!(
+        v[0][lock][accounting::profile::M_WORK],
+        0.0,
+        "a wait is no work"
+    );
+    // A visit per lock acquisition that waited: some, at most one per call.
+    let visits = v[0][lock][accounting::profile::M_VISITS];
+    assert!(visits > 0.0 && visits <= 4.0 * 50.0, "{visits}");
+}
+
+/// Barriers are regions too: on lu-owner every thread's barrier waiting (its sync-barrier
+/// component) is under `lu_worker / barrier`, one visit per barrier episode.
+#[test]
+fn barrier_waiting_is_the_barrier_region_under_its_caller() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = simulate(tmp.path(), "lu-owner", 4, 8);
+    let (result, p) = profile(&dir, false);
+    let paths: Vec<String> = (0..p.nodes.len() as u32).map(|n| p.path_name(n)).collect();
+    let bar = paths
+        .iter()
+        .position(|s| s == "lu_worker / barrier")
+        .unwrap_or_else(|| panic!("no barrier region under lu_worker in {paths:?}"));
+    let sb = M_COMPONENT + sim_core::Component::SyncBarrier as usize;
+    for (t, th) in p.threads.iter().enumerate() {
+        let want = result.threads[t].stack.0[sim_core::Component::SyncBarrier as usize];
+        assert!(want > 0.0, "thread {t} never waited at a barrier");
+        assert!(
+            (th.values[bar][sb] - want).abs() < 1e-6 * want,
+            "thread {t}"
+        );
+        let elsewhere: f64 = th.values.iter().map(|v| v[sb]).sum::<f64>() - th.values[bar][sb];
+        assert!(
+            elsewhere.abs() < 1e-6,
+            "thread {t}: {elsewhere} barrier cycles elsewhere"
+        );
+        // lu-owner at size 8 runs size - 1 = 7 steps of two barriers: 14 episodes per thread.
+        assert_eq!(
+            th.values[bar][accounting::profile::M_VISITS],
+            14.0,
+            "thread {t}"
+        );
+    }
 }
 
 #[test]

@@ -118,6 +118,9 @@ fn anchor(p: &Profile, a: &Aggregated, workload: &str) -> String {
             RegionKind::Root => ("user", "artificial"),
             RegionKind::Function => ("compiler", "function"),
             RegionKind::Block => ("user", "code"),
+            // Score-P's pthread adapter: a barrier is a barrier, the rest wrapped functions.
+            RegionKind::Sync if r.name == "barrier" => ("pthread", "barrier"),
+            RegionKind::Sync => ("pthread", "wrapper"),
         };
         let line = |l: u32| if l == 0 { -1 } else { l as i64 };
         let _ = writeln!(

@@ -28,7 +28,11 @@
 //! the last path. A path therefore owns the interval from the dispatch of its first instruction
 //! to the dispatch of the next path's first instruction, including synchronization waits and
 //! window drains in between; the time before a thread's first instruction (`imbalance-start`)
-//! goes to its first path, the time after its end (`imbalance-end`) to its last. Each thread's
+//! goes to its first path, the time after its end (`imbalance-end`) to its last. Waiting in
+//! synchronization is the exception: the `sync-barrier`, `sync-crit-sect`, `sync-cond` and
+//! `sync-join` cycles of an interval go to a **synchronization region** child of the path
+//! ([`SYNC_REGIONS`]: `barrier`, `lock`, `condition wait`, `join`), as Score-P instruments
+//! those calls, and each wait the engine reports is a visit of it. Each thread's
 //! values summed over paths equal its cycle stack (up to floating-point rounding) and its
 //! instruction count (exactly). A thread that executed nothing is charged at the root.
 //!
@@ -148,7 +152,20 @@ pub enum RegionKind {
     Function,
     /// A basic block (block-level profiles).
     Block,
+    /// A synchronization operation (barrier, lock, condition wait, join) as a call path under
+    /// the code that called it, the way Score-P instruments it: its cycles are the waiting.
+    Sync,
 }
+
+/// The synchronization regions, by the cycle-stack component whose waiting they hold:
+/// `(component, region name)`. Score-P's pthread and OpenMP adapters name the calls
+/// (`pthread_barrier_wait`, `!$omp barrier`, …); a trace records the operation, not the API.
+pub const SYNC_REGIONS: [(Component, &str); 4] = [
+    (Component::SyncBarrier, "barrier"),
+    (Component::SyncCritSect, "lock"),
+    (Component::SyncCond, "condition wait"),
+    (Component::SyncJoin, "join"),
+];
 
 /// A code region: the root, a function or a basic block.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -263,6 +280,8 @@ impl Profile {
 const NONE: u32 = u32::MAX;
 /// Key bit marking a block child (function children use the function index).
 const BLOCK_KEY: u32 = 1 << 31;
+/// Key bit marking a synchronization child; the low bits index [`SYNC_REGIONS`].
+const SYNC_KEY: u32 = 1 << 30;
 
 #[derive(Debug, Clone, Copy, PartialEq)]
 enum Pending {
@@ -465,8 +484,9 @@ impl ProfileCollector {
             th.frames.push(Frame { func: f, node });
             visit_fn = Some(node);
         } else {
-            let cur = th.cur as usize;
-            charge(&mut th.values[cur], stack, &th.last);
+            let (cur, last) = (th.cur, th.last);
+            self.charge(tid, cur, stack, &last);
+            let th = &mut self.threads[tid];
             th.last = *stack;
             match pending {
                 Pending::Call(c) => {
@@ -533,6 +553,7 @@ impl ProfileCollector {
     /// profile.
     pub fn finish(mut self, result: &RunResult) -> Profile {
         let nnodes = self.nodes.len();
+        let mut to_charge = Vec::with_capacity(self.threads.len());
         for (t, th) in self.threads.iter_mut().enumerate() {
             th.values.resize(nnodes, [0.0; METRICS]);
             let fin = result.threads.get(t).map(|r| r.stack).unwrap_or_default();
@@ -542,7 +563,15 @@ impl ProfileCollector {
             } else {
                 th.cur as usize
             };
-            charge(&mut th.values[cur], &fin, &th.last);
+            let last = th.last;
+            to_charge.push((t, cur as u32, fin, last));
+        }
+        for (t, cur, fin, last) in to_charge {
+            self.charge(t, cur, &fin, &last);
+        }
+        let nnodes = self.nodes.len();
+        for th in &mut self.threads {
+            th.values.resize(nnodes, [0.0; METRICS]);
             th.values[0][M_VISITS] += 1.0;
             for v in &mut th.values {
                 derive(v);
@@ -590,8 +619,56 @@ impl ProfileCollector {
         }
     }
 
+    /// Charges thread `tid` the cycles `now − last` on path `cur`: the waiting of each
+    /// synchronization component to that operation's region under `cur`, the rest to `cur`.
+    fn charge(&mut self, tid: usize, cur: u32, now: &CycleStack, last: &CycleStack) {
+        let mut own = *now;
+        for (k, &(c, _)) in SYNC_REGIONS.iter().enumerate() {
+            let waited = now.0[c as usize] - last.0[c as usize];
+            if waited != 0.0 {
+                let node = self.sync_node(tid, cur, k);
+                self.threads[tid].values[node as usize][M_COMPONENT + c as usize] += waited;
+                own.0[c as usize] = last.0[c as usize];
+            }
+        }
+        charge(&mut self.threads[tid].values[cur as usize], &own, last);
+    }
+
+    /// The synchronization child `k` of path `cur` for thread `tid`, its row allocated.
+    fn sync_node(&mut self, tid: usize, cur: u32, k: usize) -> u32 {
+        let node = self.intern(cur, SYNC_KEY | k as u32);
+        let n = self.nodes.len();
+        let th = &mut self.threads[tid];
+        if th.values.len() < n {
+            th.values.resize(n, [0.0; METRICS]);
+        }
+        node
+    }
+
+    /// A wait of kind `c` by thread `tid`: a visit of that synchronization region under the
+    /// thread's current path (its cycles arrive with the thread's stack).
+    fn visit_sync(&mut self, tid: u32, c: Component) {
+        let t = tid as usize;
+        if self.threads[t].frames.is_empty() {
+            return;
+        }
+        if let Some(k) = SYNC_REGIONS.iter().position(|&(s, _)| s == c) {
+            let cur = self.threads[t].cur;
+            let node = self.sync_node(t, cur, k);
+            self.threads[t].values[node as usize][M_VISITS] += 1.0;
+        }
+    }
+
     fn region(&self, key: u32) -> Region {
         let file_name = |f: u32| self.files.get(f as usize).cloned().unwrap_or_default();
+        if key & SYNC_KEY != 0 && key & BLOCK_KEY == 0 {
+            return Region {
+                name: SYNC_REGIONS[(key & !SYNC_KEY) as usize].1.to_string(),
+                kind: RegionKind::Sync,
+                file: String::new(),
+                lines: (0, 0),
+            };
+        }
         if key & BLOCK_KEY != 0 {
             let b = (key & !BLOCK_KEY) as usize;
             let f = self.block_func[b] as usize;
@@ -659,6 +736,18 @@ impl Observer for ProfileCollector {
             BranchKind::Return => th.pending = Pending::Return,
             _ => {}
         }
+    }
+
+    fn barrier(&mut self, tid: u32, _site: u32, _arrival: f64, _release: f64) {
+        self.visit_sync(tid, Component::SyncBarrier);
+    }
+
+    fn wait(&mut self, tid: u32, kind: Component, _from: f64, _until: f64) {
+        self.visit_sync(tid, kind);
+    }
+
+    fn join(&mut self, tid: u32, _site: u32, _child: u32, _arrival: f64, _release: f64) {
+        self.visit_sync(tid, Component::SyncJoin);
     }
 }
 
