@@ -12,6 +12,7 @@
 use std::path::{Path, PathBuf};
 
 use accounting::aggregate::{Aggregated, Data, Strategy, aggregate, thread_ranges, work_time};
+use accounting::cube::Compression;
 use accounting::profile::{
     M_COMPONENT, M_CYCLES, M_INSTRUCTIONS, M_MISSES, M_SYNC, M_VISITS, M_WORK, METRIC_DEFS,
     Profile, ProfileCollector, Values,
@@ -52,6 +53,10 @@ pub struct ProfileArgs {
     /// Also write the aggregated profile as a CUBE4 archive (opens in the Cube tools).
     #[arg(long, value_name = "OUT.cubex")]
     pub cube: Option<PathBuf>,
+    /// Store the archive's values uncompressed (`CUBEX.DATA`) instead of in zlib chunks
+    /// (`ZCUBEX.DATA`, as CUBE and Score-P write them).
+    #[arg(long, requires = "cube")]
+    pub uncompressed: bool,
     /// Print JSON (the contents of profile-<strategy>.json) instead of tables.
     #[arg(long)]
     pub json: bool,
@@ -356,9 +361,11 @@ pub struct CompressionRow {
     pub locations: usize,
     /// Scalar values stored ([`Aggregated::value_entries`]).
     pub values: usize,
-    /// Bytes of the `.data` members of the CUBE export (the stored values).
+    /// Bytes of the `.data` members of the CUBE export, uncompressed (the stored values).
     pub data_bytes: usize,
-    /// Bytes of the whole `.cubex` archive.
+    /// The same members zlib-compressed, as CUBE writes them (the paper's file sizes).
+    pub zlib_data_bytes: usize,
+    /// Bytes of the whole `.cubex` archive, compressed.
     pub cubex_bytes: usize,
 }
 
@@ -374,8 +381,9 @@ pub fn sizes(p: &Profile, workload: &str) -> Result<Vec<CompressionRow>> {
                 strategy: s,
                 locations: a.locations.len(),
                 values: a.value_entries(),
-                data_bytes: accounting::cube::data_bytes(p, &a),
-                cubex_bytes: accounting::cube::cubex(p, &a, workload)?.len(),
+                data_bytes: accounting::cube::data_bytes(p, &a, Compression::None),
+                zlib_data_bytes: accounting::cube::data_bytes(p, &a, Compression::Zlib),
+                cubex_bytes: accounting::cube::cubex(p, &a, workload, Compression::Zlib)?.len(),
             })
         })
         .collect()
@@ -432,7 +440,8 @@ pub fn compression_table(workload: &str, size: u64, rows: &[CompressionRow]) -> 
     let mut t = ReportTable::new(
         format!(
             "Profile size per aggregation strategy ({workload}, size {size}): values = scalars stored, \
-             data = bytes of the .data members, cubex = bytes of the archive, ratio = none / strategy"
+             data = bytes of the .data members (raw, and zlib-compressed as CUBE writes them), \
+             cubex = bytes of the compressed archive, ratio = none / strategy"
         ),
         &[
             "threads",
@@ -441,9 +450,11 @@ pub fn compression_table(workload: &str, size: u64, rows: &[CompressionRow]) -> 
             "locations",
             "values",
             "data bytes",
+            "zlib data bytes",
             "cubex bytes",
             "values ratio",
             "data ratio",
+            "zlib ratio",
         ],
     );
     for r in rows {
@@ -458,9 +469,14 @@ pub fn compression_table(workload: &str, size: u64, rows: &[CompressionRow]) -> 
             r.locations.to_string(),
             r.values.to_string(),
             r.data_bytes.to_string(),
+            r.zlib_data_bytes.to_string(),
             r.cubex_bytes.to_string(),
             format!("{:.1}", none.values as f64 / r.values.max(1) as f64),
             format!("{:.1}", none.data_bytes as f64 / r.data_bytes.max(1) as f64),
+            format!(
+                "{:.1}",
+                none.zlib_data_bytes as f64 / r.zlib_data_bytes.max(1) as f64
+            ),
         ]);
     }
     t
@@ -506,7 +522,12 @@ pub fn main(args: ProfileArgs) -> Result<()> {
     let out = rd.dir.join(format!("profile-{}{suffix}.json", a.strategy));
     write_atomic(&out, json.as_bytes())?;
     if let Some(c) = &args.cube {
-        let bytes = accounting::cube::cubex(&p, &a, &rd.workload)
+        let compression = if args.uncompressed {
+            Compression::None
+        } else {
+            Compression::Zlib
+        };
+        let bytes = accounting::cube::cubex(&p, &a, &rd.workload, compression)
             .with_context(|| format!("cannot build {}", c.display()))?;
         write_atomic(c, &bytes)?;
     }

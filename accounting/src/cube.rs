@@ -1,6 +1,7 @@
 //! CUBE4 export of an aggregated profile, so the Cube tools (and readers such as `pycubexr`)
-//! open isim's results. A `.cubex` file is an uncompressed POSIX ustar archive holding
-//! `anchor.xml` and, per metric `<id>`, `<id>.index` and `<id>.data`.
+//! open isim's results. A `.cubex` file is a POSIX ustar archive holding `anchor.xml` and, per
+//! metric `<id>`, `<id>.index` and `<id>.data`; the data members are zlib-compressed as CUBE's
+//! own writer (and so Score-P) stores them, unless [`Compression::None`] is asked for.
 //!
 //! **Layout written here.**
 //! * Metrics: every [`METRIC_DEFS`] entry in index order (ids 0..25:
@@ -19,6 +20,9 @@
 //! * Index files: `CUBEX.INDEX`, i32 1 (byte order), i16 version 0, u8 type 1 (sparse), i32 N,
 //!   N × i32 cnode ids: the cnodes with a non-zero value at some location (at least the root).
 //!   Data files: `CUBEX.DATA`, then for each listed cnode one value per location. Little-endian.
+//!   Compressed ([`Compression::Zlib`]): `ZCUBEX.DATA`, an i64 count of chunks, per chunk three
+//!   i64 (its offset in the uncompressed values, its offset in the file, its compressed size),
+//!   then the chunks, each a zlib stream of up to [`CHUNK`] bytes of the values above.
 //!
 //! The archive is written in memory and deterministically (mtime 0, fixed owner), so the same
 //! profile gives the same bytes.
@@ -30,6 +34,45 @@ use crate::profile::{METRIC_DEFS, METRICS, Profile, RegionKind};
 
 /// Metric id of the aggregated-thread count.
 pub const THREADS_METRIC: usize = METRICS;
+
+/// Uncompressed bytes per zlib chunk of a compressed data member.
+pub const CHUNK: usize = 1 << 20;
+
+/// How the `.data` members are stored.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Compression {
+    /// zlib chunks behind `ZCUBEX.DATA`, as CUBE writes them (the default).
+    Zlib,
+    /// The values as they are, behind `CUBEX.DATA`.
+    None,
+}
+
+/// `data` (a `CUBEX.DATA` member) compressed: the same values behind `ZCUBEX.DATA`.
+fn compress(data: &[u8]) -> Vec<u8> {
+    use std::io::Write as _;
+    let values = &data[b"CUBEX.DATA".len()..];
+    let chunks: Vec<Vec<u8>> = values
+        .chunks(CHUNK)
+        .map(|c| {
+            let mut z = flate2::write::ZlibEncoder::new(Vec::new(), flate2::Compression::default());
+            z.write_all(c).expect("writing into memory");
+            z.finish().expect("writing into memory")
+        })
+        .collect();
+    let mut out = b"ZCUBEX.DATA".to_vec();
+    out.extend_from_slice(&(chunks.len() as i64).to_le_bytes());
+    let mut at = out.len() + 24 * chunks.len();
+    for (i, z) in chunks.iter().enumerate() {
+        for x in [(i * CHUNK) as i64, at as i64, z.len() as i64] {
+            out.extend_from_slice(&x.to_le_bytes());
+        }
+        at += z.len();
+    }
+    for z in &chunks {
+        out.extend_from_slice(z);
+    }
+    out
+}
 
 fn esc(s: &str) -> String {
     let mut o = String::with_capacity(s.len());
@@ -250,11 +293,17 @@ fn metric_files(a: &Aggregated, m: usize, order: &[u32]) -> (Vec<u8>, Vec<u8>) {
 }
 
 /// Bytes of the metric values alone: the `.data` members of [`cubex`] (headers included,
-/// archive framing and `anchor.xml` excluded).
-pub fn data_bytes(p: &Profile, a: &Aggregated) -> usize {
+/// archive framing and `anchor.xml` excluded), stored as `compression` says.
+pub fn data_bytes(p: &Profile, a: &Aggregated, compression: Compression) -> usize {
     let (_, order) = cnode_order(p);
     (0..=THREADS_METRIC)
-        .map(|m| metric_files(a, m, &order).1.len())
+        .map(|m| {
+            let data = metric_files(a, m, &order).1;
+            match compression {
+                Compression::Zlib => compress(&data).len(),
+                Compression::None => data.len(),
+            }
+        })
         .sum()
 }
 
@@ -289,12 +338,21 @@ fn tar_member(out: &mut Vec<u8>, name: &str, body: &[u8]) -> std::io::Result<()>
 }
 
 /// The `.cubex` archive of `a` (aggregated from `p`) as bytes; `workload` names the process.
-pub fn cubex(p: &Profile, a: &Aggregated, workload: &str) -> std::io::Result<Vec<u8>> {
+pub fn cubex(
+    p: &Profile,
+    a: &Aggregated,
+    workload: &str,
+    compression: Compression,
+) -> std::io::Result<Vec<u8>> {
     let mut out = Vec::new();
     tar_member(&mut out, "anchor.xml", anchor(p, a, workload).as_bytes())?;
     let (_, order) = cnode_order(p);
     for m in 0..=THREADS_METRIC {
         let (index, data) = metric_files(a, m, &order);
+        let data = match compression {
+            Compression::Zlib => compress(&data),
+            Compression::None => data,
+        };
         tar_member(&mut out, &format!("{m}.index"), &index)?;
         tar_member(&mut out, &format!("{m}.data"), &data)?;
     }
@@ -323,6 +381,33 @@ mod tests {
         assert_eq!(&h[124..136], b"00000000005\0");
         assert_eq!(&out[512..517], b"hello");
         assert!(out[517..].iter().all(|&b| b == 0));
+    }
+
+    /// A compressed member holds the same values: its chunk table adds up and each chunk
+    /// inflates to its slice of them.
+    #[test]
+    fn compressed_data_inflates_to_the_values() {
+        use std::io::Read as _;
+        let mut raw = b"CUBEX.DATA".to_vec();
+        for i in 0..(CHUNK / 8 + 100) as u64 {
+            raw.extend_from_slice(&(i % 7).to_le_bytes());
+        }
+        let z = compress(&raw);
+        assert_eq!(&z[..11], b"ZCUBEX.DATA");
+        let n = i64::from_le_bytes(z[11..19].try_into().unwrap()) as usize;
+        assert_eq!(n, 2, "a chunk of CHUNK bytes and a rest");
+        let mut back = Vec::new();
+        for c in 0..n {
+            let e = |k: usize| {
+                let o = 19 + 24 * c + 8 * k;
+                i64::from_le_bytes(z[o..o + 8].try_into().unwrap()) as usize
+            };
+            assert_eq!(e(0), c * CHUNK);
+            let mut d = flate2::read::ZlibDecoder::new(&z[e(1)..e(1) + e(2)]);
+            d.read_to_end(&mut back).unwrap();
+        }
+        assert_eq!(back, &raw[10..]);
+        assert!(z.len() * 10 < raw.len(), "repetitive values compress");
     }
 
     #[test]
