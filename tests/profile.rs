@@ -168,6 +168,39 @@ fn barrier_waiting_is_the_barrier_region_under_its_caller() {
             "thread {t}"
         );
     }
+    // Per visit: the shortest and longest wait equal those of the barrier visits the run's own
+    // collector recorded (sections.json: arrival and release of each), and an aggregated
+    // location takes the extremes over its threads, not their sum.
+    let sections: Vec<Vec<serde_json::Value>> =
+        serde_json::from_str(&std::fs::read_to_string(dir.join("sections.json")).unwrap()).unwrap();
+    let (min_v, max_v) = (
+        accounting::profile::M_MIN_VISIT,
+        accounting::profile::M_MAX_VISIT,
+    );
+    let mut all = (f64::INFINITY, 0.0f64);
+    for (t, th) in p.threads.iter().enumerate() {
+        let waits: Vec<f64> = sections[t]
+            .iter()
+            .map(|v| v["release"].as_f64().unwrap() - v["arrival"].as_f64().unwrap())
+            .collect();
+        assert_eq!(waits.len(), 14, "thread {t}");
+        let lo = waits.iter().copied().fold(f64::INFINITY, f64::min);
+        let hi = waits.iter().copied().fold(0.0, f64::max);
+        assert_eq!(th.values[bar][min_v], lo, "thread {t}");
+        assert_eq!(th.values[bar][max_v], hi, "thread {t}");
+        assert!(hi > lo, "thread {t}: every wait alike");
+        all = (all.0.min(lo), all.1.max(hi));
+    }
+    let Data::Locations(v) = aggregate(&p, Strategy::Sum).data else {
+        panic!()
+    };
+    assert_eq!((v[0][bar][min_v], v[0][bar][max_v]), all);
+    // A function's visit includes its callees: lu_worker's one visit is at least its barriers.
+    let lu = paths.iter().position(|s| s == "lu_worker").unwrap();
+    for (t, th) in p.threads.iter().enumerate() {
+        assert_eq!(th.values[lu][accounting::profile::M_VISITS], 1.0);
+        assert!(th.values[lu][max_v] >= th.values[bar][sb], "thread {t}");
+    }
 }
 
 #[test]

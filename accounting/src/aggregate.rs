@@ -18,13 +18,15 @@
 //! * **CALLTREE** — threads grouped by the set of call paths they visited (visits > 0); each
 //!   group is summed. Groups are ordered by their lowest thread id.
 //!
-//! Every location records the threads it stands for, so counts (and means) survive.
+//! Every location records the threads it stands for, so counts (and means) survive. Summing
+//! means adding, except for the per-visit extremes (`min-visit`, `max-visit`), which combine
+//! by minimum and maximum over the threads that visited the path.
 
 use std::collections::HashMap;
 
 use serde::Serialize;
 
-use crate::profile::{M_VISITS, M_WORK, METRICS, Profile, Values};
+use crate::profile::{Combine, M_VISITS, M_WORK, METRIC_DEFS, METRICS, Profile, Values};
 
 /// An aggregation strategy.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
@@ -244,13 +246,24 @@ pub fn thread_ranges(ids: &[u32]) -> String {
     parts.join(", ")
 }
 
+/// The threads `members` combined per path and metric as the metric says ([`Combine`]): sums
+/// added, `min-visit` the smallest and `max-visit` the largest over the members that visited
+/// the path.
 fn sum_of(p: &Profile, members: &[usize]) -> Vec<Values> {
     let mut out = vec![[0.0; METRICS]; p.nodes.len()];
+    let mut seen = vec![false; p.nodes.len()];
     for &t in members {
-        for (o, v) in out.iter_mut().zip(&p.threads[t].values) {
-            for (a, b) in o.iter_mut().zip(v) {
-                *a += b;
+        for ((o, v), seen) in out.iter_mut().zip(&p.threads[t].values).zip(&mut seen) {
+            let visited = v[M_VISITS] > 0.0;
+            for (m, (a, b)) in o.iter_mut().zip(v).enumerate() {
+                match METRIC_DEFS[m].combine {
+                    Combine::Sum => *a += b,
+                    Combine::Min if visited => *a = if *seen { a.min(*b) } else { *b },
+                    Combine::Max if visited => *a = if *seen { a.max(*b) } else { *b },
+                    Combine::Min | Combine::Max => {}
+                }
             }
+            *seen |= visited;
         }
     }
     out

@@ -4,11 +4,12 @@
 //! own writer (and so Score-P) stores them, unless [`Compression::None`] is asked for.
 //!
 //! **Layout written here.**
-//! * Metrics: every [`METRIC_DEFS`] entry in index order (ids 0..25:
+//! * Metrics: every [`METRIC_DEFS`] entry in index order (ids 0..28:
 //!   `cycles`, `work`, `sync`, the 18 cycle-stack components, `instructions`, `visits`,
-//!   `l1-misses`..`l3-misses`), flat (no metric hierarchy, so no value is counted twice when a
-//!   viewer sums a metric tree), all `EXCLUSIVE` along the call tree; cycles are `DOUBLE`, counts
-//!   `UINT64`. For SET every one of them is `TAU_ATOMIC` instead — the tuple (n: u32, min, max,
+//!   `l1-misses`..`l3-misses`, `min-visit`, `max-visit`), flat (no metric hierarchy, so no value
+//!   is counted twice when a viewer sums a metric tree), all `EXCLUSIVE` along the call tree;
+//!   cycles are `DOUBLE`, counts `UINT64`, the per-visit extremes `MINDOUBLE` and `MAXDOUBLE`
+//!   (Score-P's minimum and maximum time of a single visit). For SET every one of them is `TAU_ATOMIC` instead — the tuple (n: u32, min, max,
 //!   sum, sum of squares: f64), the paper's SET element. A last metric `threads` (`UINT64`)
 //!   holds, at the root call path only, how many threads each location aggregates.
 //! * Program: one region per profile region (the artificial root `threads`, functions with
@@ -30,7 +31,7 @@
 use std::fmt::Write as _;
 
 use crate::aggregate::{Aggregated, Data};
-use crate::profile::{METRIC_DEFS, METRICS, Profile, RegionKind};
+use crate::profile::{Combine, METRIC_DEFS, METRICS, Profile, RegionKind};
 
 /// Metric id of the aggregated-thread count.
 pub const THREADS_METRIC: usize = METRICS;
@@ -132,7 +133,11 @@ fn anchor(p: &Profile, a: &Aggregated, workload: &str) -> String {
         } else if m.integer {
             "UINT64"
         } else {
-            "DOUBLE"
+            match m.combine {
+                Combine::Sum => "DOUBLE",
+                Combine::Min => "MINDOUBLE",
+                Combine::Max => "MAXDOUBLE",
+            }
         };
         let descr = if set {
             format!(
@@ -248,15 +253,19 @@ fn metric_files(a: &Aggregated, m: usize, order: &[u32]) -> (Vec<u8>, Vec<u8>) {
         return (index_file(&rows), data);
     }
     let integer = METRIC_DEFS[m].integer;
+    // The per-visit extremes list every cnode: readers (pycubexr 2.1.1) cannot make the zero row
+    // of an unlisted cnode for MINDOUBLE/MAXDOUBLE values.
+    let dense = METRIC_DEFS[m].combine != Combine::Sum;
     for (cid, &n) in order.iter().enumerate() {
         let n = n as usize;
-        let nonzero = match &a.data {
-            Data::Locations(v) => v.iter().any(|l| l[n][m] != 0.0),
-            Data::Set(s) => {
-                let st = &s[n];
-                st.n > 0 || st.sum[m] != 0.0 || st.min[m] != 0.0 || st.max[m] != 0.0
-            }
-        };
+        let nonzero = dense
+            || match &a.data {
+                Data::Locations(v) => v.iter().any(|l| l[n][m] != 0.0),
+                Data::Set(s) => {
+                    let st = &s[n];
+                    st.n > 0 || st.sum[m] != 0.0 || st.min[m] != 0.0 || st.max[m] != 0.0
+                }
+            };
         if !nonzero {
             continue;
         }

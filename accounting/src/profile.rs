@@ -49,7 +49,7 @@ use sim_core::{COMPONENTS, Component, CycleStack, Observer, RunResult};
 use sim_frontend::model::{BranchKind, Program, SrcLoc};
 
 /// Number of metrics per call path and thread.
-pub const METRICS: usize = 27;
+pub const METRICS: usize = 29;
 /// Index of total cycles (sum of every component).
 pub const M_CYCLES: usize = 0;
 /// Index of work cycles (every component that is not synchronization or imbalance).
@@ -64,6 +64,22 @@ pub const M_INSTRUCTIONS: usize = M_COMPONENT + COMPONENTS;
 pub const M_VISITS: usize = M_INSTRUCTIONS + 1;
 /// Index of L1 misses; L2 and L3 follow.
 pub const M_MISSES: usize = M_VISITS + 1;
+/// Index of the fewest cycles of one visit of the path (inclusive of callees and waits).
+pub const M_MIN_VISIT: usize = M_MISSES + 3;
+/// Index of the most cycles of one visit of the path.
+pub const M_MAX_VISIT: usize = M_MIN_VISIT + 1;
+
+/// How values of a metric combine across threads (and visits).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Combine {
+    /// Added up.
+    Sum,
+    /// The smallest, over the threads that visited the path.
+    Min,
+    /// The largest.
+    Max,
+}
 
 /// One row of metric values (cycles are fractional; counts are whole numbers held exactly).
 pub type Values = [f64; METRICS];
@@ -77,6 +93,8 @@ pub struct MetricDef {
     pub unit: &'static str,
     /// True for counts (whole numbers).
     pub integer: bool,
+    /// How values combine across threads.
+    pub combine: Combine,
     /// One-line description.
     pub description: &'static str,
 }
@@ -86,6 +104,7 @@ const fn cycles(name: &'static str, description: &'static str) -> MetricDef {
         name,
         unit: "cycles",
         integer: false,
+        combine: Combine::Sum,
         description,
     }
 }
@@ -95,6 +114,17 @@ const fn count(name: &'static str, unit: &'static str, description: &'static str
         name,
         unit,
         integer: true,
+        combine: Combine::Sum,
+        description,
+    }
+}
+
+const fn per_visit(name: &'static str, combine: Combine, description: &'static str) -> MetricDef {
+    MetricDef {
+        name,
+        unit: "cycles",
+        integer: false,
+        combine,
         description,
     }
 }
@@ -139,6 +169,16 @@ pub const METRIC_DEFS: [MetricDef; METRICS] = [
         "l3-misses",
         "misses",
         "L3 misses of the path's memory accesses",
+    ),
+    per_visit(
+        "min-visit",
+        Combine::Min,
+        "fewest cycles of one visit, callees and waits included (0 if never timed)",
+    ),
+    per_visit(
+        "max-visit",
+        Combine::Max,
+        "most cycles of one visit, callees and waits included",
     ),
 ];
 
@@ -297,6 +337,8 @@ struct Frame {
     func: u32,
     /// The function's node.
     node: u32,
+    /// The thread's total cycles when the visit began.
+    entry: f64,
 }
 
 struct ThreadState {
@@ -311,6 +353,8 @@ struct ThreadState {
     /// The stack at the last change of path.
     last: CycleStack,
     values: Vec<Values>,
+    /// Per node, visits whose length was recorded into min-visit/max-visit.
+    timed: Vec<u32>,
 }
 
 #[derive(Debug, Clone, Copy)]
@@ -433,6 +477,7 @@ impl ProfileCollector {
                     pending: Pending::None,
                     last: CycleStack::default(),
                     values: Vec::new(),
+                    timed: Vec::new(),
                 })
                 .collect(),
         }
@@ -481,7 +526,11 @@ impl ProfileCollector {
             // to this first path, so `last` stays at zero.
             let node = self.intern(0, f);
             let th = &mut self.threads[tid];
-            th.frames.push(Frame { func: f, node });
+            th.frames.push(Frame {
+                func: f,
+                node,
+                entry: stack.total(),
+            });
             visit_fn = Some(node);
         } else {
             let (cur, last) = (th.cur, th.last);
@@ -496,13 +545,18 @@ impl ProfileCollector {
                         let parent = th.cur;
                         let node = self.intern(parent, f);
                         let th = &mut self.threads[tid];
-                        th.frames.push(Frame { func: f, node });
+                        th.frames.push(Frame {
+                            func: f,
+                            node,
+                            entry: stack.total(),
+                        });
                         visit_fn = Some(node);
                     }
                 }
                 Pending::Return => {
                     if th.frames.len() > 1 {
-                        th.frames.pop();
+                        let done = th.frames.pop().expect("a frame");
+                        self.end_visit(tid, done, stack.total());
                     }
                 }
                 Pending::None => {}
@@ -513,13 +567,24 @@ impl ProfileCollector {
                 let deeper = th.frames[..th.frames.len() - 1]
                     .iter()
                     .rposition(|fr| fr.func == f);
+                let now = stack.total();
                 match deeper {
-                    Some(i) => th.frames.truncate(i + 1),
+                    Some(i) => {
+                        let done: Vec<Frame> = th.frames.drain(i + 1..).collect();
+                        for fr in done.into_iter().rev() {
+                            self.end_visit(tid, fr, now);
+                        }
+                    }
                     None => {
+                        self.end_visit(tid, top, now);
                         let parent = self.nodes[top.node as usize].parent;
                         let node = self.intern(parent, f);
                         let th = &mut self.threads[tid];
-                        *th.frames.last_mut().expect("a frame") = Frame { func: f, node };
+                        *th.frames.last_mut().expect("a frame") = Frame {
+                            func: f,
+                            node,
+                            entry: now,
+                        };
                         visit_fn = Some(node);
                     }
                 }
@@ -568,6 +633,10 @@ impl ProfileCollector {
         }
         for (t, cur, fin, last) in to_charge {
             self.charge(t, cur, &fin, &last);
+            let open = std::mem::take(&mut self.threads[t].frames);
+            for fr in open.into_iter().rev() {
+                self.end_visit(t, fr, fin.total());
+            }
         }
         let nnodes = self.nodes.len();
         for th in &mut self.threads {
@@ -645,9 +714,9 @@ impl ProfileCollector {
         node
     }
 
-    /// A wait of kind `c` by thread `tid`: a visit of that synchronization region under the
-    /// thread's current path (its cycles arrive with the thread's stack).
-    fn visit_sync(&mut self, tid: u32, c: Component) {
+    /// A wait of kind `c` by thread `tid` lasting `cycles`: a visit of that synchronization
+    /// region under the thread's current path (its cycles arrive with the thread's stack).
+    fn visit_sync(&mut self, tid: u32, c: Component, cycles: f64) {
         let t = tid as usize;
         if self.threads[t].frames.is_empty() {
             return;
@@ -656,7 +725,35 @@ impl ProfileCollector {
             let cur = self.threads[t].cur;
             let node = self.sync_node(t, cur, k);
             self.threads[t].values[node as usize][M_VISITS] += 1.0;
+            self.time_visit(t, node, cycles);
         }
+    }
+
+    /// Frame `fr` of thread `tid` ends with the thread's total cycles at `now`.
+    fn end_visit(&mut self, tid: usize, fr: Frame, now: f64) {
+        self.time_visit(tid, fr.node, (now - fr.entry).max(0.0));
+    }
+
+    /// Records one visit of `cycles` on `node` into min-visit and max-visit.
+    fn time_visit(&mut self, tid: usize, node: u32, cycles: f64) {
+        let n = self.nodes.len();
+        let th = &mut self.threads[tid];
+        if th.values.len() < n {
+            th.values.resize(n, [0.0; METRICS]);
+        }
+        if th.timed.len() < n {
+            th.timed.resize(n, 0);
+        }
+        let v = &mut th.values[node as usize];
+        let k = &mut th.timed[node as usize];
+        if *k == 0 {
+            v[M_MIN_VISIT] = cycles;
+            v[M_MAX_VISIT] = cycles;
+        } else {
+            v[M_MIN_VISIT] = v[M_MIN_VISIT].min(cycles);
+            v[M_MAX_VISIT] = v[M_MAX_VISIT].max(cycles);
+        }
+        *k += 1;
     }
 
     fn region(&self, key: u32) -> Region {
@@ -738,16 +835,16 @@ impl Observer for ProfileCollector {
         }
     }
 
-    fn barrier(&mut self, tid: u32, _site: u32, _arrival: f64, _release: f64) {
-        self.visit_sync(tid, Component::SyncBarrier);
+    fn barrier(&mut self, tid: u32, _site: u32, arrival: f64, release: f64) {
+        self.visit_sync(tid, Component::SyncBarrier, release - arrival);
     }
 
-    fn wait(&mut self, tid: u32, kind: Component, _from: f64, _until: f64) {
-        self.visit_sync(tid, kind);
+    fn wait(&mut self, tid: u32, kind: Component, from: f64, until: f64) {
+        self.visit_sync(tid, kind, until - from);
     }
 
-    fn join(&mut self, tid: u32, _site: u32, _child: u32, _arrival: f64, _release: f64) {
-        self.visit_sync(tid, Component::SyncJoin);
+    fn join(&mut self, tid: u32, _site: u32, _child: u32, arrival: f64, release: f64) {
+        self.visit_sync(tid, Component::SyncJoin, release - arrival);
     }
 }
 

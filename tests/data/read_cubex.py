@@ -62,6 +62,9 @@ def main(path):
                             for v in arr
                         ]
                     )
+                elif metric.data_type in ("MINDOUBLE", "MAXDOUBLE"):
+                    # pycubexr wraps these in MinValues/MaxValues; astype gives the numbers.
+                    rows.append([float(v) for v in vals.astype(float)])
                 else:
                     rows.append([float(v) for v in vals])
             out["values"][metric.name] = rows
