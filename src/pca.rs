@@ -44,6 +44,20 @@ pub struct PcaArgs {
     /// Output directory for pca.json, pca.svg and dendrogram.svg.
     #[arg(long = "out", short = 'o', default_value = "isim-pca")]
     pub out: PathBuf,
+    /// What the lines of pca.svg join: a workload's runs across core counts (`cores`, the
+    /// cycle-stacks paper's Fig. 8) or across input sizes at each core count (`sizes`, Fig. 9:
+    /// the cross marks the largest input).
+    #[arg(long, value_enum, default_value_t = Join::Cores)]
+    pub join: Join,
+}
+
+/// What a series of the scatter plot joins.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum Join {
+    /// One series per workload (size, config, group) across core counts.
+    Cores,
+    /// One series per workload (config, group) and core count across input sizes.
+    Sizes,
 }
 
 /// One row of the data matrix.
@@ -51,7 +65,8 @@ pub struct PcaArgs {
 pub struct Row {
     /// Label in tables and charts, e.g. `lu-owner 16c`.
     pub label: String,
-    /// The series it belongs to (its label without the core count): joined in `pca.svg`.
+    /// The series it belongs to (its label without the core count, or without the size with
+    /// `--join sizes`): joined in `pca.svg`.
     pub series: String,
     /// The run directory.
     pub dir: PathBuf,
@@ -65,6 +80,8 @@ pub struct Row {
     pub config: Option<String>,
     /// Core count.
     pub cores: u32,
+    /// Where it lies along its series' line: its core count, or its size (`--join sizes`).
+    pub order: f64,
     /// Each component's share of the aggregated stack.
     pub shares: [f64; COMPONENTS],
 }
@@ -100,14 +117,15 @@ fn load_runs(dirs: &[PathBuf]) -> Result<Vec<(RunStacks, Option<String>)>> {
     Ok(out)
 }
 
-/// The rows of the runs in `dirs` (sweep or run directories), keeping only `cores` if given.
-pub fn collect_rows(dirs: &[PathBuf], cores: &[u32]) -> Result<Vec<Row>> {
+/// The rows of the runs in `dirs` (sweep or run directories), keeping only `cores` if given,
+/// in series as `join` says.
+pub fn collect_rows(dirs: &[PathBuf], cores: &[u32], join: Join) -> Result<Vec<Row>> {
     let loaded = load_runs(dirs)?;
     let src = loaded.iter().map(|(run, config)| Source {
         run,
         config: config.as_deref(),
     });
-    Ok(rows_of(src.collect(), cores))
+    Ok(rows_of(src.collect(), cores, join))
 }
 
 /// The rows of one finished sweep, its `sweep.json` and runs (in its order) already read (for
@@ -117,10 +135,10 @@ pub fn sweep_rows(sweep: &SweepFile, runs: &[RunStacks]) -> Vec<Row> {
         run,
         config: Some(&r.config),
     });
-    rows_of(src.collect(), &[])
+    rows_of(src.collect(), &[], Join::Cores)
 }
 
-fn rows_of(src: Vec<Source>, cores: &[u32]) -> Vec<Row> {
+fn rows_of(src: Vec<Source>, cores: &[u32], join: Join) -> Vec<Row> {
     let src: Vec<Source> = src
         .into_iter()
         .filter(|s| cores.is_empty() || cores.contains(&s.run.cores))
@@ -143,25 +161,39 @@ fn rows_of(src: Vec<Source>, cores: &[u32]) -> Vec<Row> {
     for s in &src {
         let r = s.run;
         let mut base = vec![r.workload.clone()];
-        if multi_size(&r.workload)
-            && let Some(z) = r.size()
+        let size_tag = (multi_size(&r.workload) || join == Join::Sizes)
+            .then(|| r.size().map(|z| format!("s{z}")))
+            .flatten();
+        if join == Join::Cores
+            && let Some(z) = &size_tag
         {
-            base.push(format!("s{z}"));
+            base.push(z.clone());
         }
         if configs.len() > 1
             && let Some(c) = &s.config
         {
             base.push(c.to_string());
         }
+        if join == Join::Sizes {
+            base.push(format!("{}c", r.cores));
+        }
         let base = base.join(" ");
+        let (tail, order) = match join {
+            Join::Cores => (format!("{}c", r.cores), f64::from(r.cores)),
+            Join::Sizes => (
+                size_tag.clone().unwrap_or_else(|| "s?".to_string()),
+                r.size().map_or(0.0, |z| z as f64),
+            ),
+        };
         let mut push = |group: Option<&str>, shares: [f64; COMPONENTS]| {
             let series = match group {
                 Some(g) => format!("{}:{g}{}", r.workload, &base[r.workload.len()..]),
                 None => base.clone(),
             };
             rows.push(Row {
-                label: format!("{series} {}c", r.cores),
+                label: format!("{series} {tail}"),
                 series,
+                order,
                 dir: r.dir.clone(),
                 workload: r.workload.clone(),
                 group: group.map(str::to_string),
@@ -235,7 +267,7 @@ impl Analysis {
             .map(|(r, s)| ScatterPoint {
                 label: r.label.clone(),
                 series: r.series.clone(),
-                order: f64::from(r.cores),
+                order: r.order,
                 x: s[0],
                 y: if has2 { s[1] } else { 0.0 },
             })
@@ -370,7 +402,7 @@ impl Analysis {
 
 /// `isim pca` on the command line.
 pub fn cli(args: &PcaArgs) -> Result<()> {
-    let rows = collect_rows(&args.dirs, &args.cores)?;
+    let rows = collect_rows(&args.dirs, &args.cores, args.join)?;
     if rows.is_empty() {
         bail!("no runs found (with --cores {:?})", args.cores);
     }
@@ -416,6 +448,7 @@ mod tests {
             size: None,
             config: None,
             cores,
+            order: f64::from(cores),
             shares: [1.0 / COMPONENTS as f64; COMPONENTS],
         };
         let e = Analysis::of(vec![row(2), row(4)], PcaOptions::default(), 0.9).unwrap_err();

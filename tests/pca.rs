@@ -176,6 +176,95 @@ fn pca_over_sweeps_is_consistent_and_charts_follow_core_counts() {
     assert_eq!(cores, [1, 4, 1, 4, 1, 4]);
 }
 
+/// Fig. 9: `--join sizes` draws one line per workload and core count from the smallest input
+/// to the largest (the cross), instead of one per workload and size across core counts.
+#[test]
+fn join_sizes_draws_a_line_per_core_count_from_small_to_large_input() {
+    let dir = tempfile::tempdir().unwrap();
+    let rx = dir.path().join("rx");
+    ok(&[
+        "sweep",
+        "-w",
+        "radix-miss",
+        "--cores",
+        "2,4",
+        "-s",
+        "500,2000",
+        "--out",
+        rx.to_str().unwrap(),
+    ]);
+    let lu = sweep(dir.path(), "lu-owner", "4,8");
+    let out = dir.path().join("pca");
+    ok(&[
+        "pca",
+        rx.to_str().unwrap(),
+        &lu,
+        "--join",
+        "sizes",
+        "--cores",
+        "2,4",
+        "--out",
+        out.to_str().unwrap(),
+    ]);
+    let j: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(out.join("pca.json")).unwrap()).unwrap();
+    let rows = j["rows"].as_array().unwrap();
+    assert_eq!(rows.len(), 8, "2 workloads x 2 core counts x 2 sizes");
+    let mut series: Vec<&str> = rows.iter().map(|r| r["series"].as_str().unwrap()).collect();
+    series.sort_unstable();
+    series.dedup();
+    assert_eq!(
+        series,
+        [
+            "lu-owner 2c",
+            "lu-owner 4c",
+            "radix-miss 2c",
+            "radix-miss 4c"
+        ]
+    );
+    let labels: Vec<&str> = rows.iter().map(|r| r["label"].as_str().unwrap()).collect();
+    assert!(labels.contains(&"radix-miss 4c s2000"), "{labels:?}");
+    let svg = std::fs::read_to_string(out.join("pca.svg")).unwrap();
+    assert_eq!(
+        svg.matches("class=\"series\"").count(),
+        4,
+        "one line per series"
+    );
+    assert_eq!(
+        svg.matches("class=\"cross\"").count(),
+        4,
+        "the large input of each"
+    );
+    // Each line has a point per size, in size order: its last point (the cross) is the large
+    // input, whose PC 1 score pca.json gives.
+    let group = svg
+        .split("data-series=\"radix-miss 4c\"")
+        .nth(1)
+        .expect("radix-miss 4c series");
+    let points: Vec<&str> = group
+        .split("points=\"")
+        .nth(1)
+        .unwrap()
+        .split('"')
+        .next()
+        .unwrap()
+        .split(' ')
+        .collect();
+    assert_eq!(points.len(), 2, "{points:?}");
+    let score = |label: &str| {
+        rows.iter().find(|r| r["label"] == label).unwrap()["scores"][0]
+            .as_f64()
+            .unwrap()
+    };
+    let x = |p: &str| -> f64 { p.split(',').next().unwrap().parse().unwrap() };
+    let (small, large) = (score("radix-miss 4c s500"), score("radix-miss 4c s2000"));
+    assert_eq!(
+        x(points[0]) < x(points[1]),
+        small < large,
+        "the line runs from s500 to s2000"
+    );
+}
+
 #[test]
 fn pca_refuses_unfinished_sweeps_and_single_runs() {
     let dir = tempfile::tempdir().unwrap();
