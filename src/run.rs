@@ -163,19 +163,26 @@ pub fn run(req: &RunRequest, progress: impl FnMut(u64)) -> Result<RunOutcome> {
         erasure: sim_memory::Erasure::Fill,
     };
     let has_tlb = cfg.core.tlb.is_some();
-    let obs = Attribution::new(n as usize, trace.program.insts.len());
+    let program = &trace.program;
+    let (own_functions, own_files) = (program.own_functions(), program.own_files());
+    let own_code = (0..program.insts.len() as u32)
+        .map(|s| program.is_own_code(s, &own_functions, &own_files))
+        .collect();
+    let obs = Attribution::new(n as usize, program.insts.len()).with_own_code(own_code);
     let engine = Engine::new(&trace, &cfg, obs)?.host_threads(host_threads(req.host_threads));
     let (result, attribution) = engine.run(progress)?;
 
     // Outputs.
-    let mut starts = Vec::with_capacity(n as usize);
-    for tid in 0..n {
-        let first = trace.start_instruction(tid)?;
-        starts.push((
-            first.and_then(|i| trace.program.function_name(i).map(str::to_string)),
-            first.and_then(|i| trace.program.file_line(i)),
-        ));
-    }
+    let starts: Vec<(Option<String>, Option<String>)> = attribution
+        .starts()
+        .into_iter()
+        .map(|first| {
+            (
+                first.and_then(|i| trace.program.function_name(i).map(str::to_string)),
+                first.and_then(|i| trace.program.file_line(i)),
+            )
+        })
+        .collect();
     let threads = result
         .threads
         .iter()
@@ -231,7 +238,6 @@ pub fn run(req: &RunRequest, progress: impl FnMut(u64)) -> Result<RunOutcome> {
         serde_json::to_string_pretty(&summary)?.as_bytes(),
     )?;
     write_atomic(&partial.join(files::CONFIG), machine.to_toml().as_bytes())?;
-    let program = &trace.program;
     let mut rows = Vec::new();
     for (t, per) in attribution.per_thread.iter().enumerate() {
         for (sidx, c) in per.iter().enumerate() {

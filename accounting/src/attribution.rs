@@ -3,6 +3,9 @@
 //! mispredictions and the critical-path cycles charged to it; and for every thread it records
 //! the barrier-to-barrier sections (start, arrival, release) that LIME analyses.
 //!
+//! It also finds where each thread's own code starts (its start routine, past a runtime's
+//! trampolines: [`Attribution::starts`]), for the thread groups of the scaling analyses.
+//!
 //! Counters live in flat per-thread arrays indexed by static index, sized once: recording an
 //! instruction is a few additions, no allocation and no hashing.
 
@@ -38,6 +41,9 @@ pub struct SectionVisit {
     pub release: f64,
 }
 
+/// Marks a thread start not seen yet.
+const UNSEEN: u32 = u32::MAX;
+
 /// Per-PC attribution and barrier sections.
 #[derive(Debug, Clone)]
 pub struct Attribution {
@@ -46,6 +52,10 @@ pub struct Attribution {
     /// `sections[t]`: the thread's sections in order.
     pub sections: Vec<Vec<SectionVisit>>,
     last_release: Vec<f64>,
+    /// Per static instruction: whether it is the program's own code (see [`Attribution::starts`]).
+    own_code: Vec<bool>,
+    /// Per thread: its first timed instruction and its first timed own-code instruction.
+    first: Vec<[u32; 2]>,
 }
 
 impl Attribution {
@@ -55,6 +65,38 @@ impl Attribution {
             per_thread: vec![vec![PcCounters::default(); statics]; threads],
             sections: vec![Vec::new(); threads],
             last_release: vec![0.0; threads],
+            own_code: Vec::new(),
+            first: vec![[UNSEEN; 2]; threads],
+        }
+    }
+
+    /// Also finds where each thread's own code starts: `own_code[sidx]` says whether an
+    /// instruction is the program's own (not a runtime's or a system library's).
+    pub fn with_own_code(mut self, own_code: Vec<bool>) -> Attribution {
+        self.own_code = own_code;
+        self
+    }
+
+    /// Per thread, the static index of the first timed instruction that is the program's own
+    /// code, else of its first timed instruction (`None`: it executed none).
+    pub fn starts(&self) -> Vec<Option<u32>> {
+        self.first
+            .iter()
+            .map(|&[first, own]| [own, first].into_iter().find(|&s| s != UNSEEN))
+            .collect()
+    }
+}
+
+impl Attribution {
+    /// Thread `tid`'s own code has not started yet: does it at `sidx`?
+    #[cold]
+    fn note_start(&mut self, tid: u32, sidx: u32) {
+        let f = &mut self.first[tid as usize];
+        if f[0] == UNSEEN {
+            f[0] = sidx;
+        }
+        if self.own_code.get(sidx as usize).copied().unwrap_or(false) {
+            f[1] = sidx;
         }
     }
 }
@@ -62,6 +104,10 @@ impl Attribution {
 impl Observer for Attribution {
     #[inline]
     fn inst(&mut self, tid: u32, sidx: u32, r: &InstResult, _stack: &sim_core::CycleStack) {
+        let f = &mut self.first[tid as usize];
+        if f[1] == UNSEEN {
+            self.note_start(tid, sidx);
+        }
         let c = &mut self.per_thread[tid as usize][sidx as usize];
         c.execs += 1;
         for i in 0..3 {
@@ -83,5 +129,32 @@ impl Observer for Attribution {
             release,
         });
         self.last_release[t] = release;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use sim_core::CycleStack;
+
+    /// A thread's start is its first own-code instruction, past a runtime's (here sidx 0 and
+    /// 1); a thread running no own code falls back to its first instruction; one that ran
+    /// nothing has none.
+    #[test]
+    fn starts_skip_runtime_code_and_fall_back_to_the_first_instruction() {
+        let mut a = Attribution::new(3, 4).with_own_code(vec![false, false, true, true]);
+        let s = CycleStack::default();
+        let r = InstResult::default();
+        for sidx in [0, 1, 3, 2] {
+            a.inst(0, sidx, &r, &s);
+        }
+        for sidx in [1, 0] {
+            a.inst(1, sidx, &r, &s);
+        }
+        assert_eq!(a.starts(), [Some(3), Some(1), None]);
+        assert_eq!(
+            a.per_thread[0][2].execs, 1,
+            "counting goes on after the start"
+        );
     }
 }

@@ -63,10 +63,10 @@ pub struct Summary {
 pub struct ThreadSummary {
     /// Thread id.
     pub thread: u32,
-    /// The function where the thread's own code starts (`Trace::start_instruction`): a created
-    /// thread's start routine (past a runtime's trampolines), `main` for a program's main
-    /// thread; absent when unknown (no symbols, no instruction, or a run directory written
-    /// before isim recorded it).
+    /// The function where the thread's own code starts (`Attribution::starts`: its first timed
+    /// instruction that is the program's own): a created thread's start routine (past a
+    /// runtime's trampolines), `main` for a program's main thread; absent when unknown (no
+    /// symbols, no instruction, or a run directory written before isim recorded it).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub start_function: Option<String>,
     /// `file:line` of that start (tells apart two start routines of one name, e.g. two C++

@@ -22,11 +22,7 @@ use super::{
     TRAILER_LEN, TRAILER_MAGIC, VERSION, chunk_header_len,
 };
 use crate::error::TraceError;
-use crate::model::{Batch, Program, Record, TraceMeta};
-
-/// How many of a thread's first instructions [`Trace::start_instruction`] looks through for
-/// the program's own code (a runtime's thread start runs a few thousand).
-pub const START_SCAN: u64 = 1 << 20;
+use crate::model::{Batch, Program, TraceMeta};
 
 /// An open trace: its header, tables and thread directory. Streams borrow it.
 pub struct Trace {
@@ -229,32 +225,6 @@ impl Trace {
                 ),
             )
         })
-    }
-
-    /// Static index of the instruction that starts thread `tid`'s own code: the first within
-    /// its first [`START_SCAN`] instructions that [`Program::is_own_code`] accepts, else its
-    /// first instruction (`None` for a thread that executed none). For a created thread this
-    /// is the entry of its start routine, past runtime trampolines that lead to it (libstdc++'s
-    /// `std::thread` launcher, Rust's `thread_start`); for a program's main thread, `main`.
-    pub fn start_instruction(&self, tid: u32) -> Result<Option<u32>, TraceError> {
-        let (functions, files) = (self.program.own_functions(), self.program.own_files());
-        let mut stream = self.stream(tid)?;
-        let mut batch = Batch::default();
-        let (mut first, mut seen) = (None, 0u64);
-        while seen < START_SCAN && stream.next_batch(&mut batch)? {
-            for r in &batch.records {
-                let Record::Inst(i) = r else { continue };
-                if self.program.is_own_code(i.sidx, &functions, &files) {
-                    return Ok(Some(i.sidx));
-                }
-                first.get_or_insert(i.sidx);
-                seen += 1;
-                if seen >= START_SCAN {
-                    break;
-                }
-            }
-        }
-        Ok(first)
     }
 
     /// A stream over thread `tid` reading chunks on demand.
