@@ -35,7 +35,7 @@ pub struct Victim {
     /// Whether it was dirty.
     pub dirty: bool,
     /// Children that held copies.
-    pub sharers: u64,
+    pub sharers: u128,
 }
 
 /// Everything about one slot but its tag.
@@ -45,7 +45,6 @@ struct Slot {
     /// fill is in flight).
     fill_start: u64,
     fill_done: u64,
-    sharers: u64,
     dirty: bool,
     /// Where the fill is served from (a `Served` index).
     fill_src: u8,
@@ -57,7 +56,6 @@ impl Slot {
     const EMPTY: Slot = Slot {
         fill_start: 0,
         fill_done: 0,
-        sharers: 0,
         dirty: false,
         fill_src: 0,
         prefetched: false,
@@ -74,6 +72,9 @@ pub struct Cache {
     tags: Vec<u64>,
     state: Vec<u8>,
     slots: Vec<Slot>,
+    /// Sharer masks per slot, for a cache with children ([`Cache::track_sharers`]); empty for
+    /// a private (leaf) cache, so that its slots stay small.
+    sharers: Vec<u128>,
     policy: Policy,
     /// Counters of this instance.
     pub stats: CacheStats,
@@ -96,6 +97,7 @@ impl Cache {
             tags: vec![NO_TAG; n],
             state: vec![INVALID; n],
             slots: vec![Slot::EMPTY; n],
+            sharers: Vec::new(),
             policy: Policy::new(params.replacement, sets, ways),
             stats: CacheStats::default(),
         }
@@ -149,16 +151,21 @@ impl Cache {
         self.slots[slot].dirty = d;
     }
 
-    /// Sharer mask (children holding copies) of a slot.
-    #[inline]
-    pub fn sharers(&self, slot: usize) -> u64 {
-        self.slots[slot].sharers
+    /// Keeps a sharer mask per slot: for a cache with children (up to 128).
+    pub fn track_sharers(&mut self) {
+        self.sharers = vec![0; self.slots.len()];
     }
 
-    /// Replaces the sharer mask of a slot.
+    /// Sharer mask (children holding copies) of a slot; 0 for a cache without children.
     #[inline]
-    pub fn set_sharers(&mut self, slot: usize, m: u64) {
-        self.slots[slot].sharers = m;
+    pub fn sharers(&self, slot: usize) -> u128 {
+        self.sharers.get(slot).copied().unwrap_or(0)
+    }
+
+    /// Replaces the sharer mask of a slot (of a cache that [`Cache::track_sharers`]).
+    #[inline]
+    pub fn set_sharers(&mut self, slot: usize, m: u128) {
+        self.sharers[slot] = m;
     }
 
     /// Line address in a slot (meaningful when valid).
@@ -179,9 +186,10 @@ impl Cache {
     #[inline]
     pub fn invalidate(&mut self, slot: usize) {
         self.state[slot] = INVALID;
-        let m = &mut self.slots[slot];
-        m.dirty = false;
-        m.sharers = 0;
+        self.slots[slot].dirty = false;
+        if let Some(s) = self.sharers.get_mut(slot) {
+            *s = 0;
+        }
     }
 
     /// Installs `line` (not currently valid here) in state `st`; returns its slot and the
@@ -202,8 +210,11 @@ impl Cache {
             line: self.tags[slot],
             state: old,
             dirty: m.dirty,
-            sharers: m.sharers,
+            sharers: self.sharers(slot),
         });
+        if let Some(s) = self.sharers.get_mut(slot) {
+            *s = 0;
+        }
         if m.prefetched && old != INVALID {
             self.stats.prefetch_unused += 1;
         }

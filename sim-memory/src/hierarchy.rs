@@ -208,7 +208,7 @@ pub enum MachineError {
         /// Cores per L2.
         l2_shared_by: u32,
     },
-    /// More than 32 cores per L2 or 64 L2s per socket (the sharer masks are 64 bits).
+    /// More than 64 cores per L2 (128 private caches) or 64 L2s per socket (the sharer masks are 128 bits).
     TooWide,
     /// A bandwidth is not positive, there is no DRAM controller, or the interleave is not a
     /// power of two.
@@ -241,7 +241,7 @@ impl std::fmt::Display for MachineError {
                 f,
                 "{sockets} sockets x {cores_per_socket} cores with L2 shared by {l2_shared_by}: L2 groups must divide the socket"
             ),
-            MachineError::TooWide => f.write_str("at most 32 cores per L2 and 64 L2s per socket"),
+            MachineError::TooWide => f.write_str("at most 64 cores per L2 and 64 L2s per socket"),
             MachineError::Bandwidth => f.write_str(
                 "bus and DRAM bandwidths must be positive, controllers ≥ 1, interleave a power of two",
             ),
@@ -289,7 +289,7 @@ impl Memory {
                 l2_shared_by: cfg.l2_shared_by,
             });
         }
-        if 2 * cfg.l2_shared_by > 64 || cfg.cores_per_socket / cfg.l2_shared_by > 64 {
+        if 2 * cfg.l2_shared_by > 128 || cfg.cores_per_socket / cfg.l2_shared_by > 64 {
             return Err(MachineError::TooWide);
         }
         if !(cfg.bus_bytes_per_cycle > 0.0 && cfg.dram_bytes_per_cycle > 0.0)
@@ -362,6 +362,11 @@ impl Memory {
                         *path = p;
                     }
                 }
+            }
+        }
+        for n in &mut nodes {
+            if !n.children.is_empty() {
+                n.cache.track_sharers();
             }
         }
         let line_bytes = line as u64;
@@ -756,7 +761,7 @@ impl Memory {
                 continue;
             };
             let keep = self.node(path.nodes[j - 1]).pos;
-            let mut sh = self.node(n).cache.sharers(slot) & !(1u64 << keep);
+            let mut sh = self.node(n).cache.sharers(slot) & !(1u128 << keep);
             f.others |= sh != 0;
             while sh != 0 {
                 let b = sh.trailing_zeros();
@@ -765,7 +770,7 @@ impl Memory {
                 if purge {
                     f.merge(self.purge(child, line));
                     let c = self.cache(n);
-                    c.set_sharers(slot, c.sharers(slot) & !(1u64 << b));
+                    c.set_sharers(slot, c.sharers(slot) & !(1u128 << b));
                 } else if self.node(child).cache.state_of(line) == MODIFIED {
                     f.merge(self.downgrade(child, line));
                 }
@@ -1098,7 +1103,7 @@ impl Memory {
             }
             if i + 1 < path.len {
                 let p = path.nodes[i + 1];
-                let bit = 1u64 << self.node(n).pos;
+                let bit = 1u128 << self.node(n).pos;
                 if let Some(ps) = self.node(p).cache.find(line) {
                     let c = self.cache(p);
                     c.set_sharers(ps, c.sharers(ps) | bit);
@@ -1141,7 +1146,7 @@ impl Memory {
         if parent != NONE
             && let Some(ps) = self.node(parent).cache.find(v.line)
         {
-            let bit = 1u64 << self.node(n).pos;
+            let bit = 1u128 << self.node(n).pos;
             let c = self.cache(parent);
             c.set_sharers(ps, c.sharers(ps) & !bit);
         }

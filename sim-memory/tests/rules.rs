@@ -1311,6 +1311,38 @@ fn unbuildable_machines_are_typed_errors() {
         "the L1D prefetcher's degree must be 1 to 32 (got 33)"
     );
     assert!(err(&|_| {}).is_none(), "the unchanged machine builds");
+    // An L2 shared by 128 cores would have 256 private caches below it: more than its
+    // 128-bit sharer masks hold (64 cores is the most).
+    let wide = |cores: u32| {
+        let mut c = MemoryConfig::small(1, cores);
+        c.l2_shared_by = cores;
+        c
+    };
+    assert_eq!(Memory::new(wide(128)).err(), Some(MachineError::TooWide));
+    assert!(Memory::new(wide(64)).is_ok());
+}
+
+/// The LIME paper's 64-core chip: one L2 shared by all 64 cores (128 private caches below
+/// it). Coherence reaches the highest sharer bits: a line loaded by every core is then stored
+/// by core 63, which invalidates the 63 other copies, and core 0's next load finds it in
+/// core 63's L1.
+#[test]
+fn an_l2_shared_by_64_cores_keeps_every_core_coherent() {
+    let mut c = MemoryConfig::small(1, 64);
+    c.l2_shared_by = 64;
+    let mut mem = Memory::new(c).unwrap();
+    let (a, mut t) = (0x40_0000, 0);
+    for core in 0..64 {
+        load(&mut mem, core, a, &mut t);
+    }
+    let o = store(&mut mem, 63, a, &mut t);
+    assert!(o.missed[0] || o.served == Served::L1, "{o:?}");
+    for core in 0..63 {
+        assert_eq!(l1d(&mem, core).invalidations, 1, "core {core}");
+    }
+    let o = load(&mut mem, 0, a, &mut t);
+    assert_eq!(o.served, Served::L1Neighbor, "{o:?}");
+    assert!(o.coherence, "{o:?}");
 }
 
 /// Miss erasure, both semantics, on an idle machine. An erased PC's miss costs the L1's
