@@ -475,10 +475,55 @@ fn fmt_rpt(r: &Rpt) -> String {
     }
 }
 
+/// The directory every source path among `locations` (`file:line`, or two joined by ` -> `)
+/// lies in, ending in `/`, when they are absolute paths of a traced program (`""` otherwise):
+/// the terminal report prints paths relative to it, so that columns stay readable, and says
+/// so once; `lime.json` keeps them whole.
+fn common_dir<'a>(locations: impl Iterator<Item = &'a str>) -> String {
+    let mut dir: Option<String> = None;
+    for loc in locations {
+        for part in loc.split(" -> ") {
+            let file = part.rsplit_once(':').map_or(part, |(f, _)| f);
+            if !file.starts_with('/') {
+                return String::new();
+            }
+            let parent = &file[..=file.rfind('/').unwrap_or(0)];
+            dir = Some(match dir {
+                None => parent.to_string(),
+                Some(d) => {
+                    let mut n = d
+                        .bytes()
+                        .zip(parent.bytes())
+                        .take_while(|(a, b)| a == b)
+                        .count();
+                    while n > 0 && !d[..n].ends_with('/') {
+                        n -= 1;
+                    }
+                    d[..n].to_string()
+                }
+            });
+        }
+    }
+    match dir {
+        Some(d) if d.len() > 1 => d,
+        _ => String::new(),
+    }
+}
+
 /// The text rendering of a report.
 pub fn render(rep: &LimeReport, sections: usize, top: usize) -> String {
     let mut s = String::new();
     let o = &rep.options;
+    let dir = common_dir(rep.sections.iter().flat_map(|r| {
+        std::iter::once(r.location.as_str()).chain(r.causes.iter().map(|c| c.location.as_str()))
+    }));
+    let short = |loc: &str| {
+        if dir.is_empty() {
+            loc.to_string()
+        } else {
+            loc.replace(dir.as_str(), "")
+        }
+    };
     let floor = if o.min_imbalance > 0.0 {
         format!(
             "instances with < {}% imbalance not analysed",
@@ -510,16 +555,26 @@ pub fn render(rep: &LimeReport, sections: usize, top: usize) -> String {
         );
         return s;
     }
+    if !dir.is_empty() {
+        let _ = writeln!(s, "source paths below are relative to {dir}");
+    }
+    let w = rep
+        .sections
+        .iter()
+        .map(|r| short(&r.location).chars().count())
+        .max()
+        .unwrap_or(0)
+        .max(24);
     let _ = writeln!(
         s,
-        "\n{:<24} {:<8} {:>9} {:>10} {:>14} {:>10} {:>7}",
+        "\n{:<w$} {:<8} {:>9} {:>10} {:>14} {:>10} {:>7}",
         "section", "type", "instances", "imbalance", "idle cycles", "idle share", "of run"
     );
     for r in &rep.sections {
         let _ = writeln!(
             s,
-            "{:<24} {:<8} {:>9} {:>9.1}% {:>14.0} {:>9.1}% {:>6.1}%",
-            r.location,
+            "{:<w$} {:<8} {:>9} {:>9.1}% {:>14.0} {:>9.1}% {:>6.1}%",
+            short(&r.location),
             r.kind,
             r.instances,
             r.imbalance_pct,
@@ -559,7 +614,12 @@ pub fn render(rep: &LimeReport, sections: usize, top: usize) -> String {
         let _ = writeln!(
             s,
             "\ncauses of imbalance at {} ({}, {} of {} instances analysed, imbalance {:.1}%, idle {:.1}% of the run)",
-            r.location, r.kind, r.analysed, r.instances, r.imbalance_pct, r.idle_run_pct
+            short(&r.location),
+            r.kind,
+            r.analysed,
+            r.instances,
+            r.imbalance_pct,
+            r.idle_run_pct
         );
         let mut skipped = Vec::new();
         if r.not_analysed_too_few_threads > 0 {
@@ -600,7 +660,7 @@ pub fn render(rep: &LimeReport, sections: usize, top: usize) -> String {
                 c.kind,
                 c.pc,
                 c.function.as_deref().unwrap_or("?"),
-                c.location
+                short(&c.location)
             );
         }
         if r.causes.len() > top {
@@ -808,6 +868,17 @@ fn write_whatif(rd: &RunDir, kind: &'static str, rows: &[WhatifRow]) -> Result<P
 
 fn render_whatif(rows: &[WhatifRow]) -> String {
     let mut s = String::new();
+    let dir = common_dir(rows.iter().map(|r| r.section.as_str()));
+    let short = |loc: &str| {
+        if dir.is_empty() {
+            loc.to_string()
+        } else {
+            loc.replace(dir.as_str(), "")
+        }
+    };
+    if !dir.is_empty() {
+        let _ = writeln!(s, "source paths below are relative to {dir}");
+    }
     let _ = writeln!(
         s,
         "{:<32} {:<16} {:>20} {:>10} {:>26} {:>26} {:>24}",
@@ -824,7 +895,7 @@ fn render_whatif(rows: &[WhatifRow]) -> String {
             s,
             "{:<32} {:<16} {:>8.1}% -> {:>6.1}% {:>9.1}% {:>12.0} -> {:>10.0} {:>12.0} -> {:>10.0} {:>10.0} -> {:>10.0}",
             r.change,
-            r.section,
+            short(&r.section),
             r.imbalance_before,
             r.imbalance_after,
             r.reduction_pct,
@@ -837,7 +908,12 @@ fn render_whatif(rows: &[WhatifRow]) -> String {
         );
     }
     for r in rows.iter().filter(|r| !r.erased.is_empty()) {
-        let _ = writeln!(s, "{}: erased misses of {}", r.change, r.erased.join(", "));
+        let _ = writeln!(
+            s,
+            "{}: erased misses of {}",
+            r.change,
+            short(&r.erased.join(", "))
+        );
     }
     s
 }
@@ -1029,6 +1105,23 @@ pub fn whatif(cmd: &WhatifCmd) -> Result<()> {
 mod tests {
     use super::*;
     use sim_frontend::model::{OpClass, SrcLoc, StaticInst};
+
+    /// A traced program's absolute paths print relative to their common directory; relative
+    /// paths (generated workloads, programs compiled by relative path) print as they are.
+    #[test]
+    fn absolute_source_paths_print_relative_to_their_common_directory() {
+        let locs = [
+            "/src/app/lu.c:647",
+            "/src/app/lu.c:52 -> /src/app/lu.c:53",
+            "/src/app/util/b.c:3",
+        ];
+        assert_eq!(common_dir(locs.into_iter()), "/src/app/");
+        assert_eq!(common_dir(["/src/app/lu.c:1"].into_iter()), "/src/app/");
+        assert_eq!(common_dir(["lu.c:1", "/src/a.c:2"].into_iter()), "");
+        assert_eq!(common_dir(["/a.c:1", "/b.c:2"].into_iter()), "");
+        assert_eq!(common_dir(["/x/ab.c:1", "/x/ac.c:2"].into_iter()), "/x/");
+        assert_eq!(common_dir(std::iter::empty()), "");
+    }
 
     /// Two calls on one line (sites 1 and 3) become one section; a call on another line
     /// (site 2) and a call with no source line (site 4, named by its PC) stay apart.
