@@ -4,7 +4,7 @@
 
 use std::fmt::Write as _;
 
-use super::{nice_range, svg_open, tick_label, ticks};
+use super::{nice_range, svg_page, tick_label, ticks};
 use crate::cluster::{Merge, leaf_order};
 use crate::render::xml_escape;
 
@@ -40,16 +40,7 @@ pub fn dendrogram_svg(title: &str, labels: &[String], merges: &[Merge]) -> Strin
         pos[n + i] = (px(m.height), (pos[m.a].1 + pos[m.b].1) / 2.0);
     }
 
-    let mut s = svg_open(width, height);
-    let _ = writeln!(
-        s,
-        "<rect x=\"0\" y=\"0\" width=\"{width:.0}\" height=\"{height:.0}\" fill=\"#ffffff\"/>"
-    );
-    let _ = writeln!(
-        s,
-        "<text class=\"title\" x=\"16\" y=\"24\" font-size=\"15\" font-weight=\"bold\">{}</text>",
-        xml_escape(title)
-    );
+    let mut s = svg_page(width, height, title, "16");
     for v in ticks(0.0, xb, xs) {
         let x = px(v);
         let _ = writeln!(

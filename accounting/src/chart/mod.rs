@@ -31,6 +31,23 @@ pub(crate) fn svg_open(width: f64, height: f64) -> String {
     )
 }
 
+/// Opens a chart page: [`svg_open`], a white background and the bold title at `title_x` (as
+/// written in the `x` attribute).
+pub(crate) fn svg_page(width: f64, height: f64, title: &str, title_x: &str) -> String {
+    use std::fmt::Write as _;
+    let mut s = svg_open(width, height);
+    let _ = writeln!(
+        s,
+        "<rect x=\"0\" y=\"0\" width=\"{width:.0}\" height=\"{height:.0}\" fill=\"#ffffff\"/>"
+    );
+    let _ = writeln!(
+        s,
+        "<text class=\"title\" x=\"{title_x}\" y=\"24\" font-size=\"15\" font-weight=\"bold\">{}</text>",
+        crate::render::xml_escape(title)
+    );
+    s
+}
+
 /// The "nice" tick step for about `raw` per tick: 1, 2, 2.5, 5 or 10 times the power of ten
 /// at or below `raw`. `None` when `raw` is not a finite positive number.
 pub(crate) fn nice_step(raw: f64) -> Option<f64> {

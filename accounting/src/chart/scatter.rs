@@ -5,7 +5,7 @@
 
 use std::fmt::Write as _;
 
-use super::{nice_range, series_colour, svg_open, tick_label, ticks};
+use super::{nice_range, series_colour, svg_page, tick_label, ticks};
 use crate::render::xml_escape;
 
 /// One point of a scatter plot.
@@ -59,17 +59,7 @@ pub fn scatter_svg(title: &str, x_title: &str, y_title: &str, points: &[ScatterP
     let px = |x: f64| left + (x - xa) / (xb - xa) * pw;
     let py = |y: f64| top + ph - (y - ya) / (yb - ya) * ph;
 
-    let mut s = svg_open(width, height);
-    let _ = writeln!(
-        s,
-        "<rect x=\"0\" y=\"0\" width=\"{width:.0}\" height=\"{height:.0}\" fill=\"#ffffff\"/>"
-    );
-    let _ = writeln!(
-        s,
-        "<text class=\"title\" x=\"{:.1}\" y=\"24\" font-size=\"15\" font-weight=\"bold\">{}</text>",
-        left,
-        xml_escape(title)
-    );
+    let mut s = svg_page(width, height, title, &format!("{left:.1}"));
     // Grid, ticks and zero axes.
     for v in ticks(xa, xb, xs) {
         let x = px(v);

@@ -5,7 +5,7 @@
 
 use std::fmt::Write as _;
 
-use super::{nice_range, svg_open, tick_label, ticks};
+use super::{nice_range, svg_page, tick_label, ticks};
 use crate::render::xml_escape;
 
 /// Most bars drawn; the blocks past it hold what the cumulative line's last point leaves.
@@ -32,16 +32,7 @@ pub fn shares_svg(title: &str, bars: &[ShareBar]) -> String {
     let py = |v: f64| top + ph - v.clamp(0.0, yb) / yb * ph;
     let slot = pw / shown.len().max(1) as f64;
 
-    let mut s = svg_open(width, height);
-    let _ = writeln!(
-        s,
-        "<rect x=\"0\" y=\"0\" width=\"{width:.0}\" height=\"{height:.0}\" fill=\"#ffffff\"/>"
-    );
-    let _ = writeln!(
-        s,
-        "<text class=\"title\" x=\"16\" y=\"24\" font-size=\"15\" font-weight=\"bold\">{}</text>",
-        xml_escape(title)
-    );
+    let mut s = svg_page(width, height, title, "16");
     for v in ticks(0.0, yb, ys) {
         let y = py(v);
         let _ = writeln!(
