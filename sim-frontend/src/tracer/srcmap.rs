@@ -58,7 +58,8 @@ pub fn parse_modules(text: &str, file: &Path, program: &Path) -> Result<Vec<Modu
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Resolved {
     /// Function (innermost inlined frame, else the symbol), demangled (C++ and Rust names read
-    /// as in the source: `std::vector<int>::push_back`, `app::worker::{closure#0}`).
+    /// as in the source: `std::vector<int>::push_back`, `app::worker::{closure#0}`); code no
+    /// symbol spans is named by its object, `<libc.so.6>`; `None` outside every object.
     pub function: Option<String>,
     /// Source file.
     pub file: Option<String>,
@@ -147,8 +148,20 @@ impl Resolver {
             self.extents[k] = function_extents(&path);
         }
         let bias = self.modules[k].bias;
+        // Code no symbol names is at least named by its object: `<libc.so.6>`.
+        let object = || {
+            let p = &self.modules[k].path;
+            let name = p.file_name().map_or_else(
+                || p.display().to_string(),
+                |n| n.to_string_lossy().into_owned(),
+            );
+            format!("<{name}>")
+        };
         let Some(Some(loader)) = &self.loaders[k] else {
-            return Resolved::default();
+            return Resolved {
+                function: Some(object()),
+                ..Resolved::default()
+            };
         };
         let probe = pc.wrapping_sub(bias);
         let mut r = Resolved::default();
@@ -173,6 +186,9 @@ impl Resolver {
                 r.file = loc.file.map(str::to_string);
                 r.line = loc.line.unwrap_or(0);
             }
+        }
+        if r.function.is_none() {
+            r.function = Some(object());
         }
         r
     }
@@ -265,5 +281,18 @@ mod tests {
         // Every gap between consecutive symbols is an address no symbol spans.
         let gap = ext.windows(2).find(|w| w[0].1 < w[1].0).expect("a gap");
         assert!(!spans(&ext, gap[0].0, gap[0].1));
+        // Resolved, such an address is named by its object, a spanned one by its symbol.
+        let mut r = Resolver::new(vec![Module {
+            bias: 0,
+            start: 0,
+            end: u64::MAX,
+            path: lib.to_path_buf(),
+        }]);
+        assert_eq!(
+            r.resolve(gap[0].1).function.as_deref(),
+            Some("<libstdc++.so.6>")
+        );
+        let named = r.resolve(ext[ext.len() / 2].0).function.unwrap();
+        assert!(!named.starts_with('<'), "{named}");
     }
 }
