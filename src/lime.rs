@@ -553,6 +553,15 @@ pub fn render(rep: &LimeReport, sections: usize, top: usize) -> String {
             s,
             "no barrier- or join-delimited parallel sections in the run"
         );
+        if rep.wait_run_pct > BALANCED_PCT {
+            let _ = writeln!(
+                s,
+                "threads wait for {:.1}% of the run's thread-cycles (locks, condition variables, \
+                 thread start and end), which LIME does not analyse: see the run's cycle stacks \
+                 and `isim profile`'s synchronization regions",
+                rep.wait_run_pct
+            );
+        }
         return s;
     }
     if !dir.is_empty() {
@@ -1105,6 +1114,37 @@ pub fn whatif(cmd: &WhatifCmd) -> Result<()> {
 mod tests {
     use super::*;
     use sim_frontend::model::{OpClass, SrcLoc, StaticInst};
+
+    /// A run without barrier or join sections whose threads wait (a worker pool on condition
+    /// variables, like `xz -T4`) is told where that waiting is, not only that there is no
+    /// section; one whose threads hardly wait is not.
+    #[test]
+    fn a_run_without_sections_says_how_much_its_threads_wait() {
+        let mut rep = LimeReport {
+            schema: SCHEMA,
+            workload: "pool".into(),
+            threads: 5,
+            options: Options::default(),
+            run_cycles: 1000.0,
+            idle_run_pct: 0.0,
+            wait_run_pct: 21.4,
+            balanced: false,
+            sections: Vec::new(),
+            report_tables: Vec::new(),
+        };
+        let text = render(&rep, 5, 10);
+        assert!(
+            text.contains("no barrier- or join-delimited parallel sections"),
+            "{text}"
+        );
+        assert!(
+            text.contains("threads wait for 21.4% of the run's thread-cycles"),
+            "{text}"
+        );
+        rep.wait_run_pct = 1.0;
+        rep.balanced = true;
+        assert!(!render(&rep, 5, 10).contains("threads wait"));
+    }
 
     /// A traced program's absolute paths print relative to their common directory; relative
     /// paths (generated workloads, programs compiled by relative path) print as they are.
