@@ -338,6 +338,7 @@ fn openmp_kernels_replay_with_their_barriers_and_locks() {
         ("nowait", 1, 0),
         ("single", 2, 0),
         ("locks", 0, 1),
+        ("tasks", 1, 0),
     ];
     for (kernel, extra, locks) in kernels {
         for p in THREADS {
@@ -374,6 +375,33 @@ fn openmp_kernels_replay_with_their_barriers_and_locks() {
                     "{g:?}"
                 );
                 assert!(g.iter().all(|t| t.2 == g[1].0), "{g:?}");
+            }
+            if kernel == "tasks" {
+                // Explicit tasks run inside libgomp (mostly in the single's barrier): their
+                // work is traced on the thread that ran it, before that thread's barrier, and
+                // replayed in full. REPS x TASKS tasks of unit(TASK_UNITS), at least 5
+                // instructions per iteration (convert, multiply, add, increment, compare and
+                // branch); before tasks were wrapped, only the creating thread's few thousand
+                // instructions were traced.
+                let traced: u64 = s["threads"]
+                    .as_array()
+                    .unwrap()
+                    .iter()
+                    .map(|t| t["instructions"].as_u64().unwrap())
+                    .sum();
+                assert!(
+                    traced >= reps * 64 * 2000 * 5,
+                    "{p} threads: {traced} traced"
+                );
+                let sum: Value = serde_json::from_str(
+                    &std::fs::read_to_string(r.run.join("summary.json")).unwrap(),
+                )
+                .unwrap();
+                let timed = sum["instructions"].as_u64().unwrap();
+                assert!(
+                    timed as f64 >= 0.95 * traced as f64,
+                    "{p} threads: {timed} of {traced} replayed in the ROI"
+                );
             }
             if kernel == "static" {
                 // A pool thread's wait for the next region is barrier time.

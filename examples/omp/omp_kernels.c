@@ -11,12 +11,15 @@
  *   nowait    a parallel region: two omp for nowait loops, then one omp for (with barrier).
  *   single    a parallel region: single (with its barrier), then omp for.
  *   locks     a parallel region: omp_set_lock / omp_unset_lock around a shared update.
+ *   tasks     a parallel region: single creates TASKS explicit tasks of unit(TASK_UNITS) each;
+ *             the team runs them (most inside the single's barrier).
  *
  * Per team thread (THREADS threads, every kernel REPS times), the synchronization isim counts:
  *   every kernel: 2 barriers per parallel region (the fork and the implicit end barrier);
  *   critical: + 1 barrier, 2 locks and 2 unlocks per region;
  *   barrier:  + 1 barrier per region;  nowait: + 1 barrier (the last omp for) per region;
  *   single:   + 2 barriers (single's, the omp for's) per region;  locks: 1 lock, 1 unlock;
+ *   tasks:    + 1 barrier (single's) per region;
  *   dynamic:  + 0 (the parallel loop's end is the region's end barrier).
  * Thread 0 creates THREADS - 1 threads (libgomp's pool, in the first region) and joins none.
  *
@@ -29,6 +32,8 @@
 #include <unistd.h>
 
 #define N 2000
+#define TASKS 64
+#define TASK_UNITS 2000
 static double a[N];
 static omp_lock_t lock;
 
@@ -115,6 +120,15 @@ int main(int argc, char **argv)
 #pragma omp for
                 for (int i = 0; i < N; i++)
                     a[i] = unit(20) + acc;
+            }
+        } else if (!strcmp(k, "tasks")) {
+#pragma omp parallel
+            {
+#pragma omp single
+                for (int t = 0; t < TASKS; t++) {
+#pragma omp task firstprivate(t)
+                    a[t] = unit(TASK_UNITS);
+                }
             }
         } else if (!strcmp(k, "locks")) {
 #pragma omp parallel

@@ -698,7 +698,9 @@ omp_parallel_loop_runtime!(
     c"GOMP_parallel_loop_maybe_nonmonotonic_runtime"
 );
 
-/// A team barrier: explicit, or the end of a worksharing construct without `nowait`.
+/// A team barrier: explicit, or the end of a worksharing construct without `nowait`. The
+/// marker follows the real barrier: libgomp runs pending tasks inside it (`task_body` records
+/// them), and that work comes before the thread's arrival.
 macro_rules! omp_barrier {
     ($name:ident, $sym:literal) => {
         #[unsafe(no_mangle)]
@@ -706,8 +708,8 @@ macro_rules! omp_barrier {
             enter();
             let real = real!($sym, unsafe extern "C" fn());
             let (id, team) = REGION.with(|c| c.get());
-            magic(Op::OmpBarrier, id, team);
             unsafe { real() };
+            magic(Op::OmpBarrier, id, team);
             done(0);
             leave();
         }
@@ -729,6 +731,127 @@ macro_rules! omp_quiet {
             leave();
         }
     };
+}
+
+// Explicit tasks. libgomp runs a deferred task wherever a team thread waits (taskwait, a
+// barrier, the region's end), inside calls that stay untraced, so the task's own work would be
+// lost. `GOMP_task` is wrapped so that the task function it receives is `task_body`, which
+// records the real function's work on whichever thread runs it: the task's data gets a header
+// naming the real function, laid out so that libgomp's own copy of the data (a `memcpy` of
+// `arg_size` bytes, or the copy function, which `task_copy` wraps) carries the header along. The
+// synchronization of tasks (taskwait for children, dependences) is not replayed: a task's
+// work is the running thread's, placed where that thread ran it.
+
+/// What `task_body` needs, at the start of the task's data.
+#[repr(C)]
+#[derive(Clone, Copy)]
+struct TaskHead {
+    f: extern "C" fn(*mut c_void),
+    cpyfn: Option<extern "C" fn(*mut c_void, *mut c_void)>,
+    /// The program's data as `GOMP_task` received it: what its copy function reads, which
+    /// libgomp calls before `GOMP_task` returns.
+    src: *mut c_void,
+    /// Offset of the task's own data from the header.
+    off: usize,
+}
+
+extern "C" fn task_body(p: *mut c_void) {
+    // SAFETY: `p` is task data laid out by `GOMP_task` below (or copied from it by libgomp).
+    let h = unsafe { *(p as *const TaskHead) };
+    let data = unsafe { (p as *mut u8).add(h.off) } as *mut c_void;
+    let saved = DEPTH.with(|c| c.replace(1));
+    if saved == 0 {
+        // Already recording (a task run where the program itself is traced).
+        DEPTH.with(|c| c.set(0));
+        (h.f)(data);
+        return;
+    }
+    leave();
+    (h.f)(data);
+    enter();
+    DEPTH.with(|c| c.set(saved));
+}
+
+extern "C" fn task_copy(dst: *mut c_void, src: *mut c_void) {
+    // SAFETY: `src` is the header `GOMP_task` made (libgomp copies during that call, while the
+    // program's data is alive); `dst` has room for the same layout.
+    unsafe {
+        let h = *(src as *const TaskHead);
+        *(dst as *mut TaskHead) = h;
+        if let Some(c) = h.cpyfn {
+            c((dst as *mut u8).add(h.off) as *mut c_void, h.src);
+        }
+    }
+}
+
+type TaskFn = unsafe extern "C" fn(
+    extern "C" fn(*mut c_void),
+    *mut c_void,
+    Option<extern "C" fn(*mut c_void, *mut c_void)>,
+    libc::c_long,
+    libc::c_long,
+    bool,
+    libc::c_uint,
+    *mut *mut c_void,
+    c_int,
+    *mut c_void,
+);
+
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn GOMP_task(
+    f: extern "C" fn(*mut c_void),
+    data: *mut c_void,
+    cpyfn: Option<extern "C" fn(*mut c_void, *mut c_void)>,
+    arg_size: libc::c_long,
+    arg_align: libc::c_long,
+    if_clause: bool,
+    flags: libc::c_uint,
+    depend: *mut *mut c_void,
+    priority: c_int,
+    detach: *mut c_void,
+) {
+    enter();
+    let real = real!(c"GOMP_task", TaskFn);
+    let align = (arg_align.max(1) as usize).max(std::mem::align_of::<TaskHead>());
+    let off = std::mem::size_of::<TaskHead>().next_multiple_of(align);
+    let size = off + arg_size.max(0) as usize;
+    let layout = std::alloc::Layout::from_size_align(size, align).expect("task data layout");
+    // SAFETY: a fresh block of `size` bytes: the header, then (without a copy function) the
+    // program's `arg_size` bytes, which libgomp copies as they are; with one, libgomp calls
+    // `task_copy`, which builds the task's data from the program's own.
+    unsafe {
+        let buf = std::alloc::alloc(layout);
+        if buf.is_null() {
+            std::alloc::handle_alloc_error(layout);
+        }
+        *(buf as *mut TaskHead) = TaskHead {
+            f,
+            cpyfn,
+            src: data,
+            off,
+        };
+        if cpyfn.is_none() {
+            std::ptr::copy_nonoverlapping(
+                data as *const u8,
+                buf.add(off),
+                arg_size.max(0) as usize,
+            );
+        }
+        real(
+            task_body,
+            buf as *mut c_void,
+            cpyfn.map(|_| task_copy as extern "C" fn(*mut c_void, *mut c_void)),
+            size as libc::c_long,
+            align as libc::c_long,
+            if_clause,
+            flags,
+            depend,
+            priority,
+            detach,
+        );
+        std::alloc::dealloc(buf, layout);
+    }
+    leave();
 }
 
 omp_quiet!(GOMP_loop_end_nowait, c"GOMP_loop_end_nowait");
