@@ -164,11 +164,7 @@ pub fn run(req: &RunRequest, progress: impl FnMut(u64)) -> Result<RunOutcome> {
     };
     let has_tlb = cfg.core.tlb.is_some();
     let program = &trace.program;
-    let (own_functions, own_files) = (program.own_functions(), program.own_files());
-    let own_code = (0..program.insts.len() as u32)
-        .map(|s| program.is_own_code(s, &own_functions, &own_files))
-        .collect();
-    let obs = Attribution::new(n as usize, program.insts.len()).with_own_code(own_code);
+    let obs = Attribution::new(n as usize, program.insts.len()).with_own_code(program.own_code());
     let engine = Engine::new(&trace, &cfg, obs)?.host_threads(host_threads(req.host_threads));
     let (result, attribution) = engine.run(progress)?;
 

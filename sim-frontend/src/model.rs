@@ -253,42 +253,32 @@ const SYSTEM_SOURCE_PREFIXES: [&str; 4] = [
 const SYSTEM_SOURCE_PARTS: [&str; 2] = ["/.rustup/toolchains/", "/.cargo/registry/"];
 
 impl Program {
-    /// Per function (indexed like [`SourceMap::functions`]): whether it is the program's own
-    /// code rather than a language runtime's, judging by its name ([`RUNTIME_PREFIXES`]).
-    pub fn own_functions(&self) -> Vec<bool> {
-        self.source
+    /// Per static instruction: whether it is the program's own code. It must have a source
+    /// file (debug information, which system libraries lack) that is not a system header or a
+    /// toolchain's library source ([`SYSTEM_SOURCE_PREFIXES`], [`SYSTEM_SOURCE_PARTS`]: C++
+    /// templates instantiated from `/usr/include/c++`, Rust's standard library under
+    /// `/rustc/`), in a function whose name is not a language runtime's ([`RUNTIME_PREFIXES`]).
+    pub fn own_code(&self) -> Vec<bool> {
+        let functions: Vec<bool> = self
+            .source
             .functions
             .iter()
             .map(|f| !RUNTIME_PREFIXES.iter().any(|p| f.starts_with(p)))
-            .collect()
-    }
-
-    /// Per source file (indexed like [`SourceMap::files`]): whether it is the program's own,
-    /// not a system header or a toolchain's library source ([`SYSTEM_SOURCE_PREFIXES`],
-    /// [`SYSTEM_SOURCE_PARTS`]: C++ templates instantiated from `/usr/include/c++`, Rust's
-    /// standard library under `/rustc/`).
-    pub fn own_files(&self) -> Vec<bool> {
-        self.source
+            .collect();
+        let files: Vec<bool> = self
+            .source
             .files
             .iter()
             .map(|f| {
                 !SYSTEM_SOURCE_PREFIXES.iter().any(|p| f.starts_with(p))
                     && !SYSTEM_SOURCE_PARTS.iter().any(|p| f.contains(p))
             })
+            .collect();
+        let marked = |table: &[bool], k: u32| table.get(k as usize).copied().unwrap_or(false);
+        self.insts
+            .iter()
+            .map(|i| marked(&files, i.loc.file) && marked(&functions, i.loc.function))
             .collect()
-    }
-
-    /// Whether instruction `sidx` is the program's own code: it has a source file (debug
-    /// information, which system libraries lack) marked in `files` ([`Program::own_files`])
-    /// and a function marked in `functions` ([`Program::own_functions`]).
-    pub fn is_own_code(&self, sidx: u32, functions: &[bool], files: &[bool]) -> bool {
-        self.insts.get(sidx as usize).is_some_and(|i| {
-            files.get(i.loc.file as usize).copied().unwrap_or(false)
-                && functions
-                    .get(i.loc.function as usize)
-                    .copied()
-                    .unwrap_or(false)
-        })
     }
 
     /// The function name of an instruction, if known.
@@ -567,5 +557,45 @@ pub struct TraceMeta {
 impl fmt::Display for Marker {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(Marker::KIND_NAMES[self.kind_index()])
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The program's own code has debug information outside system and toolchain sources and a
+    /// function that is not a runtime's: a thread's start is looked for past the rest.
+    #[test]
+    fn own_code_excludes_runtimes_system_sources_and_code_without_lines() {
+        let mut p = Program::default();
+        p.source.functions = ["worker", "std::rt::lang_start", "memcpy", "operator()"]
+            .map(String::from)
+            .to_vec();
+        p.source.files = [
+            "/home/u/app.c",
+            "/rustc/abc/library/std/src/rt.rs",
+            "/usr/include/c++/12/bits/std_thread.h",
+        ]
+        .map(String::from)
+        .to_vec();
+        let inst = |function, file| {
+            let mut s = StaticInst::new(0x1000, 4, OpClass::IntAlu);
+            s.loc = SrcLoc {
+                function,
+                file,
+                line: 1,
+            };
+            s
+        };
+        p.insts = vec![
+            inst(0, 0),               // worker in app.c
+            inst(1, 1),               // std's runtime
+            inst(2, SrcLoc::UNKNOWN), // a library without debug information
+            inst(3, 2),               // a C++ template instantiated from a system header
+            inst(3, 0),               // a lambda in app.c
+            inst(SrcLoc::UNKNOWN, 0), // no function
+        ];
+        assert_eq!(p.own_code(), [true, false, false, false, true, false]);
     }
 }
