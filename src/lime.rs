@@ -510,6 +510,15 @@ fn common_dir<'a>(locations: impl Iterator<Item = &'a str>) -> String {
     }
 }
 
+/// `loc` with the directory `dir` ([`common_dir`]) taken out of its paths.
+fn relative(loc: &str, dir: &str) -> String {
+    if dir.is_empty() {
+        loc.to_string()
+    } else {
+        loc.replace(dir, "")
+    }
+}
+
 /// The text rendering of a report.
 pub fn render(rep: &LimeReport, sections: usize, top: usize) -> String {
     let mut s = String::new();
@@ -517,13 +526,7 @@ pub fn render(rep: &LimeReport, sections: usize, top: usize) -> String {
     let dir = common_dir(rep.sections.iter().flat_map(|r| {
         std::iter::once(r.location.as_str()).chain(r.causes.iter().map(|c| c.location.as_str()))
     }));
-    let short = |loc: &str| {
-        if dir.is_empty() {
-            loc.to_string()
-        } else {
-            loc.replace(dir.as_str(), "")
-        }
-    };
+    let short = |loc: &str| relative(loc, &dir);
     let floor = if o.min_imbalance > 0.0 {
         format!(
             "instances with < {}% imbalance not analysed",
@@ -878,13 +881,7 @@ fn write_whatif(rd: &RunDir, kind: &'static str, rows: &[WhatifRow]) -> Result<P
 fn render_whatif(rows: &[WhatifRow]) -> String {
     let mut s = String::new();
     let dir = common_dir(rows.iter().map(|r| r.section.as_str()));
-    let short = |loc: &str| {
-        if dir.is_empty() {
-            loc.to_string()
-        } else {
-            loc.replace(dir.as_str(), "")
-        }
-    };
+    let short = |loc: &str| relative(loc, &dir);
     if !dir.is_empty() {
         let _ = writeln!(s, "source paths below are relative to {dir}");
     }

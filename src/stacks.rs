@@ -135,6 +135,19 @@ pub fn load(dir: &Path) -> Result<RunStacks> {
     })
 }
 
+/// The name with the largest count among `(name, count)` pairs given in name order; ties go to
+/// the first, i.e. the smallest name.
+fn largest<'a, N: PartialOrd + Copy + 'a>(
+    counts: impl Iterator<Item = (&'a &'a str, &'a N)>,
+) -> Option<&'a str> {
+    counts
+        .fold(None::<(&str, N)>, |best, (name, &n)| match best {
+            Some((_, b)) if b >= n => best,
+            _ => Some((name, n)),
+        })
+        .map(|(name, _)| name)
+}
+
 /// Where a thread's own code starts, from `summary.json`.
 #[derive(Debug, Clone, PartialEq)]
 struct Start {
@@ -155,17 +168,9 @@ fn thread_groups(starts: &BTreeMap<u32, Start>, rows: &[PcRow]) -> BTreeMap<u32,
             *per.entry(r.thread).or_default().entry(f).or_default() += r.counters.execs;
         }
     }
-    // The function with most executions among `funcs` passing `keep` (ties to the smaller
-    // name: BTreeMap order makes the first maximum the smallest).
+    // The function with most executions among `funcs` passing `keep`.
     let most = |funcs: &BTreeMap<&str, u64>, keep: &dyn Fn(&str) -> bool| {
-        funcs
-            .iter()
-            .filter(|(f, n)| **n > 0 && keep(f))
-            .fold(None::<(&str, u64)>, |best, (f, n)| match best {
-                Some((_, bn)) if bn >= *n => best,
-                _ => Some((f, *n)),
-            })
-            .map(|(f, _)| f.to_string())
+        largest(funcs.iter().filter(|(f, n)| **n > 0 && keep(f))).map(str::to_string)
     };
     if starts.is_empty() {
         return per
@@ -199,15 +204,7 @@ fn thread_groups(starts: &BTreeMap<u32, Start>, rows: &[PcRow]) -> BTreeMap<u32,
             .entry(&named[t])
             .or_default() += 1;
     }
-    let group_of = |f: &str| {
-        by_function[f]
-            .iter()
-            .fold(None::<(&str, usize)>, |best, (g, n)| match best {
-                Some((_, bn)) if bn >= *n => best,
-                _ => Some((g, *n)),
-            })
-            .map(|(g, _)| g.to_string())
-    };
+    let group_of = |f: &str| largest(by_function[f].iter()).map(str::to_string);
     let empty = BTreeMap::new();
     named
         .iter()

@@ -10,6 +10,24 @@ use std::path::Path;
 
 use common::{fails, ok};
 
+/// The x coordinates of the points of series `series`'s line in a pca.svg, in line order.
+fn series_xs(svg: &str, series: &str) -> Vec<f64> {
+    let group = svg
+        .split(&format!("data-series=\"{series}\""))
+        .nth(1)
+        .unwrap_or_else(|| panic!("no series {series}"));
+    group
+        .split("points=\"")
+        .nth(1)
+        .unwrap()
+        .split('"')
+        .next()
+        .unwrap()
+        .split(' ')
+        .map(|p| p.split(',').next().unwrap().parse().unwrap())
+        .collect()
+}
+
 fn sweep(dir: &Path, workload: &str, size: &str) -> String {
     let out = dir.join(workload);
     ok(&[
@@ -121,18 +139,7 @@ fn pca_over_sweeps_is_consistent_and_charts_follow_core_counts() {
         })
         .collect();
     by_cores.sort_by_key(|p| p.0);
-    let group = svg
-        .split("data-series=\"lu-owner\"")
-        .nth(1)
-        .expect("lu-owner series");
-    let line = group.split("points=\"").nth(1).unwrap();
-    let xs: Vec<f64> = line
-        .split('"')
-        .next()
-        .unwrap()
-        .split(' ')
-        .map(|p| p.split(',').next().unwrap().parse().unwrap())
-        .collect();
+    let xs = series_xs(&svg, "lu-owner");
     assert_eq!(xs.len(), 3);
     // Pixel x grows with the PC 1 score: the order along the line is the core-count order.
     for i in 0..2 {
@@ -237,29 +244,16 @@ fn join_sizes_draws_a_line_per_core_count_from_small_to_large_input() {
     );
     // Each line has a point per size, in size order: its last point (the cross) is the large
     // input, whose PC 1 score pca.json gives.
-    let group = svg
-        .split("data-series=\"radix-miss 4c\"")
-        .nth(1)
-        .expect("radix-miss 4c series");
-    let points: Vec<&str> = group
-        .split("points=\"")
-        .nth(1)
-        .unwrap()
-        .split('"')
-        .next()
-        .unwrap()
-        .split(' ')
-        .collect();
-    assert_eq!(points.len(), 2, "{points:?}");
+    let xs = series_xs(&svg, "radix-miss 4c");
+    assert_eq!(xs.len(), 2, "{xs:?}");
     let score = |label: &str| {
         rows.iter().find(|r| r["label"] == label).unwrap()["scores"][0]
             .as_f64()
             .unwrap()
     };
-    let x = |p: &str| -> f64 { p.split(',').next().unwrap().parse().unwrap() };
     let (small, large) = (score("radix-miss 4c s500"), score("radix-miss 4c s2000"));
     assert_eq!(
-        x(points[0]) < x(points[1]),
+        xs[0] < xs[1],
         small < large,
         "the line runs from s500 to s2000"
     );

@@ -669,6 +669,17 @@ impl Overlap {
     }
 }
 
+/// Distinct (file, line) pairs of the instructions `sidxs` of `program` (those without a line
+/// not counted).
+fn distinct_lines(program: &Program, sidxs: impl Iterator<Item = u32>) -> usize {
+    sidxs
+        .map(|s| program.insts[s as usize].loc)
+        .filter(|loc| loc.line != 0 && loc.file != SrcLoc::UNKNOWN)
+        .map(|loc| (loc.file, loc.line))
+        .collect::<BTreeSet<_>>()
+        .len()
+}
+
 /// Ranks by `value` descending, ties by key; returns rank (1-based) per index of `value`.
 fn ranks(value: &[f64], keys: &[u32]) -> Vec<usize> {
     let mut order: Vec<usize> = (0..value.len()).collect();
@@ -828,16 +839,7 @@ pub fn analyze(
             .map_or("", String::as_str)
     };
     functions.sort_by(|a, b| b.1.total_cmp(&a.1).then_with(|| name(a.0).cmp(name(b.0))));
-    let known = |loc: SrcLoc| loc.line != 0 && loc.file != SrcLoc::UNKNOWN;
-    let lines_of_function = |fs: &BTreeSet<u32>| -> usize {
-        program
-            .insts
-            .iter()
-            .filter(|i| fs.contains(&i.loc.function) && known(i.loc))
-            .map(|i| (i.loc.file, i.loc.line))
-            .collect::<BTreeSet<_>>()
-            .len()
-    };
+    let every = || 0..program.insts.len() as u32;
     let cover = |p: f64| -> Coverage {
         let k = if total > 0.0 {
             out.iter()
@@ -846,15 +848,12 @@ pub fn analyze(
         } else {
             0
         };
-        let mut lines = BTreeSet::new();
-        for b in &out[..k] {
-            for &s in &members[member_of[&b.key]] {
-                let loc = program.insts[s as usize].loc;
-                if loc.line != 0 && loc.file != SrcLoc::UNKNOWN {
-                    lines.insert((loc.file, loc.line));
-                }
-            }
-        }
+        let block_lines = distinct_lines(
+            program,
+            out[..k]
+                .iter()
+                .flat_map(|b| members[member_of[&b.key]].iter().copied()),
+        );
         let mut cum = 0.0;
         let mut top = BTreeSet::new();
         for &(f, share) in &functions {
@@ -867,9 +866,12 @@ pub fn analyze(
         Coverage {
             percent: p,
             blocks: k,
-            source_lines: lines.len(),
+            source_lines: block_lines,
             functions: top.len(),
-            function_lines: lines_of_function(&top),
+            function_lines: distinct_lines(
+                program,
+                every().filter(|&s| top.contains(&program.insts[s as usize].loc.function)),
+            ),
         }
     };
     let coverage = vec![cover(50.0), cover(90.0)];
@@ -891,13 +893,7 @@ pub fn analyze(
         executions: pbv.blocks.iter().map(BlockVector::executions).sum(),
         total_parashare: total,
         clamped: pbv.clamped,
-        source_lines_total: program
-            .insts
-            .iter()
-            .filter(|i| known(i.loc))
-            .map(|i| (i.loc.file, i.loc.line))
-            .collect::<BTreeSet<_>>()
-            .len(),
+        source_lines_total: distinct_lines(program, every()),
         coverage,
         rank_shifts,
         blocks: out,

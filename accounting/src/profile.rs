@@ -597,16 +597,13 @@ impl ProfileCollector {
         } else {
             (top.node, NONE)
         };
-        let nnodes = self.nodes.len();
-        let th = &mut self.threads[tid];
-        if th.values.len() < nnodes {
-            th.values.resize(nnodes, [0.0; METRICS]);
-        }
+        let block_visit = self.block_level
+            && (visit_fn.is_some() || block != self.threads[tid].cur_block || self.block_start[s]);
+        let th = self.grown(tid);
         if let Some(n) = visit_fn {
             th.values[n as usize][M_VISITS] += 1.0;
         }
-        if self.block_level && (visit_fn.is_some() || block != th.cur_block || self.block_start[s])
-        {
+        if block_visit {
             th.values[cur as usize][M_VISITS] += 1.0;
         }
         th.cur = cur;
@@ -706,12 +703,19 @@ impl ProfileCollector {
     /// The synchronization child `k` of path `cur` for thread `tid`, its row allocated.
     fn sync_node(&mut self, tid: usize, cur: u32, k: usize) -> u32 {
         let node = self.intern(cur, SYNC_KEY | k as u32);
+        self.grown(tid);
+        node
+    }
+
+    /// Thread `tid`'s state with a row (values, timed visits) for every node of the tree.
+    fn grown(&mut self, tid: usize) -> &mut ThreadState {
         let n = self.nodes.len();
         let th = &mut self.threads[tid];
         if th.values.len() < n {
             th.values.resize(n, [0.0; METRICS]);
+            th.timed.resize(n, 0);
         }
-        node
+        th
     }
 
     /// A wait of kind `c` by thread `tid` lasting `cycles`: a visit of that synchronization
@@ -736,14 +740,7 @@ impl ProfileCollector {
 
     /// Records one visit of `cycles` on `node` into min-visit and max-visit.
     fn time_visit(&mut self, tid: usize, node: u32, cycles: f64) {
-        let n = self.nodes.len();
-        let th = &mut self.threads[tid];
-        if th.values.len() < n {
-            th.values.resize(n, [0.0; METRICS]);
-        }
-        if th.timed.len() < n {
-            th.timed.resize(n, 0);
-        }
+        let th = self.grown(tid);
         let v = &mut th.values[node as usize];
         let k = &mut th.timed[node as usize];
         if *k == 0 {
