@@ -135,6 +135,18 @@ struct RunArgs {
     /// results are the same, byte for byte, whatever the number.
     #[arg(long, value_name = "N")]
     host_threads: Option<usize>,
+    /// How the engine orders the cores' work: `exact`, one core at a time (the reference), or
+    /// `parallel`, rounds in which the cores run at once on the host threads up to their
+    /// next access beyond their L1s (docs/parallel.md: speed and differences). Each gives
+    /// the same results for any number of host threads.
+    #[arg(long, default_value = "exact", value_parser = model_name)]
+    model: sim_core::Model,
+}
+
+/// Parses a model name (`isim run --model`).
+fn model_name(s: &str) -> Result<sim_core::Model, String> {
+    sim_core::Model::from_name(s)
+        .ok_or_else(|| format!("expected one of {}", sim_core::Model::NAMES.join(", ")))
 }
 
 #[derive(Args)]
@@ -243,6 +255,7 @@ fn run(cli: Cli) -> Result<ExitCode> {
                 erase: Vec::new(),
                 out: a.out,
                 host_threads: a.host_threads.unwrap_or(0),
+                model: a.model,
             };
             let pb = spinner("simulating".into());
             let start = std::time::Instant::now();

@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 use accounting::attribution::Attribution;
 use accounting::render::{self, stacked_bars_svg, text_bars};
 use anyhow::{Context, Result, bail};
-use sim_core::{Component, Engine, EngineConfig, RunResult};
+use sim_core::{Component, Engine, EngineConfig, Model, RunResult};
 use sim_frontend::Trace;
 use sim_frontend::workloads::{self, Params};
 
@@ -45,6 +45,8 @@ pub struct RunRequest {
     /// Host threads the simulation may use (0: all cores). The results are the same for
     /// every number.
     pub host_threads: usize,
+    /// How the engine orders the cores' work.
+    pub model: Model,
 }
 
 /// `n` host threads, or all cores for 0.
@@ -165,7 +167,9 @@ pub fn run(req: &RunRequest, progress: impl FnMut(u64)) -> Result<RunOutcome> {
     let has_tlb = cfg.core.tlb.is_some();
     let program = &trace.program;
     let obs = Attribution::new(n as usize, program.insts.len()).with_own_code(program.own_code());
-    let engine = Engine::new(&trace, &cfg, obs)?.host_threads(host_threads(req.host_threads));
+    let engine = Engine::new(&trace, &cfg, obs)?
+        .host_threads(host_threads(req.host_threads))
+        .model(req.model);
     let (result, attribution) = engine.run(progress)?;
 
     // Outputs.
@@ -213,6 +217,7 @@ pub fn run(req: &RunRequest, progress: impl FnMut(u64)) -> Result<RunOutcome> {
             None => "trace.itrace".to_string(),
         }),
         erase: req.erase.iter().map(|pc| format!("{pc:#x}")).collect(),
+        model: req.model,
         cores: machine.total_cores(),
         sockets: machine.system.sockets,
         frequency_hz: machine.system.frequency.hz(),
@@ -355,6 +360,8 @@ pub struct RunDir {
     pub erase: Vec<u64>,
     /// Workload name.
     pub workload: String,
+    /// The model the run used (replays use it too).
+    pub model: Model,
 }
 
 impl RunDir {
@@ -371,6 +378,7 @@ impl RunDir {
             machine,
             erase,
             workload: head.workload,
+            model: head.model,
         })
     }
 
@@ -428,7 +436,9 @@ impl RunDir {
             .map_err(|e| anyhow::anyhow!("{e}"))?
         };
         let cfg = self.engine_config(&machine, erase, erasure)?;
-        let engine = Engine::new(&self.trace, &cfg, obs)?.host_threads(host_threads(0));
+        let engine = Engine::new(&self.trace, &cfg, obs)?
+            .host_threads(host_threads(0))
+            .model(self.model);
         Ok(engine.run(progress)?)
     }
 }

@@ -557,54 +557,74 @@ fn run_files(dir: &Path) -> Vec<(String, Vec<u8>)> {
     v
 }
 
-/// A run on several host threads (each simulated thread's records decoded and its branches
-/// predicted ahead on a host thread of its own) writes the same run directory, byte for byte,
-/// as on one: built-in workloads at 8 threads, a v1 trace of a traced real program (recorded
-/// synchronization order) and a v2 trace.
+/// A run on several host threads writes the same run directory, byte for byte, as on one,
+/// in either model (exact: each simulated thread's records decoded and its branches predicted
+/// ahead on a host thread of its own; parallel: the cores themselves simulated on several
+/// host threads between their accesses to the shared levels): built-in workloads at 8
+/// threads (false-sharing: every few instructions a coherence action between rounds), a v1
+/// trace of a traced real program (recorded synchronization order) and a v2 trace.
 #[test]
 fn runs_are_byte_identical_on_1_2_and_3_host_threads() {
     let dir = tempfile::tempdir().unwrap();
     let data = common::root().join("tests/data");
     let owner = data.join("v1/owner-barrier-t2.itrace");
     let radix = data.join("v2/radix-miss-t4.itrace");
-    let inputs: Vec<(String, Vec<String>)> = ["lu-owner", "radix-miss", "lock-contention"]
-        .iter()
-        .map(|w| {
-            let args = ["-w", w, "-t", "8", "-s"];
-            let size = if *w == "radix-miss" { "4096" } else { "8" };
-            let size = if *w == "lock-contention" { "300" } else { size };
-            (
-                w.to_string(),
-                args.iter().chain(&[size]).map(|s| s.to_string()).collect(),
-            )
-        })
-        .chain([&owner, &radix].iter().map(|p| {
-            (
-                p.file_stem().unwrap().to_string_lossy().into_owned(),
-                vec!["--trace".to_string(), p.to_str().unwrap().to_string()],
-            )
-        }))
-        .collect();
+    let inputs: Vec<(String, Vec<String>)> =
+        ["lu-owner", "radix-miss", "lock-contention", "false-sharing"]
+            .iter()
+            .map(|w| {
+                let args = ["-w", w, "-t", "8", "-s"];
+                let size = match *w {
+                    "radix-miss" => "4096",
+                    "lock-contention" => "300",
+                    "false-sharing" => "2000",
+                    _ => "8",
+                };
+                (
+                    w.to_string(),
+                    args.iter().chain(&[size]).map(|s| s.to_string()).collect(),
+                )
+            })
+            .chain([&owner, &radix].iter().map(|p| {
+                (
+                    p.file_stem().unwrap().to_string_lossy().into_owned(),
+                    vec!["--trace".to_string(), p.to_str().unwrap().to_string()],
+                )
+            }))
+            .collect();
     for (name, args) in &inputs {
-        let mut first: Option<Vec<(String, Vec<u8>)>> = None;
-        for h in ["1", "2", "3"] {
-            let out = dir.path().join(format!("{name}-{h}"));
-            let mut a: Vec<&str> = vec!["run", "--host-threads", h, "-o", out.to_str().unwrap()];
-            a.extend(args.iter().map(String::as_str));
-            ok(&a);
-            let files = run_files(&out);
-            assert!(files.iter().any(|(n, _)| n == "summary.json"), "{files:?}");
-            match &first {
-                None => first = Some(files),
-                Some(f) => {
-                    assert_eq!(
-                        f.len(),
-                        files.len(),
-                        "{name}: files differ at {h} host threads"
-                    );
-                    for ((n1, b1), (n2, b2)) in f.iter().zip(&files) {
-                        assert_eq!(n1, n2);
-                        assert!(b1 == b2, "{name}: {n1} differs at {h} host threads");
+        for model in ["exact", "parallel"] {
+            let mut first: Option<Vec<(String, Vec<u8>)>> = None;
+            for h in ["1", "2", "3"] {
+                let out = dir.path().join(format!("{name}-{model}-{h}"));
+                let mut a: Vec<&str> = vec![
+                    "run",
+                    "--model",
+                    model,
+                    "--host-threads",
+                    h,
+                    "-o",
+                    out.to_str().unwrap(),
+                ];
+                a.extend(args.iter().map(String::as_str));
+                ok(&a);
+                let files = run_files(&out);
+                assert!(files.iter().any(|(n, _)| n == "summary.json"), "{files:?}");
+                match &first {
+                    None => first = Some(files),
+                    Some(f) => {
+                        assert_eq!(
+                            f.len(),
+                            files.len(),
+                            "{name}: files differ at {h} host threads"
+                        );
+                        for ((n1, b1), (n2, b2)) in f.iter().zip(&files) {
+                            assert_eq!(n1, n2);
+                            assert!(
+                                b1 == b2,
+                                "{name}: {n1} differs at {h} host threads ({model})"
+                            );
+                        }
                     }
                 }
             }
@@ -613,7 +633,7 @@ fn runs_are_byte_identical_on_1_2_and_3_host_threads() {
 }
 
 /// A damaged chunk is the same error, naming the file and thread, whether the records are
-/// decoded on the simulating thread or ahead on another.
+/// decoded on the simulating thread or ahead on another, in either model.
 #[test]
 fn a_damaged_trace_is_the_same_error_on_any_number_of_host_threads() {
     let dir = tempfile::tempdir().unwrap();
@@ -633,24 +653,33 @@ fn a_damaged_trace_is_the_same_error_on_any_number_of_host_threads() {
     let mid = bytes.len() / 2;
     bytes[mid] ^= 0x5a;
     std::fs::write(&t, &bytes).unwrap();
-    let errs: Vec<String> = ["1", "2"]
-        .iter()
-        .map(|h| {
-            let out = dir.path().join(format!("run-{h}"));
-            fails(&[
-                "run",
-                "--host-threads",
-                h,
-                "--trace",
-                t.to_str().unwrap(),
-                "-o",
-                out.to_str().unwrap(),
-            ])
-        })
-        .collect();
+    let errs: Vec<String> = [
+        ("1", "exact"),
+        ("2", "exact"),
+        ("1", "parallel"),
+        ("3", "parallel"),
+    ]
+    .iter()
+    .map(|(h, model)| {
+        let out = dir.path().join(format!("run-{h}-{model}"));
+        fails(&[
+            "run",
+            "--model",
+            model,
+            "--host-threads",
+            h,
+            "--trace",
+            t.to_str().unwrap(),
+            "-o",
+            out.to_str().unwrap(),
+        ])
+    })
+    .collect();
     assert!(errs[0].contains("t.itrace"), "{}", errs[0]);
     assert!(errs[0].contains("thread"), "{}", errs[0]);
-    assert_eq!(errs[0], errs[1]);
+    for e in &errs[1..] {
+        assert_eq!(&errs[0], e);
+    }
     // Nothing is left of the failed runs, not even their `.partial` directories.
     let left: Vec<String> = std::fs::read_dir(dir.path())
         .unwrap()

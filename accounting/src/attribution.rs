@@ -102,6 +102,8 @@ impl Attribution {
 }
 
 impl Observer for Attribution {
+    const STACKS: bool = false;
+
     #[inline]
     fn inst(&mut self, tid: u32, sidx: u32, r: &InstResult, _stack: &sim_core::CycleStack) {
         let f = &mut self.first[tid as usize];

@@ -336,6 +336,8 @@ impl Collector {
 }
 
 impl Observer for Collector {
+    const STACKS: bool = false;
+
     #[inline]
     fn inst(&mut self, tid: u32, sidx: u32, r: &InstResult, _stack: &sim_core::CycleStack) {
         let t = tid as usize;

@@ -34,7 +34,7 @@
 //! the core's clock is charged exactly once, so the stack sums to the elapsed cycles.
 
 use sim_frontend::model::{BranchKind, MemAccess, NO_SIDX, OpClass, StaticInst};
-use sim_memory::{Kind, Memory};
+use sim_memory::{Kind, Memory, Port, Private};
 
 use serde::{Deserialize, Serialize};
 
@@ -391,18 +391,62 @@ impl Core {
         }
     }
 
+    /// Whether instruction `sidx` of `tt` with accesses `mem_ops` can be executed with the
+    /// core's own part of the memory system `p` alone (see [`Private::serves`]): its fetch,
+    /// if it starts a new line, and each of its accesses hit the L1.
+    #[inline]
+    pub fn private_ok(
+        &self,
+        p: &Private<'_>,
+        tt: &TimingTable,
+        sidx: u32,
+        mem_ops: &[MemAccess],
+    ) -> bool {
+        let s = tt.get(sidx);
+        if s.pc >> self.line_shift != self.last_fetch_line
+            && !p.serves(s.pc, s.size as u32, Kind::IFetch)
+        {
+            return false;
+        }
+        mem_ops.iter().all(|a| {
+            p.serves(
+                a.addr,
+                a.size as u32,
+                if a.write { Kind::Store } else { Kind::Load },
+            )
+        })
+    }
+
     /// Executes instruction `sidx` of `tt`. `mem_ops` are its accesses; `mispredicted`
-    /// says whether the thread's branch predictor got it wrong (see [`predict`]).
-    pub fn execute(
+    /// says whether the thread's branch predictor got it wrong (see [`predict`]). `mem` is
+    /// the whole memory system, or the core's own part when [`Core::private_ok`] said so.
+    #[inline]
+    pub fn execute<M: Port>(
         &mut self,
-        mem: &mut Memory,
+        mem: &mut M,
         tt: &TimingTable,
         sidx: u32,
         mem_ops: &[MemAccess],
         mispredicted: bool,
     ) -> InstResult {
-        let s = tt.get(sidx);
         let mut r = InstResult::default();
+        self.execute_into(mem, tt, sidx, mem_ops, mispredicted, &mut r);
+        r
+    }
+
+    /// [`Core::execute`] writing its result into `r` (where the caller keeps it: a copy of
+    /// the returned struct costs more than the writes).
+    pub fn execute_into<M: Port>(
+        &mut self,
+        mem: &mut M,
+        tt: &TimingTable,
+        sidx: u32,
+        mem_ops: &[MemAccess],
+        mispredicted: bool,
+        r: &mut InstResult,
+    ) {
+        let s = tt.get(sidx);
+        *r = InstResult::default();
         // Fetch: one L1I access per new line.
         let line = s.pc >> self.line_shift;
         if line != self.last_fetch_line {
@@ -608,7 +652,6 @@ impl Core {
             }
         }
         self.instructions += 1;
-        r
     }
 
     /// Functional warming before the ROI: caches learn, time does not move (the branch

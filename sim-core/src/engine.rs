@@ -34,7 +34,8 @@
 //! **Watchdog.** If no thread can run but some have not ended, the run stops with an error
 //! listing what each thread waits on.
 
-use std::collections::HashMap;
+use std::cmp::Reverse;
+use std::collections::{BinaryHeap, HashMap};
 use std::path::Path;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Condvar, Mutex};
@@ -43,16 +44,38 @@ use std::time::Duration;
 use serde::Serialize;
 use sim_frontend::model::{Batch, Marker, NO_SIDX, Order, Record};
 use sim_frontend::{ThreadStream, Trace, TraceError};
-use sim_memory::{CacheStats, CoreStats, Memory, MemoryConfig};
+use sim_memory::{CacheStats, CoreStats, Memory, MemoryConfig, Private};
 
 use crossbeam_channel::{Receiver, SendTimeoutError, Sender, bounded};
 
 use crate::bpred::{BpredConfig, Predictor, build};
 use crate::core::{Core, CoreParams, InstResult, TimingTable, predict};
+use crate::crew::{self, Crew};
 use crate::stack::{Component, CycleStack};
 
 /// Cycles a thread may run ahead of the next slowest runnable thread.
 pub const QUANTUM: f64 = 200.0;
+
+isim_names::indexed_enum! {
+    /// How the engine orders the simulated cores' work (see the module documentation). The
+    /// results of each are the same for any number of host threads; the two differ from each
+    /// other by the order in which cores meet in the shared levels (`docs/parallel.md`).
+    #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+    pub enum Model {
+        /// One core at a time, the one with the smallest clock, for [`QUANTUM`] cycles past
+        /// the next smallest: the serial model (its front ends may still run ahead on other
+        /// host threads, with the same results). The default.
+        #[default]
+        Exact = "exact",
+        /// Rounds: every runnable core runs on its own up to its next instruction that needs
+        /// more of the memory system than its L1s, or a marker, or the round's end in
+        /// simulated time (the smallest clock plus [`QUANTUM`]) — the cores of a round on as
+        /// many host threads as the run has — then those instructions and markers are done
+        /// one at a time in simulated-time order.
+        Parallel = "parallel",
+    }
+}
+isim_names::serde_by_name!(Model);
 
 /// Everything the engine needs besides the trace.
 #[derive(Debug, Clone)]
@@ -72,6 +95,12 @@ pub struct EngineConfig {
 /// Receives events during simulation; the default methods do nothing, so an observer that
 /// collects nothing costs nothing (the engine is generic over it).
 pub trait Observer {
+    /// Whether [`Observer::inst`] does anything: if not, the engine does not keep the
+    /// instructions a parallel phase executed for it.
+    const INSTS: bool = true;
+    /// Whether [`Observer::inst`] reads its `stack`: if not, the engine does not keep a copy
+    /// of the stack after each instruction of a parallel phase.
+    const STACKS: bool = true;
     /// One instruction executed with timing by thread `tid`; `stack` is the thread's cycle
     /// stack so far (cumulative: a collector charging cycles to code regions takes
     /// differences between calls; the final stacks are in the [`RunResult`]).
@@ -100,11 +129,16 @@ pub trait Observer {
     fn activity(&mut self, _tid: u32, _at: f64, _running: bool) {}
 }
 
-impl Observer for () {}
+impl Observer for () {
+    const INSTS: bool = false;
+    const STACKS: bool = false;
+}
 
 /// Two observers fed the same events, so independent collectors compose without dynamic
 /// dispatch: `Engine::new(&trace, &cfg, (lime, profile))`.
 impl<A: Observer, B: Observer> Observer for (A, B) {
+    const INSTS: bool = A::INSTS || B::INSTS;
+    const STACKS: bool = A::STACKS || B::STACKS;
     #[inline]
     fn inst(&mut self, tid: u32, sidx: u32, r: &InstResult, stack: &CycleStack) {
         self.0.inst(tid, sidx, r, stack);
@@ -369,6 +403,9 @@ impl Thread<'_> {
     }
 }
 
+/// One simulated thread. Aligned to two host cache lines so that threads simulated on
+/// different host threads never write the same host cache line.
+#[repr(align(128))]
 struct Thread<'t> {
     feed: Feed<'t>,
     fed: Fed,
@@ -394,12 +431,108 @@ enum Step {
     End,
 }
 
+/// Why a thread's part of a round stopped.
+enum Stop {
+    /// The thread cannot run (blocked, not created or ended).
+    Idle,
+    /// Its clock passed the round's end.
+    Horizon,
+    /// Its next instruction needs more of the memory system than its L1s.
+    Shared,
+    /// It reached a marker (consumed).
+    Marker(Marker),
+    /// Its stream ended.
+    End,
+    /// Its stream could not be read.
+    Failed(SimError),
+}
+
+/// One thread's part of a round: the thread, its core's part of the memory system and where
+/// its executed instructions wait for the observer (aligned like [`Thread`]).
+#[repr(align(128))]
+struct Lane<'a, 't> {
+    tid: u32,
+    /// The core's instruction count when the round began.
+    before: u64,
+    th: &'a mut Thread<'t>,
+    mem: Private<'a>,
+    done: Vec<(u32, InstResult)>,
+    stacks: Vec<CycleStack>,
+    stop: Stop,
+}
+
+impl Lane<'_, '_> {
+    /// Runs the thread until its clock passes `limit` or something stops it (see [`Stop`]);
+    /// like [`Engine::slice`] but with the core's own part of the memory system only.
+    fn run<O: Observer>(
+        &mut self,
+        tt: &TimingTable,
+        limit: f64,
+        roi_done: bool,
+        path: &Path,
+    ) -> Stop {
+        let th = &mut *self.th;
+        if th.state != State::Runnable {
+            return Stop::Idle;
+        }
+        while th.core.now <= limit {
+            if th.pos >= th.fed.batch.records.len() {
+                th.pos = 0;
+                match th.refill(self.tid, tt, path) {
+                    Ok(true) => continue,
+                    Ok(false) => return Stop::End,
+                    Err(e) => return Stop::Failed(e),
+                }
+            }
+            match th.fed.batch.records[th.pos] {
+                Record::Inst(i) => {
+                    if roi_done {
+                        th.pos += 1;
+                        th.last_sidx = i.sidx;
+                        continue;
+                    }
+                    let ops =
+                        &th.fed.batch.mem[i.mem_start as usize..(i.mem_start + i.mem_len) as usize];
+                    if !th.core.private_ok(&self.mem, tt, i.sidx, ops) {
+                        return Stop::Shared;
+                    }
+                    let mispredicted = th.fed.mispredicted[th.pos];
+                    th.pos += 1;
+                    th.last_sidx = i.sidx;
+                    if O::INSTS {
+                        self.done.push((i.sidx, InstResult::default()));
+                        let r = &mut self.done.last_mut().expect("pushed").1;
+                        th.core
+                            .execute_into(&mut self.mem, tt, i.sidx, ops, mispredicted, r);
+                        if O::STACKS {
+                            self.stacks.push(th.core.stack);
+                        }
+                    } else {
+                        th.core
+                            .execute(&mut self.mem, tt, i.sidx, ops, mispredicted);
+                    }
+                }
+                Record::Marker(m) => {
+                    th.pos += 1;
+                    return Stop::Marker(m);
+                }
+            }
+        }
+        Stop::Horizon
+    }
+}
+
 /// The engine.
 pub struct Engine<'t, O: Observer> {
     /// The static instructions as the cores read them.
     timing: TimingTable,
     /// Host threads to use (1: everything on the calling thread).
     host_threads: usize,
+    model: Model,
+    /// Per thread: the instructions (static index, result) a parallel phase executed, and the
+    /// stack after each (if the observer reads it), reported to the observer after the phase.
+    done: Vec<Vec<(u32, InstResult)>>,
+    stacks: Vec<Vec<CycleStack>>,
     trace_path: &'t Path,
     mem: Memory,
     threads: Vec<Thread<'t>>,
@@ -467,6 +600,9 @@ impl<'t, O: Observer> Engine<'t, O> {
         Ok(Engine {
             timing: TimingTable::new(&trace.program.insts),
             host_threads: 1,
+            model: Model::default(),
+            done: (0..n).map(|_| Vec::new()).collect(),
+            stacks: (0..n).map(|_| Vec::new()).collect(),
             trace_path: trace.path(),
             mem,
             threads,
@@ -491,10 +627,27 @@ impl<'t, O: Observer> Engine<'t, O> {
         self
     }
 
+    /// Chooses the model (default [`Model::Exact`]).
+    pub fn model(mut self, m: Model) -> Self {
+        self.model = m;
+        self
+    }
+
     /// Runs to the end; `progress` is called with the instructions executed so far, about
     /// every million.
     pub fn run(mut self, progress: impl FnMut(u64)) -> Result<(RunResult, O), SimError> {
         let tt = std::mem::take(&mut self.timing);
+        if self.model == Model::Parallel {
+            // The calling thread is one of the run's host threads.
+            let workers = if self.threads.len() > 1 {
+                self.host_threads - 1
+            } else {
+                0
+            };
+            crew::scope(workers, |crew| self.run_parallel(&tt, progress, crew))
+                .map_err(SimError::Host)??;
+            return Ok(self.finish());
+        }
         if self.host_threads <= 1 || self.threads.is_empty() {
             self.run_on(&tt, progress)?;
             return Ok(self.finish());
@@ -628,6 +781,184 @@ impl<'t, O: Observer> Engine<'t, O> {
         }
         progress(self.executed);
         Ok(())
+    }
+
+    /// The [`Model::Parallel`] loop: rounds while the ROI is timed and more than one thread
+    /// can run, the exact model's slices otherwise (a lone runnable thread has nobody to
+    /// interleave with: a slice gives it the same results as rounds would, with less work).
+    fn run_parallel(
+        &mut self,
+        tt: &TimingTable,
+        mut progress: impl FnMut(u64),
+        crew: &Crew<'_>,
+    ) -> Result<(), SimError> {
+        let mut reported = 0u64;
+        if self.roi_active && !self.threads.is_empty() {
+            self.obs.thread_start(0, 0.0);
+            self.obs.activity(0, 0.0, true);
+        }
+        loop {
+            let mut first: Option<(f64, u32)> = None;
+            let mut second = f64::INFINITY;
+            let mut runnable = 0;
+            for (i, th) in self.threads.iter().enumerate() {
+                if th.state != State::Runnable {
+                    continue;
+                }
+                runnable += 1;
+                let key = (th.core.now, i as u32);
+                match first {
+                    None => first = Some(key),
+                    Some(f) if key.0 < f.0 => {
+                        second = second.min(f.0);
+                        first = Some(key);
+                    }
+                    Some(_) => second = second.min(key.0),
+                }
+            }
+            let Some((at, tid)) = first else {
+                if self
+                    .threads
+                    .iter()
+                    .all(|t| t.state == State::Done || t.state == State::NotCreated)
+                {
+                    break;
+                }
+                return Err(SimError::Deadlock(self.describe()));
+            };
+            self.obs.horizon(at);
+            if self.roi_active && runnable > 1 {
+                self.round(tt, at + QUANTUM, crew)?;
+            } else {
+                let limit = if second.is_finite() {
+                    second + QUANTUM
+                } else {
+                    f64::INFINITY
+                };
+                match self.slice(tt, tid, limit)? {
+                    Step::Quantum => {}
+                    Step::End => self.end_thread(tid),
+                    Step::Marker(m) => self.marker(tid, m),
+                }
+            }
+            if self.executed >= reported + (1 << 20) {
+                reported = self.executed;
+                progress(reported);
+            }
+        }
+        progress(self.executed);
+        Ok(())
+    }
+
+    /// One round of [`Model::Parallel`]: each runnable thread runs on its own (on `pool`'s
+    /// threads if given) with its core's [`Private`] part of the memory system until its clock
+    /// passes `limit`, a marker, the end of its stream, or an instruction its L1s cannot serve
+    /// alone; then, on this thread, the observer hears each thread's instructions in thread
+    /// order, and the instructions and markers that stopped the threads are done in
+    /// simulated-time order (ties: thread id).
+    fn round(&mut self, tt: &TimingTable, limit: f64, crew: &Crew<'_>) -> Result<(), SimError> {
+        let (roi_done, path) = (self.roi_done, self.trace_path);
+        let mut lanes: Vec<Lane<'_, 't>> = self
+            .threads
+            .iter_mut()
+            .zip(self.mem.privates())
+            .zip(self.done.iter_mut().zip(self.stacks.iter_mut()))
+            .enumerate()
+            .map(|(tid, ((th, mem), (done, stacks)))| Lane {
+                tid: tid as u32,
+                before: th.core.instructions,
+                th,
+                mem,
+                done: std::mem::take(done),
+                stacks: std::mem::take(stacks),
+                stop: Stop::Horizon,
+            })
+            .collect();
+        crew.run(&mut lanes, |l| {
+            l.stop = l.run::<O>(tt, limit, roi_done, path)
+        });
+        // Time order of what stopped the threads (non-negative clocks order like their bits).
+        let mut order = BinaryHeap::with_capacity(lanes.len());
+        let mut stops: Vec<Stop> = Vec::with_capacity(lanes.len());
+        for l in lanes {
+            self.done[l.tid as usize] = l.done;
+            self.stacks[l.tid as usize] = l.stacks;
+            self.executed += l.th.core.instructions - l.before;
+            if !matches!(l.stop, Stop::Idle | Stop::Horizon) {
+                order.push(Reverse((l.th.core.now.to_bits(), l.tid, stops.len())));
+            }
+            stops.push(l.stop);
+        }
+        for tid in 0..self.threads.len() as u32 {
+            let t = tid as usize;
+            let done = std::mem::take(&mut self.done[t]);
+            for (k, (sidx, r)) in done.iter().enumerate() {
+                let stack = if O::STACKS {
+                    &self.stacks[t][k]
+                } else {
+                    &self.threads[t].core.stack
+                };
+                self.obs.inst(tid, *sidx, r, stack);
+            }
+            self.done[t] = done;
+            self.done[t].clear();
+            self.stacks[t].clear();
+        }
+        while let Some(Reverse((_, tid, k))) = order.pop() {
+            match std::mem::replace(&mut stops[k], Stop::Idle) {
+                Stop::Idle | Stop::Horizon => {}
+                Stop::Shared => {
+                    self.step_shared(tt, tid);
+                    // A thread whose next instruction needs the shared levels too goes on
+                    // with it, in its turn: a burst of misses takes one round, not one each.
+                    if self.shared_next(tt, tid, limit) {
+                        stops[k] = Stop::Shared;
+                        let now = self.threads[tid as usize].core.now;
+                        order.push(Reverse((now.to_bits(), tid, k)));
+                    }
+                }
+                Stop::Marker(m) => self.marker(tid, m),
+                Stop::End => self.end_thread(tid),
+                Stop::Failed(e) => return Err(e),
+            }
+        }
+        Ok(())
+    }
+
+    /// Whether thread `tid` can go on in this round's serial part: it is runnable within the
+    /// round, and its next record, already decoded, is an instruction that needs more than its
+    /// core's L1s.
+    fn shared_next(&mut self, tt: &TimingTable, tid: u32, limit: f64) -> bool {
+        let th = &self.threads[tid as usize];
+        if !self.roi_active || th.state != State::Runnable || th.core.now > limit {
+            return false;
+        }
+        let Some(Record::Inst(i)) = th.fed.batch.records.get(th.pos) else {
+            return false;
+        };
+        let ops = &th.fed.batch.mem[i.mem_start as usize..(i.mem_start + i.mem_len) as usize];
+        !th.core.private_ok(&self.mem.private(tid), tt, i.sidx, ops)
+    }
+
+    /// Executes the instruction a thread stopped at in a round, with the whole memory system.
+    fn step_shared(&mut self, tt: &TimingTable, tid: u32) {
+        let th = &mut self.threads[tid as usize];
+        let Record::Inst(i) = th.fed.batch.records[th.pos] else {
+            unreachable!("a round stops before instructions only")
+        };
+        let mispredicted = th.fed.mispredicted[th.pos];
+        th.pos += 1;
+        th.last_sidx = i.sidx;
+        if !self.roi_active {
+            // A marker done earlier in the round ended the ROI.
+            return;
+        }
+        let ops = &th.fed.batch.mem[i.mem_start as usize..(i.mem_start + i.mem_len) as usize];
+        let r = th
+            .core
+            .execute(&mut self.mem, tt, i.sidx, ops, mispredicted);
+        self.obs.inst(tid, i.sidx, &r, &th.core.stack);
+        self.executed += 1;
     }
 
     fn describe(&self) -> String {

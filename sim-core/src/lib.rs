@@ -8,9 +8,10 @@
 
 pub mod bpred;
 pub mod core;
+mod crew;
 pub mod engine;
 pub mod stack;
 pub mod tlb;
 
-pub use engine::{Engine, EngineConfig, Observer, RunResult, SimError, ThreadResult};
+pub use engine::{Engine, EngineConfig, Model, Observer, RunResult, SimError, ThreadResult};
 pub use stack::{COMPONENTS, Component, CycleStack};

@@ -258,6 +258,12 @@ impl Cache {
         self.stats.prefetches += 1;
     }
 
+    /// Whether the line in `slot` was brought by a prefetch and not yet used.
+    #[inline]
+    pub fn prefetched(&self, slot: usize) -> bool {
+        self.slots[slot].prefetched
+    }
+
     /// A demand access uses the line in `slot`: true (and the line counted useful, `late` if
     /// it was still in flight) if this is the first use of a prefetched line.
     #[inline]

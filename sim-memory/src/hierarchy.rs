@@ -35,6 +35,7 @@
 use crate::cache::{Cache, INVALID, MODIFIED, SHARED, Victim};
 use crate::config::{MemoryConfig, Protocol};
 use crate::prefetch::Prefetcher;
+use crate::private::Private;
 use crate::slots::Slots;
 use crate::stats::{CacheStats, CoreStats};
 
@@ -96,9 +97,81 @@ pub struct Outcome {
     pub waited: bool,
 }
 
+impl Outcome {
+    /// Folds in the outcome of the second line of an access that straddles two. One rule in
+    /// both erasure modes (erased lines all take the L1 latency, so latency cannot decide):
+    /// the farther of the two places, the larger of the two latencies, the union of the flags.
+    #[inline]
+    pub(crate) fn combine(&mut self, o2: Outcome) {
+        self.latency = self.latency.max(o2.latency);
+        self.served = self.served.max(o2.served);
+        self.would_serve = self.would_serve.max(o2.would_serve);
+        self.erased |= o2.erased;
+        // Merged only if neither line needed a miss of its own.
+        self.merged = (self.merged || o2.merged) && !self.missed[0] && !o2.missed[0];
+        for i in 0..3 {
+            self.missed[i] |= o2.missed[i];
+        }
+        self.coherence |= o2.coherence;
+        self.waited |= o2.waited;
+    }
+}
+
+/// An access that finds its line in the L1 with the permission it needs (a store: `M`):
+/// the L1's latency, or the wait for the line's fill if it is still in flight (charged to
+/// where the fill comes from; an `erased` access is an L1 hit all the same). Returns the
+/// outcome and whether this was the first use of a prefetched line.
+#[inline]
+pub(crate) fn l1_hit(
+    l1: &mut Cache,
+    slot: usize,
+    write: bool,
+    t: u64,
+    erased: bool,
+) -> (Outcome, bool) {
+    l1.touch(slot);
+    if write {
+        l1.set_dirty(slot, true);
+    }
+    l1.stats.accesses += 1;
+    l1.stats.hits += 1;
+    let lat = l1.params.data_latency as u64;
+    let mut o = Outcome {
+        latency: lat,
+        served: Served::L1,
+        missed: [false; 3],
+        coherence: false,
+        erased: false,
+        would_serve: Served::L1,
+        merged: false,
+        waited: false,
+    };
+    // A line whose fill is still in flight: wait for it, charged to where it comes from.
+    let pending = l1.pending(slot, t).filter(|&(wait, _)| wait > lat);
+    let first_use = l1.first_use(slot, pending.is_some());
+    if let Some((wait, src)) = pending {
+        let src = Served::ALL[src as usize];
+        o.would_serve = src;
+        o.waited = true;
+        if erased {
+            o.erased = true;
+        } else {
+            l1.stats.merged += 1;
+            o.latency = wait;
+            o.served = src;
+            o.merged = true;
+        }
+    }
+    (o, first_use)
+}
+
 const NONE: u32 = u32::MAX;
 
+/// A cache instance in the tree. Aligned to two host cache lines so that the inline parts
+/// of different cores' L1s (their counters change with every access) never share a host
+/// cache line when cores run on different host threads.
 #[derive(Debug, Clone)]
+#[repr(align(128))]
 struct Node {
     cache: Cache,
     level: u8,
@@ -420,6 +493,74 @@ impl Memory {
         &self.cfg
     }
 
+    /// Each core's own part ([`Private`]: its L1s, counters and L1D prefetcher), indexed by
+    /// core, borrowed apart so that cores can be simulated on several host threads at once.
+    pub fn privates(&mut self) -> Vec<Private<'_>> {
+        // Nodes are built socket by socket, group by group, core by core, each core's L1I
+        // then L1D (`Memory::new`): the level-1 nodes in order are the cores' L1s in order.
+        debug_assert!((0..self.core_stats.len()).all(|c| {
+            let l1 = |p: &Path| {
+                self.nodes
+                    .iter()
+                    .take(p.nodes[0] as usize)
+                    .filter(|n| n.level == 1)
+                    .count()
+            };
+            l1(&self.ipath[c]) == 2 * c && l1(&self.dpath[c]) == 2 * c + 1
+        }));
+        let mut l1s = self
+            .nodes
+            .iter_mut()
+            .filter(|n| n.level == 1)
+            .map(|n| &mut n.cache);
+        let (erase, erasure, line_shift, prefetching) = (
+            &self.erase[..],
+            self.erasure,
+            self.line_shift,
+            self.prefetching,
+        );
+        self.core_stats
+            .iter_mut()
+            .zip(self.prefetchers.iter_mut())
+            .enumerate()
+            .map(|(core, (stats, pf))| Private {
+                core: core as u32,
+                l1i: l1s.next().expect("an L1I per core"),
+                l1d: l1s.next().expect("an L1D per core"),
+                stats,
+                counted: CoreStats::default(),
+                prefetcher: &mut pf[0],
+                erase,
+                erasure,
+                line_shift,
+                prefetching,
+            })
+            .collect()
+    }
+
+    /// Core `core`'s own part (see [`Memory::privates`]).
+    pub fn private(&mut self, core: u32) -> Private<'_> {
+        let c = core as usize;
+        let (i, d) = (
+            self.ipath[c].nodes[0] as usize,
+            self.dpath[c].nodes[0] as usize,
+        );
+        debug_assert!(i < d, "a core's L1I is built before its L1D");
+        let (head, tail) = self.nodes.split_at_mut(d);
+        Private {
+            core,
+            l1i: &mut head[i].cache,
+            l1d: &mut tail[0].cache,
+            stats: &mut self.core_stats[c],
+            counted: CoreStats::default(),
+            prefetcher: &mut self.prefetchers[c][0],
+            erase: &self.erase,
+            erasure: self.erasure,
+            line_shift: self.line_shift,
+            prefetching: self.prefetching,
+        }
+    }
+
     /// Sets the miss-erasure PCs (replacing any previous set).
     pub fn set_erasure(&mut self, pcs: impl IntoIterator<Item = u64>) {
         self.erase = pcs.into_iter().collect();
@@ -503,31 +644,9 @@ impl Memory {
             } else {
                 self.access_line(core, last, kind, time, erased)
             };
-            // One rule in both modes (erased lines all take the L1 latency, so latency cannot
-            // decide): the farther of the two places, the larger of the two latencies.
-            o.latency = o.latency.max(o2.latency);
-            o.served = o.served.max(o2.served);
-            o.would_serve = o.would_serve.max(o2.would_serve);
-            o.erased |= o2.erased;
-            // Merged only if neither line needed a miss of its own.
-            o.merged = (o.merged || o2.merged) && !o.missed[0] && !o2.missed[0];
-            for i in 0..3 {
-                o.missed[i] |= o2.missed[i];
-            }
-            o.coherence |= o2.coherence;
-            o.waited |= o2.waited;
+            o.combine(o2);
         }
-        let cs = &mut self.core_stats[core as usize];
-        match kind {
-            Kind::IFetch => cs.ifetches += 1,
-            Kind::Load => cs.loads += 1,
-            Kind::Store => cs.stores += 1,
-        }
-        cs.served[o.served as usize] += 1;
-        if o.erased {
-            cs.erased[o.would_serve as usize] += 1;
-        }
-        cs.latency_cycles += o.latency;
+        self.core_stats[core as usize].count(kind, &o);
         if self.prefetching && kind != Kind::IFetch && !unfilled {
             self.prefetch(core, pc, addr, time, erased);
         }
@@ -652,41 +771,8 @@ impl Memory {
         if let Some(slot) = l1.find(line)
             && (!write || l1.state(slot) == MODIFIED)
         {
-            l1.touch(slot);
-            if write {
-                l1.set_dirty(slot, true);
-            }
-            l1.stats.accesses += 1;
-            l1.stats.hits += 1;
-            let lat = l1.params.data_latency as u64;
-            let mut o = Outcome {
-                latency: lat,
-                served: Served::L1,
-                missed: [false; 3],
-                coherence: false,
-                erased: false,
-                would_serve: Served::L1,
-                merged: false,
-                waited: false,
-            };
-            // A line whose fill is still in flight: wait for it, charged to where it comes from.
-            let pending = l1.pending(slot, t).filter(|&(wait, _)| wait > lat);
-            if l1.first_use(slot, pending.is_some()) {
-                self.first_use[0] = true;
-            }
-            if let Some((wait, src)) = pending {
-                let src = Served::ALL[src as usize];
-                o.would_serve = src;
-                o.waited = true;
-                if erased {
-                    o.erased = true;
-                } else {
-                    l1.stats.merged += 1;
-                    o.latency = wait;
-                    o.served = src;
-                    o.merged = true;
-                }
-            }
+            let (o, first_use) = l1_hit(l1, slot, write, t, erased);
+            self.first_use[0] |= first_use;
             return o;
         }
         let o = self.slow(core, path, line, kind, t, erased, false);

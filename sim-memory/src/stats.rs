@@ -99,3 +99,20 @@ pub struct CoreStats {
     pub latency_cycles: u64,
 }
 }
+
+impl CoreStats {
+    /// Counts one access of `kind` with outcome `o`.
+    #[inline]
+    pub(crate) fn count(&mut self, kind: crate::Kind, o: &crate::Outcome) {
+        match kind {
+            crate::Kind::IFetch => self.ifetches += 1,
+            crate::Kind::Load => self.loads += 1,
+            crate::Kind::Store => self.stores += 1,
+        }
+        self.served[o.served as usize] += 1;
+        if o.erased {
+            self.erased[o.would_serve as usize] += 1;
+        }
+        self.latency_cycles += o.latency;
+    }
+}

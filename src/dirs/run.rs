@@ -40,6 +40,9 @@ pub struct Summary {
     /// PCs whose misses were erased (hex).
     #[serde(default)]
     pub erase: Vec<String>,
+    /// How the engine ordered the cores' work; absent for the default, the exact model.
+    #[serde(default, skip_serializing_if = "is_exact")]
+    pub model: sim_core::Model,
     /// Cores of the machine.
     pub cores: u32,
     /// Sockets of the machine.
@@ -56,6 +59,10 @@ pub struct Summary {
     pub memory_cores: Vec<CoreStats>,
     /// Per cache instance.
     pub caches: Vec<CacheRow>,
+}
+
+fn is_exact(m: &sim_core::Model) -> bool {
+    *m == sim_core::Model::Exact
 }
 
 /// One thread of `summary.json`.

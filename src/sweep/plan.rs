@@ -283,6 +283,7 @@ impl SweepSpec {
                 out: run.dir(dir),
                 // A sweep's parallelism is its runs, one host thread each.
                 host_threads: 1,
+                model: sim_core::Model::Exact,
             };
         }
         RunRequest {
@@ -297,6 +298,7 @@ impl SweepSpec {
             erase: Vec::new(),
             out: run.dir(dir),
             host_threads: 1,
+            model: sim_core::Model::Exact,
         }
     }
 

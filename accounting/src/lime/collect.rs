@@ -296,6 +296,8 @@ impl Collector {
 }
 
 impl Observer for Collector {
+    const STACKS: bool = false;
+
     #[inline]
     fn inst(&mut self, tid: u32, sidx: u32, r: &InstResult, _stack: &CycleStack) {
         let th = &mut self.threads[tid as usize];

@@ -1,0 +1,229 @@
+//! A crew of host threads for the engine's parallel phases: a phase hands the crew a slice
+//! of independent items and a function, every thread of the crew (the caller included)
+//! applies the function to its share of the items (item `i` to thread `i mod n`, the same in
+//! every phase), and the phase returns when every item is done. The engine runs tens of thousands of such phases a second, each of tens of
+//! microseconds, so the crew's threads wait for the next phase by spinning (then yielding,
+//! then napping when phases stop coming), where a pool that puts its threads to sleep would
+//! spend a phase's worth of time waking them.
+//!
+//! The one use of `unsafe` in the engine is here: a phase's items and function are borrowed
+//! for the phase only, and the threads that use them live for the whole run, so the borrow
+//! is handed over as raw pointers. Soundness rests on three rules, kept by [`Crew::run`] and
+//! the worker loop: each item index falls to exactly one thread, so
+//! no two threads hold `&mut` to the same item; `run` returns only after every claimed item
+//! is finished, so no item or function is used after its borrow ends; and a phase's job is
+//! written only while no worker is reading it (a worker announces itself in `busy` before it
+//! reads the job, and the caller waits for `busy` to drain with the job marked as being
+//! written, an odd `epoch`, which a worker that arrives late sees and backs off from).
+
+#![allow(unsafe_code)]
+
+use std::cell::UnsafeCell;
+use std::sync::Mutex;
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::time::{Duration, Instant};
+
+/// The current phase: how many items, and the function applying itself to item `i`.
+#[derive(Clone, Copy)]
+struct Job {
+    len: usize,
+    call: *const (dyn Fn(usize) + Sync + 'static),
+}
+
+struct Shared {
+    /// Even: `job` is published for phase `epoch / 2`; odd: it is being written.
+    epoch: AtomicU64,
+    job: UnsafeCell<Job>,
+    /// Items of the current phase finished.
+    done: AtomicUsize,
+    /// Workers that may be reading `job` or claiming items.
+    busy: AtomicUsize,
+    quit: AtomicBool,
+    /// The first panic of a worker's item, handed to the caller.
+    panic: Mutex<Option<Box<dyn std::any::Any + Send>>>,
+}
+
+// SAFETY: `job` is written only by the thread that owns the crew while `epoch` is odd and
+// `busy` is 0, and read by workers only after announcing themselves in `busy` and seeing an
+// even `epoch` (see the module documentation); the function it points to is `Sync`.
+unsafe impl Sync for Shared {}
+
+/// A crew of host threads (see the module documentation); made by [`scope`].
+pub(crate) struct Crew<'s> {
+    shared: &'s Shared,
+    workers: usize,
+}
+
+/// Runs `body` with a crew of `workers` host threads besides the calling one (0: the caller
+/// alone does every phase). The threads end when `body` returns.
+pub(crate) fn scope<R>(
+    workers: usize,
+    body: impl FnOnce(&Crew<'_>) -> R,
+) -> Result<R, std::io::Error> {
+    let nothing: &(dyn Fn(usize) + Sync) = &|_| {};
+    let shared = Shared {
+        epoch: AtomicU64::new(0),
+        job: UnsafeCell::new(Job {
+            len: 0,
+            call: nothing as *const (dyn Fn(usize) + Sync),
+        }),
+        done: AtomicUsize::new(0),
+        busy: AtomicUsize::new(0),
+        quit: AtomicBool::new(false),
+        panic: Mutex::new(None),
+    };
+    std::thread::scope(|s| {
+        struct QuitOnDrop<'a>(&'a AtomicBool);
+        impl Drop for QuitOnDrop<'_> {
+            fn drop(&mut self) {
+                self.0.store(true, Ordering::Release);
+            }
+        }
+        let _quit = QuitOnDrop(&shared.quit);
+        for k in 1..=workers {
+            let shared = &shared;
+            std::thread::Builder::new()
+                .name(format!("isim-crew-{k}"))
+                .spawn_scoped(s, move || work(shared, k, workers + 1))?;
+        }
+        Ok(body(&Crew {
+            shared: &shared,
+            workers,
+        }))
+    })
+}
+
+/// Worker `k` of a crew of `n` threads: waits for each phase and runs its share of it.
+fn work(sh: &Shared, k: usize, n: usize) {
+    let mut seen = 0u64;
+    let mut idle = Instant::now();
+    let mut spins = 0u32;
+    loop {
+        if sh.quit.load(Ordering::Acquire) {
+            return;
+        }
+        let e = sh.epoch.load(Ordering::Acquire);
+        if e == seen || e % 2 == 1 {
+            // Spin while phases come often, yield while they may, nap once they stopped.
+            spins += 1;
+            if spins < 2_000 {
+                std::hint::spin_loop();
+            } else if idle.elapsed() < Duration::from_millis(2) {
+                std::thread::yield_now();
+            } else {
+                std::thread::park_timeout(Duration::from_micros(200));
+            }
+            continue;
+        }
+        sh.busy.fetch_add(1, Ordering::SeqCst);
+        if sh.epoch.load(Ordering::SeqCst) != e {
+            // The caller began writing the next phase in between: read nothing.
+            sh.busy.fetch_sub(1, Ordering::SeqCst);
+            continue;
+        }
+        // SAFETY: `busy` is held and the epoch is still `e`, even: the job is not being
+        // written and will not be until `busy` drains.
+        let job = unsafe { *sh.job.get() };
+        claim(sh, job, k, n);
+        sh.busy.fetch_sub(1, Ordering::SeqCst);
+        seen = e;
+        spins = 0;
+        idle = Instant::now();
+    }
+}
+
+/// Runs the items of `job` that fall to crew thread `k` of `n` (the caller is 0): `k`,
+/// `k + n`, `k + 2n`, ... The same item falls to the same thread in every phase, so that
+/// a simulated core's data stays in one host core's caches.
+fn claim(sh: &Shared, job: Job, k: usize, n: usize) {
+    for i in (k..job.len).step_by(n) {
+        // SAFETY: item `i` falls to this thread alone and the phase's caller waits for it to
+        // be done, so the function is alive.
+        let f = unsafe { &*job.call };
+        if let Err(p) = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| f(i))) {
+            let mut slot = sh.panic.lock().unwrap_or_else(|p| p.into_inner());
+            slot.get_or_insert(p);
+        }
+        sh.done.fetch_add(1, Ordering::Release);
+    }
+}
+
+/// A pointer to a phase's items, shared by the crew's threads for the phase.
+struct Items<T>(*mut T);
+// SAFETY: each item is reached by one thread only (its index is claimed once), and `T: Send`.
+unsafe impl<T: Send> Sync for Items<T> {}
+
+impl Crew<'_> {
+    /// Applies `f` to every item, on the crew's threads and the caller's; returns when all
+    /// are done. A panic in `f` on a worker is raised again here.
+    pub(crate) fn run<T: Send>(&self, items: &mut [T], f: impl Fn(&mut T) + Sync) {
+        let sh = self.shared;
+        if self.workers == 0 || items.len() <= 1 {
+            items.iter_mut().for_each(f);
+            return;
+        }
+        let base = Items(items.as_mut_ptr());
+        let len = items.len();
+        let call = move |i: usize| {
+            let base = &base;
+            // SAFETY: `i < len` and falls to one thread (see `claim`), so this is the only
+            // reference to item `i` during the phase.
+            f(unsafe { &mut *base.0.add(i) })
+        };
+        let call: &(dyn Fn(usize) + Sync) = &call;
+        // SAFETY: only the lifetime is erased; `run` does not return before every use of
+        // `call` by the workers has ended (all items done), see the module documentation.
+        let call: *const (dyn Fn(usize) + Sync + 'static) = unsafe { std::mem::transmute(call) };
+        // Mark the job as being written and wait until no worker is looking at the last one.
+        let e = sh.epoch.fetch_add(1, Ordering::SeqCst) + 1;
+        while sh.busy.load(Ordering::SeqCst) != 0 {
+            std::hint::spin_loop();
+        }
+        // SAFETY: the epoch is odd and `busy` is 0: no worker reads the job.
+        unsafe { *sh.job.get() = Job { len, call } };
+        sh.done.store(0, Ordering::SeqCst);
+        sh.epoch.store(e + 1, Ordering::SeqCst);
+        claim(sh, Job { len, call }, 0, self.workers + 1);
+        while sh.done.load(Ordering::Acquire) != len {
+            std::hint::spin_loop();
+        }
+        let panic = sh.panic.lock().unwrap_or_else(|p| p.into_inner()).take();
+        if let Some(p) = panic {
+            std::panic::resume_unwind(p);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::scope;
+
+    /// Every item is visited exactly once per phase, over many short phases, whatever the
+    /// number of workers.
+    #[test]
+    fn every_item_is_done_once_in_every_phase() {
+        for workers in [0, 1, 3] {
+            let mut items = vec![0u64; 37];
+            scope(workers, |crew| {
+                for phase in 1..=2_000u64 {
+                    crew.run(&mut items, |x| *x += phase);
+                }
+            })
+            .expect("crew");
+            let want: u64 = (1..=2_000u64).sum();
+            assert!(items.iter().all(|&x| x == want), "{workers} workers");
+        }
+    }
+
+    /// A panic in an item reaches the caller, and the crew still ends.
+    #[test]
+    fn a_panic_in_a_phase_reaches_the_caller() {
+        let r = std::panic::catch_unwind(|| {
+            scope(2, |crew| {
+                let mut items: Vec<u32> = (0..8).collect();
+                crew.run(&mut items, |x| assert!(*x != 5, "item five"));
+            })
+        });
+        assert!(r.is_err());
+    }
+}
