@@ -1,17 +1,19 @@
 //! Simulation speed: simulated instructions per host second (MIPS) of the whole simulator —
 //! trace decoding, branch prediction, interval cores, memory hierarchy, synchronization — on
-//! `configs/default.toml`, at `--host-threads 1` and `2` (each simulated thread's records
-//! decoded and its branches predicted ahead on a host thread of its own), with the ratio.
-//! Inputs: every built-in workload at 8 threads, and the example programs `blocked_lu.c` and
-//! `owner_barrier.c` traced at 4, 8 and 16 threads (when qemu-x86_64, gcc and the tracer
-//! libraries are there: `cargo build --release` first).
+//! `configs/default.toml`, in each model at `--host-threads 1` and `2`, with the ratios: the
+//! exact model (each simulated thread's records decoded and its branches predicted ahead on a
+//! host thread of its own) and the parallel model (the cores simulated on the host threads
+//! between their accesses to the shared levels, `docs/parallel.md`). Inputs: every built-in
+//! workload at 8 threads, three at 16 threads and 10^8 instructions, and the example programs
+//! `blocked_lu.c` and `owner_barrier.c` traced at 4, 8 and 16 threads (when qemu-x86_64, gcc
+//! and the tracer libraries are there: `cargo build --release` first).
 //!
 //! Also the peak memory of `isim run` at 8, 64 and 256 threads and for longer runs.
 //!
 //! Not a criterion benchmark: a measurement is one whole run of seconds. Each input runs
-//! three times at each host-thread count, alternating so that both see the same noise, and
-//! the medians are printed. Run with `cargo bench --bench simulate`; `-- NAME` keeps the
-//! inputs whose name contains NAME.
+//! three times in each configuration, alternating so that all see the same noise, and the
+//! medians are printed. Run with `cargo bench --bench simulate`; `-- NAME` keeps the inputs
+//! whose name contains NAME.
 
 #[path = "common/mod.rs"]
 mod common;
@@ -21,7 +23,7 @@ use std::process::Command;
 use std::time::Instant;
 
 use isim::config::MachineConfig;
-use sim_core::{Engine, EngineConfig};
+use sim_core::{Engine, EngineConfig, Model};
 use sim_frontend::Trace;
 use sim_frontend::workloads::{Params, find};
 
@@ -54,8 +56,22 @@ fn main() {
     let dir = tempfile::tempdir().expect("temp dir");
     println!("simulated MIPS, median of 3 alternating runs, default config");
     println!(
-        "{:<24} {:>7} {:>13} {:>10} {:>10} {:>7}",
-        "input", "threads", "instructions", "1 host", "2 host", "ratio"
+        "{:<20} {:>7} {:>13} {:>17} {:>17} {:>17}",
+        "", "", "", "exact", "parallel", "parallel/exact"
+    );
+    println!(
+        "{:<20} {:>7} {:>13} {:>6} {:>6} {:>5} {:>6} {:>6} {:>5} {:>8} {:>8}",
+        "input",
+        "threads",
+        "instructions",
+        "1 host",
+        "2 host",
+        "ratio",
+        "1 host",
+        "2 host",
+        "ratio",
+        "1 host",
+        "2 host"
     );
     for (name, size) in WORKLOADS {
         if !keep(name) {
@@ -72,6 +88,29 @@ fn main() {
             .generate(&p, &path)
             .expect("generate");
         measure(name, &path, &cfg);
+    }
+    // One run of 10^8 instructions at 16 threads: compute-bound, L1-resident with a little
+    // sharing, and memory-bound.
+    for (name, size) in [
+        ("dep-chain", 600_000),
+        ("balanced", 98_304),
+        ("lu-owner", 80),
+    ] {
+        let label = format!("{name}-t16");
+        if !keep(&label) {
+            continue;
+        }
+        let path = dir.path().join(format!("{label}.itrace"));
+        let p = Params {
+            threads: 16,
+            size,
+            seed: 1,
+        };
+        find(name)
+            .expect("workload")
+            .generate(&p, &path)
+            .expect("generate");
+        measure(&label, &path, &cfg);
     }
     let isim = PathBuf::from(env!("CARGO_BIN_EXE_isim"));
     if keep("memory") {
@@ -118,8 +157,8 @@ fn main() {
     }
 }
 
-/// Simulates `path` three times on one host thread and three on two, alternating, and
-/// prints the medians and their ratio. The machine grows to the trace's threads, as
+/// Simulates `path` three times in each model on one host thread and on two, alternating,
+/// and prints the medians and their ratios. The machine grows to the trace's threads, as
 /// `isim run` grows it.
 fn measure(name: &str, path: &Path, machine: &MachineConfig) {
     let trace = Trace::open(path).expect("open");
@@ -135,34 +174,49 @@ fn measure(name: &str, path: &Path, machine: &MachineConfig) {
         erase: vec![],
         erasure: sim_memory::Erasure::Fill,
     };
-    let run = |h: usize| {
+    let run = |model: Model, h: usize| {
         let start = Instant::now();
         let (r, ()) = Engine::new(&trace, cfg, ())
             .expect("engine")
+            .model(model)
             .host_threads(h)
             .run(|_| {})
             .expect("run");
         std::hint::black_box(r.cycles);
         n as f64 / start.elapsed().as_secs_f64() / 1e6
     };
-    let (mut one, mut two) = (Vec::new(), Vec::new());
+    let configs = [
+        (Model::Exact, 1),
+        (Model::Exact, 2),
+        (Model::Parallel, 1),
+        (Model::Parallel, 2),
+    ];
+    let mut mips: Vec<Vec<f64>> = vec![Vec::new(); configs.len()];
     for _ in 0..3 {
-        one.push(run(1));
-        two.push(run(2));
+        for (k, &(model, h)) in configs.iter().enumerate() {
+            mips[k].push(run(model, h));
+        }
     }
-    let median = |v: &mut Vec<f64>| {
-        v.sort_by(f64::total_cmp);
-        v[v.len() / 2]
-    };
-    let (a, b) = (median(&mut one), median(&mut two));
+    let m: Vec<f64> = mips
+        .iter_mut()
+        .map(|v| {
+            v.sort_by(f64::total_cmp);
+            v[v.len() / 2]
+        })
+        .collect();
     println!(
-        "{:<24} {:>7} {:>13} {:>10.1} {:>10.1} {:>6.2}x",
+        "{:<20} {:>7} {:>13} {:>6.1} {:>6.1} {:>4.2}x {:>6.1} {:>6.1} {:>4.2}x {:>7.2}x {:>7.2}x",
         name,
         trace.thread_count(),
         n,
-        a,
-        b,
-        b / a
+        m[0],
+        m[1],
+        m[1] / m[0],
+        m[2],
+        m[3],
+        m[3] / m[2],
+        m[2] / m[0],
+        m[3] / m[1]
     );
 }
 

@@ -141,6 +141,11 @@ struct RunArgs {
     /// the same results for any number of host threads.
     #[arg(long, default_value = "exact", value_parser = model_name)]
     model: sim_core::Model,
+    /// Cycles a core may run ahead of the slower ones before the engine interleaves them
+    /// again (default 200): the exact model's quantum, the parallel model's round. Smaller
+    /// interleaves accesses to shared data more finely, at more scheduling work.
+    #[arg(long, value_name = "CYCLES", value_parser = clap::value_parser!(u32).range(1..))]
+    quantum: Option<u32>,
 }
 
 /// Parses a model name (`isim run --model`).
@@ -256,6 +261,7 @@ fn run(cli: Cli) -> Result<ExitCode> {
                 out: a.out,
                 host_threads: a.host_threads.unwrap_or(0),
                 model: a.model,
+                quantum: a.quantum,
             };
             let pb = spinner("simulating".into());
             let start = std::time::Instant::now();

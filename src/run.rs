@@ -47,6 +47,8 @@ pub struct RunRequest {
     pub host_threads: usize,
     /// How the engine orders the cores' work.
     pub model: Model,
+    /// The engine's quantum in cycles (`None`: [`sim_core::engine::QUANTUM`]).
+    pub quantum: Option<u32>,
 }
 
 /// `n` host threads, or all cores for 0.
@@ -169,7 +171,8 @@ pub fn run(req: &RunRequest, progress: impl FnMut(u64)) -> Result<RunOutcome> {
     let obs = Attribution::new(n as usize, program.insts.len()).with_own_code(program.own_code());
     let engine = Engine::new(&trace, &cfg, obs)?
         .host_threads(host_threads(req.host_threads))
-        .model(req.model);
+        .model(req.model)
+        .quantum(req.quantum.map_or(sim_core::engine::QUANTUM, f64::from));
     let (result, attribution) = engine.run(progress)?;
 
     // Outputs.
@@ -218,6 +221,7 @@ pub fn run(req: &RunRequest, progress: impl FnMut(u64)) -> Result<RunOutcome> {
         }),
         erase: req.erase.iter().map(|pc| format!("{pc:#x}")).collect(),
         model: req.model,
+        quantum: req.quantum,
         cores: machine.total_cores(),
         sockets: machine.system.sockets,
         frequency_hz: machine.system.frequency.hz(),
@@ -362,6 +366,8 @@ pub struct RunDir {
     pub workload: String,
     /// The model the run used (replays use it too).
     pub model: Model,
+    /// The quantum the run used, if not the default (replays use it too).
+    pub quantum: Option<u32>,
 }
 
 impl RunDir {
@@ -379,6 +385,7 @@ impl RunDir {
             erase,
             workload: head.workload,
             model: head.model,
+            quantum: head.quantum,
         })
     }
 
@@ -438,7 +445,8 @@ impl RunDir {
         let cfg = self.engine_config(&machine, erase, erasure)?;
         let engine = Engine::new(&self.trace, &cfg, obs)?
             .host_threads(host_threads(0))
-            .model(self.model);
+            .model(self.model)
+            .quantum(self.quantum.map_or(sim_core::engine::QUANTUM, f64::from));
         Ok(engine.run(progress)?)
     }
 }

@@ -148,6 +148,19 @@ fn claim(sh: &Shared, job: Job, k: usize, n: usize) {
     }
 }
 
+/// One step of waiting for another crew thread: spin a while (a phase's wait is usually
+/// microseconds), then yield, so that a crew sharing its host cores with other work (more
+/// crew threads than cores, tests run side by side) still lets the thread it waits for run.
+#[inline]
+fn pause(spins: &mut u32) {
+    if *spins < 2_000 {
+        *spins += 1;
+        std::hint::spin_loop();
+    } else {
+        std::thread::yield_now();
+    }
+}
+
 /// A pointer to a phase's items, shared by the crew's threads for the phase.
 struct Items<T>(*mut T);
 // SAFETY: each item is reached by one thread only (its index is claimed once), and `T: Send`.
@@ -176,16 +189,18 @@ impl Crew<'_> {
         let call: *const (dyn Fn(usize) + Sync + 'static) = unsafe { std::mem::transmute(call) };
         // Mark the job as being written and wait until no worker is looking at the last one.
         let e = sh.epoch.fetch_add(1, Ordering::SeqCst) + 1;
+        let mut spins = 0u32;
         while sh.busy.load(Ordering::SeqCst) != 0 {
-            std::hint::spin_loop();
+            pause(&mut spins);
         }
         // SAFETY: the epoch is odd and `busy` is 0: no worker reads the job.
         unsafe { *sh.job.get() = Job { len, call } };
         sh.done.store(0, Ordering::SeqCst);
         sh.epoch.store(e + 1, Ordering::SeqCst);
         claim(sh, Job { len, call }, 0, self.workers + 1);
+        let mut spins = 0u32;
         while sh.done.load(Ordering::Acquire) != len {
-            std::hint::spin_loop();
+            pause(&mut spins);
         }
         let panic = sh.panic.lock().unwrap_or_else(|p| p.into_inner()).take();
         if let Some(p) = panic {

@@ -43,6 +43,9 @@ pub struct Summary {
     /// How the engine ordered the cores' work; absent for the default, the exact model.
     #[serde(default, skip_serializing_if = "is_exact")]
     pub model: sim_core::Model,
+    /// The engine's quantum in cycles; absent for the default ([`sim_core::engine::QUANTUM`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub quantum: Option<u32>,
     /// Cores of the machine.
     pub cores: u32,
     /// Sockets of the machine.

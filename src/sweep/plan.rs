@@ -284,6 +284,7 @@ impl SweepSpec {
                 // A sweep's parallelism is its runs, one host thread each.
                 host_threads: 1,
                 model: sim_core::Model::Exact,
+                quantum: None,
             };
         }
         RunRequest {
@@ -299,6 +300,7 @@ impl SweepSpec {
             out: run.dir(dir),
             host_threads: 1,
             model: sim_core::Model::Exact,
+            quantum: None,
         }
     }
 
