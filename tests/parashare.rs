@@ -241,6 +241,7 @@ struct Recorder {
 }
 
 impl Observer for Recorder {
+    type Part<'a> = sim_core::NoParts;
     fn inst(&mut self, tid: u32, sidx: u32, r: &InstResult, _: &sim_core::CycleStack) {
         let t = tid as usize;
         if self.insts.len() <= t {

@@ -694,6 +694,7 @@ struct Recorder {
 }
 
 impl sim_core::Observer for Recorder {
+    type Part<'a> = sim_core::NoParts;
     fn inst(
         &mut self,
         tid: u32,

@@ -10,8 +10,8 @@
 //! instruction is a few additions, no allocation and no hashing.
 
 use serde::{Deserialize, Serialize};
-use sim_core::Observer;
 use sim_core::core::InstResult;
+use sim_core::{Observer, ThreadObserver};
 
 /// Counters of one static instruction in one thread.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
@@ -87,30 +87,33 @@ impl Attribution {
     }
 }
 
-impl Attribution {
-    /// Thread `tid`'s own code has not started yet: does it at `sidx`?
+/// One thread's part of an [`Attribution`]: its counters and its start.
+pub struct AttributionPart<'a> {
+    counters: &'a mut [PcCounters],
+    first: &'a mut [u32; 2],
+    own_code: &'a [bool],
+}
+
+impl AttributionPart<'_> {
+    /// The thread's own code has not started yet: does it at `sidx`?
     #[cold]
-    fn note_start(&mut self, tid: u32, sidx: u32) {
-        let f = &mut self.first[tid as usize];
-        if f[0] == UNSEEN {
-            f[0] = sidx;
+    fn note_start(&mut self, sidx: u32) {
+        if self.first[0] == UNSEEN {
+            self.first[0] = sidx;
         }
         if self.own_code.get(sidx as usize).copied().unwrap_or(false) {
-            f[1] = sidx;
+            self.first[1] = sidx;
         }
     }
 }
 
-impl Observer for Attribution {
-    const STACKS: bool = false;
-
+impl ThreadObserver for AttributionPart<'_> {
     #[inline]
-    fn inst(&mut self, tid: u32, sidx: u32, r: &InstResult, _stack: &sim_core::CycleStack) {
-        let f = &mut self.first[tid as usize];
-        if f[1] == UNSEEN {
-            self.note_start(tid, sidx);
+    fn inst(&mut self, sidx: u32, r: &InstResult, _stack: &sim_core::CycleStack) {
+        if self.first[1] == UNSEEN {
+            self.note_start(sidx);
         }
-        let c = &mut self.per_thread[tid as usize][sidx as usize];
+        let c = &mut self.counters[sidx as usize];
         c.execs += 1;
         for i in 0..3 {
             c.misses[i] += r.misses[i] as u64;
@@ -120,6 +123,37 @@ impl Observer for Attribution {
         }
         c.mispredictions += r.mispredicted as u64;
         c.critical_cycles += r.critical;
+    }
+}
+
+impl Observer for Attribution {
+    type Part<'a> = AttributionPart<'a>;
+    const STACKS: bool = false;
+
+    fn parts(&mut self) -> Option<Vec<AttributionPart<'_>>> {
+        let own_code = &self.own_code[..];
+        Some(
+            self.per_thread
+                .iter_mut()
+                .zip(self.first.iter_mut())
+                .map(|(counters, first)| AttributionPart {
+                    counters,
+                    first,
+                    own_code,
+                })
+                .collect(),
+        )
+    }
+
+    #[inline]
+    fn inst(&mut self, tid: u32, sidx: u32, r: &InstResult, stack: &sim_core::CycleStack) {
+        let t = tid as usize;
+        AttributionPart {
+            counters: &mut self.per_thread[t],
+            first: &mut self.first[t],
+            own_code: &self.own_code,
+        }
+        .inst(sidx, r, stack);
     }
 
     fn barrier(&mut self, tid: u32, site: u32, arrival: f64, release: f64) {

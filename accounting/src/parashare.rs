@@ -336,6 +336,7 @@ impl Collector {
 }
 
 impl Observer for Collector {
+    type Part<'a> = sim_core::NoParts;
     const STACKS: bool = false;
 
     #[inline]

@@ -808,6 +808,7 @@ fn derive(v: &mut Values) {
 }
 
 impl Observer for ProfileCollector {
+    type Part<'a> = sim_core::NoParts;
     #[inline]
     fn inst(&mut self, tid: u32, sidx: u32, r: &InstResult, stack: &CycleStack) {
         let s = sidx as usize;

@@ -100,9 +100,44 @@ pub struct EngineConfig {
     pub erasure: sim_memory::Erasure,
 }
 
+/// The part of an [`Observer`] that hears one simulated thread's instructions during a
+/// parallel phase of [`Model::Parallel`], on whichever host thread simulates that thread.
+pub trait ThreadObserver: Send {
+    /// What [`Observer::inst`] does for this part's thread.
+    fn inst(&mut self, sidx: u32, r: &InstResult, stack: &CycleStack);
+}
+
+/// The part type of an observer that has none ([`Observer::parts`] is `None`).
+pub enum NoParts {}
+
+impl ThreadObserver for NoParts {
+    fn inst(&mut self, _: u32, _: &InstResult, _: &CycleStack) {
+        match *self {}
+    }
+}
+
+impl<A: ThreadObserver, B: ThreadObserver> ThreadObserver for (A, B) {
+    #[inline]
+    fn inst(&mut self, sidx: u32, r: &InstResult, stack: &CycleStack) {
+        self.0.inst(sidx, r, stack);
+        self.1.inst(sidx, r, stack);
+    }
+}
+
 /// Receives events during simulation; the default methods do nothing, so an observer that
 /// collects nothing costs nothing (the engine is generic over it).
 pub trait Observer {
+    /// One simulated thread's part ([`Observer::parts`]); [`NoParts`] for an observer without.
+    type Part<'a>: ThreadObserver
+    where
+        Self: 'a;
+    /// One part per simulated thread, indexed by thread id, borrowed for one parallel phase,
+    /// if what [`Observer::inst`] does for a thread touches only that thread's state (a part
+    /// must do exactly that); `None` otherwise: the engine then keeps the phase's
+    /// instructions and reports them through [`Observer::inst`] after the phase.
+    fn parts(&mut self) -> Option<Vec<Self::Part<'_>>> {
+        None
+    }
     /// Whether [`Observer::inst`] does anything: if not, the engine does not keep the
     /// instructions a parallel phase executed for it.
     const INSTS: bool = true;
@@ -138,15 +173,32 @@ pub trait Observer {
 }
 
 impl Observer for () {
+    type Part<'a> = ();
     const INSTS: bool = false;
     const STACKS: bool = false;
+    fn parts(&mut self) -> Option<Vec<()>> {
+        None
+    }
+}
+
+impl ThreadObserver for () {
+    #[inline]
+    fn inst(&mut self, _: u32, _: &InstResult, _: &CycleStack) {}
 }
 
 /// Two observers fed the same events, so independent collectors compose without dynamic
 /// dispatch: `Engine::new(&trace, &cfg, (lime, profile))`.
 impl<A: Observer, B: Observer> Observer for (A, B) {
+    type Part<'a>
+        = (A::Part<'a>, B::Part<'a>)
+    where
+        Self: 'a;
     const INSTS: bool = A::INSTS || B::INSTS;
     const STACKS: bool = A::STACKS || B::STACKS;
+    fn parts(&mut self) -> Option<Vec<Self::Part<'_>>> {
+        let (a, b) = (self.0.parts()?, self.1.parts()?);
+        Some(a.into_iter().zip(b).collect())
+    }
     #[inline]
     fn inst(&mut self, tid: u32, sidx: u32, r: &InstResult, stack: &CycleStack) {
         self.0.inst(tid, sidx, r, stack);
@@ -458,8 +510,10 @@ enum Stop {
 /// One thread's part of a round: the thread, its core's part of the memory system and where
 /// its executed instructions wait for the observer (aligned like [`Thread`]).
 #[repr(align(128))]
-struct Lane<'a, 't> {
+struct Lane<'a, 't, P> {
     tid: u32,
+    /// The observer's part for this thread, if it has parts.
+    part: Option<P>,
     /// The core's instruction count when the round began.
     before: u64,
     th: &'a mut Thread<'t>,
@@ -469,7 +523,7 @@ struct Lane<'a, 't> {
     stop: Stop,
 }
 
-impl Lane<'_, '_> {
+impl<P: ThreadObserver> Lane<'_, '_, P> {
     /// Runs the thread until its clock passes `limit` or something stops it (see [`Stop`]);
     /// like [`Engine::slice`] but with the core's own part of the memory system only.
     fn run<O: Observer>(
@@ -507,7 +561,12 @@ impl Lane<'_, '_> {
                     let mispredicted = th.fed.mispredicted[th.pos];
                     th.pos += 1;
                     th.last_sidx = i.sidx;
-                    if O::INSTS {
+                    if let Some(part) = &mut self.part {
+                        let mut r = InstResult::default();
+                        th.core
+                            .execute_into(&mut self.mem, tt, i.sidx, ops, mispredicted, &mut r);
+                        part.inst(i.sidx, &r, &th.core.stack);
+                    } else if O::INSTS {
                         self.done.push((i.sidx, InstResult::default()));
                         let r = &mut self.done.last_mut().expect("pushed").1;
                         th.core
@@ -879,7 +938,8 @@ impl<'t, O: Observer> Engine<'t, O> {
     /// simulated-time order (ties: thread id).
     fn round(&mut self, tt: &TimingTable, limit: f64, crew: &Crew<'_>) -> Result<(), SimError> {
         let (roi_done, path) = (self.roi_done, self.trace_path);
-        let mut lanes: Vec<Lane<'_, 't>> = self
+        let mut parts = self.obs.parts().map(Vec::into_iter);
+        let mut lanes: Vec<Lane<'_, 't, O::Part<'_>>> = self
             .threads
             .iter_mut()
             .zip(self.mem.privates())
@@ -887,6 +947,7 @@ impl<'t, O: Observer> Engine<'t, O> {
             .enumerate()
             .map(|(tid, ((th, mem), (done, stacks)))| Lane {
                 tid: tid as u32,
+                part: parts.as_mut().and_then(Iterator::next),
                 before: th.core.instructions,
                 th,
                 mem,
@@ -895,6 +956,7 @@ impl<'t, O: Observer> Engine<'t, O> {
                 stop: Stop::Horizon,
             })
             .collect();
+        drop(parts);
         crew.run(&mut lanes, |l| {
             l.stop = l.run::<O>(tt, limit, roi_done, path)
         });

@@ -13,5 +13,8 @@ pub mod engine;
 pub mod stack;
 pub mod tlb;
 
-pub use engine::{Engine, EngineConfig, Model, Observer, RunResult, SimError, ThreadResult};
+pub use engine::{
+    Engine, EngineConfig, Model, NoParts, Observer, RunResult, SimError, ThreadObserver,
+    ThreadResult,
+};
 pub use stack::{COMPONENTS, Component, CycleStack};

@@ -19,7 +19,7 @@ use std::collections::HashMap;
 
 use serde::{Deserialize, Serialize};
 use sim_core::core::InstResult;
-use sim_core::{CycleStack, Observer};
+use sim_core::{CycleStack, Observer, ThreadObserver};
 use sim_frontend::model::Program;
 
 use super::cfg::ENTRY;
@@ -295,12 +295,16 @@ impl Collector {
     }
 }
 
-impl Observer for Collector {
-    const STACKS: bool = false;
+/// One thread's part of a [`Collector`].
+pub struct CollectorPart<'a> {
+    th: &'a mut ThreadState,
+    branch: &'a [bool],
+}
 
+impl ThreadObserver for CollectorPart<'_> {
     #[inline]
-    fn inst(&mut self, tid: u32, sidx: u32, r: &InstResult, _stack: &CycleStack) {
-        let th = &mut self.threads[tid as usize];
+    fn inst(&mut self, sidx: u32, r: &InstResult, _stack: &CycleStack) {
+        let th = &mut *self.th;
         let c = &mut th.counters[sidx as usize];
         if c.execs == 0 {
             th.touched.push(sidx);
@@ -312,9 +316,33 @@ impl Observer for Collector {
         c.mispredicted += r.mispredicted as u32;
         if self.branch[sidx as usize] {
             let from = th.prev_branch;
-            Self::edge(th, from, sidx);
+            Collector::edge(th, from, sidx);
             th.prev_branch = sidx;
         }
+    }
+}
+
+impl Observer for Collector {
+    type Part<'a> = CollectorPart<'a>;
+    const STACKS: bool = false;
+
+    fn parts(&mut self) -> Option<Vec<CollectorPart<'_>>> {
+        let branch = &self.branch[..];
+        Some(
+            self.threads
+                .iter_mut()
+                .map(|th| CollectorPart { th, branch })
+                .collect(),
+        )
+    }
+
+    #[inline]
+    fn inst(&mut self, tid: u32, sidx: u32, r: &InstResult, stack: &CycleStack) {
+        CollectorPart {
+            th: &mut self.threads[tid as usize],
+            branch: &self.branch,
+        }
+        .inst(sidx, r, stack);
     }
 
     fn thread_start(&mut self, tid: u32, at: f64) {
