@@ -220,8 +220,8 @@ fn measure(name: &str, path: &Path, machine: &MachineConfig) {
     );
 }
 
-/// Peak memory of `isim run` (its own report of the process's peak resident set) as the
-/// threads grow (`balanced`, 1,024 elements per thread and round; the machine grows to one
+/// Peak memory of `isim run` in each model (its own report of the process's peak resident
+/// set) as the threads grow (`balanced`, 1,024 elements per thread and round; the machine grows to one
 /// core per thread) and as the run grows longer (8 threads, 16 and 64 times the elements),
 /// and what the front-end host threads add (their batches in flight, a few per thread).
 fn memory(isim: &Path, dir: &Path) {
@@ -245,12 +245,18 @@ fn memory(isim: &Path, dir: &Path) {
         };
         (grab("total:", "instructions"), grab("peak memory", "MB"))
     };
-    for t in ["8", "64", "256"] {
-        let (n, mb) = peak("1", &["-t", t, "-s", "1024"]);
-        println!("  balanced {t:>3} threads, {n:>10} instructions, 1 host thread: {mb:>6} MB");
-    }
-    for (size, host) in [("16384", "1"), ("65536", "1"), ("65536", "2")] {
-        let (n, mb) = peak(host, &["-t", "8", "-s", size]);
-        println!("  balanced   8 threads, {n:>10} instructions, {host} host thread(s): {mb:>6} MB");
+    for model in ["exact", "parallel"] {
+        for t in ["8", "64", "256"] {
+            let (n, mb) = peak("1", &["--model", model, "-t", t, "-s", "1024"]);
+            println!(
+                "  {model:<8} balanced {t:>3} threads, {n:>10} instructions, 1 host thread: {mb:>6} MB"
+            );
+        }
+        for (size, host) in [("16384", "1"), ("65536", "1"), ("65536", "2")] {
+            let (n, mb) = peak(host, &["--model", model, "-t", "8", "-s", size]);
+            println!(
+                "  {model:<8} balanced   8 threads, {n:>10} instructions, {host} host thread(s): {mb:>6} MB"
+            );
+        }
     }
 }

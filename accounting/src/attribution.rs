@@ -108,7 +108,7 @@ impl AttributionPart<'_> {
 }
 
 impl ThreadObserver for AttributionPart<'_> {
-    #[inline]
+    #[inline(always)]
     fn inst(&mut self, sidx: u32, r: &InstResult, _stack: &sim_core::CycleStack) {
         if self.first[1] == UNSEEN {
             self.note_start(sidx);
@@ -145,7 +145,7 @@ impl Observer for Attribution {
         )
     }
 
-    #[inline]
+    #[inline(always)]
     fn inst(&mut self, tid: u32, sidx: u32, r: &InstResult, stack: &sim_core::CycleStack) {
         let t = tid as usize;
         AttributionPart {

@@ -434,8 +434,8 @@ impl Core {
         r
     }
 
-    /// [`Core::execute`] writing its result into `r` (where the caller keeps it: a copy of
-    /// the returned struct costs more than the writes).
+    /// [`Core::execute`] writing its result into `r`, which must be the default (where the
+    /// caller keeps it: a copy of the returned struct costs more than the writes).
     pub fn execute_into<M: Port>(
         &mut self,
         mem: &mut M,
@@ -446,7 +446,7 @@ impl Core {
         r: &mut InstResult,
     ) {
         let s = tt.get(sidx);
-        *r = InstResult::default();
+        debug_assert!(r.misses == [0; 3] && r.served.is_none() && !r.mispredicted);
         // Fetch: one L1I access per new line.
         let line = s.pc >> self.line_shift;
         if line != self.last_fetch_line {

@@ -1109,9 +1109,9 @@ impl<'t, O: Observer> Engine<'t, O> {
                     let ops =
                         &th.fed.batch.mem[i.mem_start as usize..(i.mem_start + i.mem_len) as usize];
                     if self.roi_active {
-                        let r = th
-                            .core
-                            .execute(&mut self.mem, tt, i.sidx, ops, mispredicted);
+                        let mut r = InstResult::default();
+                        th.core
+                            .execute_into(&mut self.mem, tt, i.sidx, ops, mispredicted, &mut r);
                         self.obs.inst(tid, i.sidx, &r, &th.core.stack);
                         self.executed += 1;
                     } else {

@@ -302,7 +302,7 @@ pub struct CollectorPart<'a> {
 }
 
 impl ThreadObserver for CollectorPart<'_> {
-    #[inline]
+    #[inline(always)]
     fn inst(&mut self, sidx: u32, r: &InstResult, _stack: &CycleStack) {
         let th = &mut *self.th;
         let c = &mut th.counters[sidx as usize];
@@ -336,7 +336,7 @@ impl Observer for Collector {
         )
     }
 
-    #[inline]
+    #[inline(always)]
     fn inst(&mut self, tid: u32, sidx: u32, r: &InstResult, stack: &CycleStack) {
         CollectorPart {
             th: &mut self.threads[tid as usize],
