@@ -1,20 +1,23 @@
 //! A crew of host threads for the engine's parallel phases: a phase hands the crew a slice
 //! of independent items and a function, every thread of the crew (the caller included)
-//! applies the function to its share of the items (item `i` to thread `i mod n`, the same in
-//! every phase), and the phase returns when every item is done. The engine runs tens of thousands of such phases a second, each of tens of
+//! applies the function to its share of the items (each item to the thread its caller names,
+//! the same in every phase for the same simulated core), and the phase returns when every
+//! item is done. The engine runs tens of thousands of such phases a second, each of tens of
 //! microseconds, so the crew's threads wait for the next phase by spinning (then yielding,
 //! then napping when phases stop coming), where a pool that puts its threads to sleep would
 //! spend a phase's worth of time waking them.
 //!
 //! The one use of `unsafe` in the engine is here: a phase's items and function are borrowed
 //! for the phase only, and the threads that use them live for the whole run, so the borrow
-//! is handed over as raw pointers. Soundness rests on three rules, kept by [`Crew::run`] and
-//! the worker loop: each item index falls to exactly one thread, so
-//! no two threads hold `&mut` to the same item; `run` returns only after every claimed item
-//! is finished, so no item or function is used after its borrow ends; and a phase's job is
-//! written only while no worker is reading it (a worker announces itself in `busy` before it
-//! reads the job, and the caller waits for `busy` to drain with the job marked as being
-//! written, an odd `epoch`, which a worker that arrives late sees and backs off from).
+//! is handed over as raw pointers. Soundness rests on these rules, kept by [`Crew::run`] and
+//! the worker loop: each item index falls to exactly one thread, so no two threads hold
+//! `&mut` to the same item; a worker reads the job and uses it only between announcing
+//! itself in `busy` and leaving, and only if the phase is open (an even `epoch`, checked
+//! after announcing); `run` closes the phase (odd `epoch`) after every item is done and
+//! returns only once `busy` has drained, so no job, item or function is used after its
+//! borrow ends, and the next job is written while the phase is closed, when no worker
+//! reads it. (Found by the unit test below with more crew threads than host cores: a worker
+//! with no item of its own entered a finished phase after `run` had returned.)
 
 #![allow(unsafe_code)]
 
@@ -23,15 +26,18 @@ use std::sync::Mutex;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
-/// The current phase: how many items, and the function applying itself to item `i`.
+/// The current phase: how many items, the crew thread each falls to, and the function
+/// applying itself to item `i`.
 #[derive(Clone, Copy)]
 struct Job {
     len: usize,
+    homes: *const usize,
     call: *const (dyn Fn(usize) + Sync + 'static),
 }
 
 struct Shared {
-    /// Even: `job` is published for phase `epoch / 2`; odd: it is being written.
+    /// Even: `job` is published for the current phase; odd: no phase is open (between
+    /// phases, when the caller writes the next job).
     epoch: AtomicU64,
     job: UnsafeCell<Job>,
     /// Items of the current phase finished.
@@ -62,9 +68,10 @@ pub(crate) fn scope<R>(
 ) -> Result<R, std::io::Error> {
     let nothing: &(dyn Fn(usize) + Sync) = &|_| {};
     let shared = Shared {
-        epoch: AtomicU64::new(0),
+        epoch: AtomicU64::new(1),
         job: UnsafeCell::new(Job {
             len: 0,
+            homes: std::ptr::null(),
             call: nothing as *const (dyn Fn(usize) + Sync),
         }),
         done: AtomicUsize::new(0),
@@ -84,7 +91,7 @@ pub(crate) fn scope<R>(
             let shared = &shared;
             std::thread::Builder::new()
                 .name(format!("isim-crew-{k}"))
-                .spawn_scoped(s, move || work(shared, k, workers + 1))?;
+                .spawn_scoped(s, move || work(shared, k))?;
         }
         Ok(body(&Crew {
             shared: &shared,
@@ -94,7 +101,7 @@ pub(crate) fn scope<R>(
 }
 
 /// Worker `k` of a crew of `n` threads: waits for each phase and runs its share of it.
-fn work(sh: &Shared, k: usize, n: usize) {
+fn work(sh: &Shared, k: usize) {
     let mut seen = 0u64;
     let mut idle = Instant::now();
     let mut spins = 0u32;
@@ -124,7 +131,7 @@ fn work(sh: &Shared, k: usize, n: usize) {
         // SAFETY: `busy` is held and the epoch is still `e`, even: the job is not being
         // written and will not be until `busy` drains.
         let job = unsafe { *sh.job.get() };
-        claim(sh, job, k, n);
+        claim(sh, job, k);
         sh.busy.fetch_sub(1, Ordering::SeqCst);
         seen = e;
         spins = 0;
@@ -132,11 +139,14 @@ fn work(sh: &Shared, k: usize, n: usize) {
     }
 }
 
-/// Runs the items of `job` that fall to crew thread `k` of `n` (the caller is 0): `k`,
-/// `k + n`, `k + 2n`, ... The same item falls to the same thread in every phase, so that
-/// a simulated core's data stays in one host core's caches.
-fn claim(sh: &Shared, job: Job, k: usize, n: usize) {
-    for i in (k..job.len).step_by(n) {
+/// Runs the items of `job` that fall to crew thread `k` (the caller is 0).
+fn claim(sh: &Shared, job: Job, k: usize) {
+    for i in 0..job.len {
+        // SAFETY: `homes` has `len` entries and lives until the phase's caller returns, which
+        // is after every item is done.
+        if unsafe { *job.homes.add(i) } != k {
+            continue;
+        }
         // SAFETY: item `i` falls to this thread alone and the phase's caller waits for it to
         // be done, so the function is alive.
         let f = unsafe { &*job.call };
@@ -167,14 +177,25 @@ struct Items<T>(*mut T);
 unsafe impl<T: Send> Sync for Items<T> {}
 
 impl Crew<'_> {
-    /// Applies `f` to every item, on the crew's threads and the caller's; returns when all
-    /// are done. A panic in `f` on a worker is raised again here.
-    pub(crate) fn run<T: Send>(&self, items: &mut [T], f: impl Fn(&mut T) + Sync) {
+    /// Applies `f` to every item, on the crew's threads and the caller's: an item goes to
+    /// crew thread `home(item) mod n` (the caller is 0), so that an item with the same home
+    /// in every phase stays in one host core's caches. Returns when all are done; a panic in
+    /// `f` on a worker is raised again here. `inline` runs every item on the caller instead
+    /// (for a phase too small to be worth handing out).
+    pub(crate) fn run<T: Send>(
+        &self,
+        items: &mut [T],
+        inline: bool,
+        home: impl Fn(&T) -> usize,
+        f: impl Fn(&mut T) + Sync,
+    ) {
         let sh = self.shared;
-        if self.workers == 0 || items.len() <= 1 {
+        if self.workers == 0 || items.len() <= 1 || inline {
             items.iter_mut().for_each(f);
             return;
         }
+        let n = self.workers + 1;
+        let homes: Vec<usize> = items.iter().map(|t| home(t) % n).collect();
         let base = Items(items.as_mut_ptr());
         let len = items.len();
         let call = move |i: usize| {
@@ -185,21 +206,41 @@ impl Crew<'_> {
         };
         let call: &(dyn Fn(usize) + Sync) = &call;
         // SAFETY: only the lifetime is erased; `run` does not return before every use of
-        // `call` by the workers has ended (all items done), see the module documentation.
+        // `call` by the workers has ended (all items done, the phase closed and `busy`
+        // drained), see the module documentation.
         let call: *const (dyn Fn(usize) + Sync + 'static) = unsafe { std::mem::transmute(call) };
-        // Mark the job as being written and wait until no worker is looking at the last one.
-        let e = sh.epoch.fetch_add(1, Ordering::SeqCst) + 1;
-        let mut spins = 0u32;
-        while sh.busy.load(Ordering::SeqCst) != 0 {
-            pause(&mut spins);
-        }
-        // SAFETY: the epoch is odd and `busy` is 0: no worker reads the job.
-        unsafe { *sh.job.get() = Job { len, call } };
+        // Between phases the epoch is odd (closed, see below): no worker reads the job.
+        let e = sh.epoch.load(Ordering::SeqCst);
+        debug_assert!(e % 2 == 1);
+        // SAFETY: the epoch is odd, so no worker reads the job (a worker that announced
+        // itself in `busy` sees the odd epoch and backs off without reading).
+        unsafe {
+            *sh.job.get() = Job {
+                len,
+                homes: homes.as_ptr(),
+                call,
+            }
+        };
         sh.done.store(0, Ordering::SeqCst);
         sh.epoch.store(e + 1, Ordering::SeqCst);
-        claim(sh, Job { len, call }, 0, self.workers + 1);
+        claim(
+            sh,
+            Job {
+                len,
+                homes: homes.as_ptr(),
+                call,
+            },
+            0,
+        );
         let mut spins = 0u32;
         while sh.done.load(Ordering::Acquire) != len {
+            pause(&mut spins);
+        }
+        // Close the phase and wait for every worker that entered it to leave: one with no
+        // item of its own may enter after the last item is done, and must not read this
+        // job once its items, homes and function are gone.
+        sh.epoch.store(e + 2, Ordering::SeqCst);
+        while sh.busy.load(Ordering::SeqCst) != 0 {
             pause(&mut spins);
         }
         let panic = sh.panic.lock().unwrap_or_else(|p| p.into_inner()).take();
@@ -218,14 +259,17 @@ mod tests {
     #[test]
     fn every_item_is_done_once_in_every_phase() {
         for workers in [0, 1, 3] {
+            // Miri (`cargo +nightly miri test -p sim-core crew`) checks the unsafe code on a
+            // few phases; natively, many.
+            let phases: u64 = if cfg!(miri) { 20 } else { 2_000 };
             let mut items = vec![0u64; 37];
             scope(workers, |crew| {
-                for phase in 1..=2_000u64 {
-                    crew.run(&mut items, |x| *x += phase);
+                for phase in 1..=phases {
+                    crew.run(&mut items, false, |x| *x as usize, |x| *x += phase);
                 }
             })
             .expect("crew");
-            let want: u64 = (1..=2_000u64).sum();
+            let want: u64 = (1..=phases).sum();
             assert!(items.iter().all(|&x| x == want), "{workers} workers");
         }
     }
@@ -236,7 +280,12 @@ mod tests {
         let r = std::panic::catch_unwind(|| {
             scope(2, |crew| {
                 let mut items: Vec<u32> = (0..8).collect();
-                crew.run(&mut items, |x| assert!(*x != 5, "item five"));
+                crew.run(
+                    &mut items,
+                    false,
+                    |x| *x as usize,
+                    |x| assert!(*x != 5, "item five"),
+                );
             })
         });
         assert!(r.is_err());

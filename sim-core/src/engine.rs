@@ -476,6 +476,9 @@ struct Thread<'t> {
     last_sidx: u32,
     /// Running (not blocked, started, not ended), as last reported to the observer.
     active: bool,
+    /// In the parallel model: stopped at an instruction that needs the shared levels, not done
+    /// yet (the record at `pos`); it waits for a round's serial part.
+    parked: bool,
     pending: Pending,
 }
 
@@ -504,7 +507,7 @@ enum Stop {
     /// Its stream ended.
     End,
     /// Its stream could not be read.
-    Failed(SimError),
+    Failed(Box<SimError>),
 }
 
 /// One thread's part of a round: the thread, its core's part of the memory system and where
@@ -543,7 +546,7 @@ impl<P: ThreadObserver> Lane<'_, '_, P> {
                 match th.refill(self.tid, tt, path) {
                     Ok(true) => continue,
                     Ok(false) => return Stop::End,
-                    Err(e) => return Stop::Failed(e),
+                    Err(e) => return Stop::Failed(Box::new(e)),
                 }
             }
             match th.fed.batch.records[th.pos] {
@@ -597,6 +600,9 @@ pub struct Engine<'t, O: Observer> {
     host_threads: usize,
     model: Model,
     quantum: f64,
+    /// Instructions the last parallel phase executed (a phase much smaller than a host
+    /// thread's hand-over runs on the calling thread; where it runs changes no result).
+    last_phase: u64,
     /// Per thread: the instructions (static index, result) a parallel phase executed, and the
     /// stack after each (if the observer reads it), reported to the observer after the phase.
     done: Vec<Vec<(u32, InstResult)>>,
@@ -662,6 +668,7 @@ impl<'t, O: Observer> Engine<'t, O> {
                 end: 0.0,
                 last_sidx: NO_SIDX,
                 active: t == 0,
+                parked: false,
                 pending: Pending::default(),
             });
         }
@@ -670,6 +677,7 @@ impl<'t, O: Observer> Engine<'t, O> {
             host_threads: 1,
             model: Model::default(),
             quantum: QUANTUM,
+            last_phase: u64::MAX,
             done: (0..n).map(|_| Vec::new()).collect(),
             stacks: (0..n).map(|_| Vec::new()).collect(),
             trace_path: trace.path(),
@@ -915,6 +923,8 @@ impl<'t, O: Observer> Engine<'t, O> {
                 } else {
                     f64::INFINITY
                 };
+                // A slice does a parked instruction as any other, with the whole memory.
+                self.threads[tid as usize].parked = false;
                 match self.slice(tt, tid, limit)? {
                     Step::Quantum => {}
                     Step::End => self.end_thread(tid),
@@ -938,42 +948,69 @@ impl<'t, O: Observer> Engine<'t, O> {
     /// simulated-time order (ties: thread id).
     fn round(&mut self, tt: &TimingTable, limit: f64, crew: &Crew<'_>) -> Result<(), SimError> {
         let (roi_done, path) = (self.roi_done, self.trace_path);
+        let n = self.threads.len();
         let mut parts = self.obs.parts().map(Vec::into_iter);
+        // Lanes for the threads that can run: runnable, not parked, within the round.
         let mut lanes: Vec<Lane<'_, 't, O::Part<'_>>> = self
             .threads
             .iter_mut()
             .zip(self.mem.privates())
             .zip(self.done.iter_mut().zip(self.stacks.iter_mut()))
             .enumerate()
-            .map(|(tid, ((th, mem), (done, stacks)))| Lane {
-                tid: tid as u32,
-                part: parts.as_mut().and_then(Iterator::next),
-                before: th.core.instructions,
-                th,
-                mem,
-                done: std::mem::take(done),
-                stacks: std::mem::take(stacks),
-                stop: Stop::Horizon,
+            .filter_map(|(tid, ((th, mem), (done, stacks)))| {
+                let part = parts.as_mut().and_then(Iterator::next);
+                (th.state == State::Runnable && !th.parked && th.core.now <= limit).then(|| Lane {
+                    tid: tid as u32,
+                    part,
+                    before: th.core.instructions,
+                    th,
+                    mem,
+                    done: std::mem::take(done),
+                    stacks: std::mem::take(stacks),
+                    stop: Stop::Horizon,
+                })
             })
             .collect();
         drop(parts);
-        crew.run(&mut lanes, |l| {
-            l.stop = l.run::<O>(tt, limit, roi_done, path)
-        });
-        // Time order of what stopped the threads (non-negative clocks order like their bits).
-        let mut order = BinaryHeap::with_capacity(lanes.len());
-        let mut stops: Vec<Stop> = Vec::with_capacity(lanes.len());
+        // A phase of a few hundred instructions costs less on this thread than handed out.
+        let inline = self.last_phase < 400;
+        crew.run(
+            &mut lanes,
+            inline,
+            |l| l.tid as usize,
+            |l| l.stop = l.run::<O>(tt, limit, roi_done, path),
+        );
+        // Time order of what stopped the threads (non-negative clocks order like their bits),
+        // and of the parked ones' instructions.
+        let mut order = BinaryHeap::with_capacity(n);
+        let mut stops: Vec<Stop> = Vec::with_capacity(n);
+        let mut phase = 0;
         for l in lanes {
             self.done[l.tid as usize] = l.done;
             self.stacks[l.tid as usize] = l.stacks;
-            self.executed += l.th.core.instructions - l.before;
-            if !matches!(l.stop, Stop::Idle | Stop::Horizon) {
-                order.push(Reverse((l.th.core.now.to_bits(), l.tid, stops.len())));
+            phase += l.th.core.instructions - l.before;
+            match l.stop {
+                Stop::Idle | Stop::Horizon => {}
+                Stop::Shared => l.th.parked = true,
+                stop => {
+                    order.push(Reverse((l.th.core.now.to_bits(), l.tid, stops.len())));
+                    stops.push(stop);
+                }
             }
-            stops.push(l.stop);
+        }
+        self.executed += phase;
+        self.last_phase = phase;
+        for (tid, th) in self.threads.iter().enumerate() {
+            if th.parked {
+                order.push(Reverse((th.core.now.to_bits(), tid as u32, stops.len())));
+                stops.push(Stop::Shared);
+            }
         }
         for tid in 0..self.threads.len() as u32 {
             let t = tid as usize;
+            if self.done[t].is_empty() {
+                continue;
+            }
             let done = std::mem::take(&mut self.done[t]);
             for (k, (sidx, r)) in done.iter().enumerate() {
                 let stack = if O::STACKS {
@@ -988,8 +1025,8 @@ impl<'t, O: Observer> Engine<'t, O> {
             self.stacks[t].clear();
         }
         // Instructions more than SKEW past the earliest wait for a later round (their
-        // threads stay where they stopped), so that a thread ahead in time does not take the
-        // shared levels before a slower one by more than that.
+        // threads stay parked), so that a thread ahead in time does not take the shared
+        // levels before a slower one by more than that.
         let skew = SKEW.min(self.quantum);
         let mut earliest: Option<f64> = None;
         while let Some(Reverse((at, tid, k))) = order.pop() {
@@ -1001,10 +1038,12 @@ impl<'t, O: Observer> Engine<'t, O> {
             match std::mem::replace(&mut stops[k], Stop::Idle) {
                 Stop::Idle | Stop::Horizon => {}
                 Stop::Shared => {
+                    self.threads[tid as usize].parked = false;
                     self.step_shared(tt, tid);
                     // A thread whose next instruction needs the shared levels too goes on
                     // with it, in its turn: a burst of misses takes one round, not one each.
                     if self.shared_next(tt, tid, limit) {
+                        self.threads[tid as usize].parked = true;
                         stops[k] = Stop::Shared;
                         let now = self.threads[tid as usize].core.now;
                         order.push(Reverse((now.to_bits(), tid, k)));
@@ -1012,7 +1051,7 @@ impl<'t, O: Observer> Engine<'t, O> {
                 }
                 Stop::Marker(m) => self.marker(tid, m),
                 Stop::End => self.end_thread(tid),
-                Stop::Failed(e) => return Err(e),
+                Stop::Failed(e) => return Err(*e),
             }
         }
         Ok(())

@@ -493,9 +493,9 @@ impl Memory {
         &self.cfg
     }
 
-    /// Each core's own part ([`Private`]: its L1s, counters and L1D prefetcher), indexed by
-    /// core, borrowed apart so that cores can be simulated on several host threads at once.
-    pub fn privates(&mut self) -> Vec<Private<'_>> {
+    /// Each core's own part ([`Private`]: its L1s, counters and L1D prefetcher), in core
+    /// order, borrowed apart so that cores can be simulated on several host threads at once.
+    pub fn privates(&mut self) -> impl Iterator<Item = Private<'_>> {
         // Nodes are built socket by socket, group by group, core by core, each core's L1I
         // then L1D (`Memory::new`): the level-1 nodes in order are the cores' L1s in order.
         debug_assert!((0..self.core_stats.len()).all(|c| {
@@ -523,19 +523,17 @@ impl Memory {
             .iter_mut()
             .zip(self.prefetchers.iter_mut())
             .enumerate()
-            .map(|(core, (stats, pf))| Private {
+            .map(move |(core, (stats, pf))| Private {
                 core: core as u32,
                 l1i: l1s.next().expect("an L1I per core"),
                 l1d: l1s.next().expect("an L1D per core"),
                 stats,
-                counted: CoreStats::default(),
                 prefetcher: &mut pf[0],
                 erase,
                 erasure,
                 line_shift,
                 prefetching,
             })
-            .collect()
     }
 
     /// Core `core`'s own part (see [`Memory::privates`]).
@@ -552,7 +550,6 @@ impl Memory {
             l1i: &mut head[i].cache,
             l1d: &mut tail[0].cache,
             stats: &mut self.core_stats[c],
-            counted: CoreStats::default(),
             prefetcher: &mut self.prefetchers[c][0],
             erase: &self.erase,
             erasure: self.erasure,

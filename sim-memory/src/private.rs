@@ -51,10 +51,6 @@ pub struct Private<'m> {
     pub(crate) l1i: &'m mut Cache,
     pub(crate) l1d: &'m mut Cache,
     pub(crate) stats: &'m mut CoreStats,
-    /// This part's accesses, added to `stats` when it is dropped: counting into the shared
-    /// array directly would make host threads running neighbouring cores write the same
-    /// host cache lines at every access.
-    pub(crate) counted: CoreStats,
     pub(crate) prefetcher: &'m mut Prefetcher,
     pub(crate) erase: &'m [u64],
     pub(crate) erasure: Erasure,
@@ -86,12 +82,6 @@ impl Private<'_> {
         let first = addr >> self.line_shift;
         let last = addr.wrapping_add(size.max(1) as u64 - 1) >> self.line_shift;
         ok(first) && (last == first || ok(last))
-    }
-}
-
-impl Drop for Private<'_> {
-    fn drop(&mut self) {
-        *self.stats += self.counted;
     }
 }
 
@@ -139,7 +129,7 @@ impl Port for Private<'_> {
         if last != first {
             o.combine(hit(last));
         }
-        self.counted.count(kind, &o);
+        self.stats.count(kind, &o);
         if self.prefetching && kind != Kind::IFetch && !unfilled && self.prefetcher.enabled() {
             // A hit that is no first use does not trigger: the prefetcher only learns it.
             let mut none = Vec::new();

@@ -82,8 +82,11 @@ impl CacheStats {
 }
 
 counters! {
-/// Per-core counters: where this core's accesses were served.
+/// Per-core counters: where this core's accesses were served. Aligned to two host cache
+/// lines: cores simulated on different host threads count into neighbouring entries at every
+/// access.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[repr(align(128))]
 pub struct CoreStats {
     /// Instruction fetches.
     pub ifetches: u64,
