@@ -1,5 +1,5 @@
-//! The parallel model against the exact one (`docs/parallel.md`): on every built-in workload
-//! and the example traces of `tests/data`, run cycles and every thread's cycle-stack
+//! The parallel model against the exact one (`docs/parallel.md`): on every built-in workload,
+//! the example traces of `tests/data` and the example programs traced, run cycles and every thread's cycle-stack
 //! components, and LIME's top causes. The exact model is itself an approximation whose
 //! result moves with its quantum (how long one core runs before the others catch up), so
 //! each comparison is also made between the exact model at its default quantum and at a
@@ -8,7 +8,7 @@
 
 mod common;
 
-use common::{ok, root};
+use common::{example, ok, root, tools_present, tracer_libs};
 use serde_json::Value;
 use std::path::Path;
 
@@ -117,6 +117,70 @@ fn the_parallel_model_is_as_close_to_the_exact_model_as_the_exact_model_is_to_it
             failures.push(format!(
                 "{name}: a cycle-stack component differs by {component:.2}% of its thread's cycles (the exact model from itself: {own_component:.2}%)"
             ));
+        }
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
+
+/// The example programs traced at 8 threads (a blocked LU and an owner-computes kernel with
+/// pthread barriers, a barrier built from a condition variable, a producer-consumer queue, a
+/// task queue and a mutex-protected counter): the same rule as for the built-in workloads.
+#[test]
+fn traced_example_programs_agree_in_both_models() {
+    if !tools_present(&["qemu-x86_64", "gcc"]) {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let programs: [(&str, &[&str]); 6] = [
+        ("blocked_lu", &["-t", "8", "-n", "128"]),
+        ("owner_barrier", &["-t", "8", "-n", "200"]),
+        ("cond_barrier", &["-t", "8", "-s", "6"]),
+        ("prodcons", &["-t", "8"]),
+        ("taskqueue", &["-t", "8"]),
+        ("mutex_counter", &["-t", "8"]),
+    ];
+    let mut failures = Vec::new();
+    for (name, args) in programs {
+        let exe = example(dir.path(), name);
+        let trace = dir.path().join(format!("{name}.itrace"));
+        let o = std::process::Command::new(env!("CARGO_BIN_EXE_isim"))
+            .env("ISIM_TRACER_DIR", tracer_libs())
+            .args(["trace", "-o"])
+            .arg(&trace)
+            .arg("--")
+            .arg(&exe)
+            .args(args)
+            .output()
+            .unwrap();
+        assert!(
+            o.status.success(),
+            "tracing {name}: {}",
+            String::from_utf8_lossy(&o.stderr)
+        );
+        let input = vec!["--trace".to_string(), trace.to_str().unwrap().to_string()];
+        let exact = run(dir.path(), &format!("{name}-exact"), &input, &[]);
+        let fine = run(
+            dir.path(),
+            &format!("{name}-exact-20"),
+            &input,
+            &["--quantum", "20"],
+        );
+        let par = run(
+            dir.path(),
+            &format!("{name}-parallel"),
+            &input,
+            &["--model", "parallel"],
+        );
+        let (cycles, component) = differences(&exact, &par);
+        let (own_cycles, own_component) = differences(&exact, &fine);
+        println!(
+            "{name:<18} {cycles:>11.2}% {own_cycles:>11.2}% {component:>13.2}% {own_component:>13.2}%"
+        );
+        if cycles > own_cycles.max(1.0) {
+            failures.push(format!("{name}: run cycles differ by {cycles:.2}%"));
+        }
+        if component > own_component.max(1.0) + 1.0 {
+            failures.push(format!("{name}: a component differs by {component:.2}%"));
         }
     }
     assert!(failures.is_empty(), "{}", failures.join("\n"));
