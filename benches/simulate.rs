@@ -77,17 +77,7 @@ fn main() {
         if !keep(name) {
             continue;
         }
-        let path = dir.path().join(format!("{name}.itrace"));
-        let p = Params {
-            threads: 8,
-            size,
-            seed: 1,
-        };
-        find(name)
-            .expect("workload")
-            .generate(&p, &path)
-            .expect("generate");
-        measure(name, &path, &cfg);
+        measure(name, &generate(dir.path(), name, name, 8, size), &cfg);
     }
     // One run of 10^8 instructions at 16 threads: compute-bound, L1-resident with a little
     // sharing, and memory-bound.
@@ -100,17 +90,7 @@ fn main() {
         if !keep(&label) {
             continue;
         }
-        let path = dir.path().join(format!("{label}.itrace"));
-        let p = Params {
-            threads: 16,
-            size,
-            seed: 1,
-        };
-        find(name)
-            .expect("workload")
-            .generate(&p, &path)
-            .expect("generate");
-        measure(&label, &path, &cfg);
+        measure(&label, &generate(dir.path(), &label, name, 16, size), &cfg);
     }
     let isim = PathBuf::from(env!("CARGO_BIN_EXE_isim"));
     if keep("memory") {
@@ -155,6 +135,21 @@ fn main() {
             measure(&name, &path, &cfg);
         }
     }
+}
+
+/// Writes built-in workload `name` at `threads` threads and `size` to `dir/label.itrace`.
+fn generate(dir: &Path, label: &str, name: &str, threads: u32, size: u64) -> PathBuf {
+    let path = dir.join(format!("{label}.itrace"));
+    let p = Params {
+        threads,
+        size,
+        seed: 1,
+    };
+    find(name)
+        .expect("workload")
+        .generate(&p, &path)
+        .expect("generate");
+    path
 }
 
 /// Simulates `path` three times in each model on one host thread and on two, alternating,

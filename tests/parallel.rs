@@ -46,6 +46,40 @@ fn run(dir: &Path, name: &str, input: &[String], extra: &[&str]) -> std::path::P
     out
 }
 
+/// Runs `input` in the exact model at quanta 200 and 20 and in the parallel model, prints a
+/// row of the table and adds to `failures` what breaks the rule: run cycles within 1 % or
+/// within the exact model's own difference, components within that plus one point.
+fn compare(dir: &Path, name: &str, input: &[String], failures: &mut Vec<String>) {
+    let exact = run(dir, &format!("{name}-exact"), input, &[]);
+    let fine = run(
+        dir,
+        &format!("{name}-exact-20"),
+        input,
+        &["--quantum", "20"],
+    );
+    let par = run(
+        dir,
+        &format!("{name}-parallel"),
+        input,
+        &["--model", "parallel"],
+    );
+    let (cycles, component) = differences(&exact, &par);
+    let (own_cycles, own_component) = differences(&exact, &fine);
+    println!(
+        "{name:<18} {cycles:>11.2}% {own_cycles:>11.2}% {component:>13.2}% {own_component:>13.2}%"
+    );
+    if cycles > own_cycles.max(1.0) {
+        failures.push(format!(
+            "{name}: run cycles differ by {cycles:.2}% (the exact model from itself: {own_cycles:.2}%)"
+        ));
+    }
+    if component > own_component.max(1.0) + 1.0 {
+        failures.push(format!(
+            "{name}: a cycle-stack component differs by {component:.2}% of its thread's cycles (the exact model from itself: {own_component:.2}%)"
+        ));
+    }
+}
+
 /// Every built-in workload at 8 threads and the traces of `tests/data`: the parallel model's
 /// run cycles and cycle stacks are within 1 % of the exact model's, or within the exact
 /// model's own difference between quanta of 200 and 20 cycles (plus one percentage point for
@@ -90,34 +124,7 @@ fn the_parallel_model_is_as_close_to_the_exact_model_as_the_exact_model_is_to_it
         "input", "cycles par", "cycles self", "component par", "component self"
     );
     for (name, input) in &inputs {
-        let exact = run(dir.path(), &format!("{name}-exact"), input, &[]);
-        let fine = run(
-            dir.path(),
-            &format!("{name}-exact-20"),
-            input,
-            &["--quantum", "20"],
-        );
-        let par = run(
-            dir.path(),
-            &format!("{name}-parallel"),
-            input,
-            &["--model", "parallel"],
-        );
-        let (cycles, component) = differences(&exact, &par);
-        let (own_cycles, own_component) = differences(&exact, &fine);
-        println!(
-            "{name:<18} {cycles:>11.2}% {own_cycles:>11.2}% {component:>13.2}% {own_component:>13.2}%"
-        );
-        if cycles > own_cycles.max(1.0) {
-            failures.push(format!(
-                "{name}: run cycles differ by {cycles:.2}% (the exact model from itself: {own_cycles:.2}%)"
-            ));
-        }
-        if component > own_component.max(1.0) + 1.0 {
-            failures.push(format!(
-                "{name}: a cycle-stack component differs by {component:.2}% of its thread's cycles (the exact model from itself: {own_component:.2}%)"
-            ));
-        }
+        compare(dir.path(), name, input, &mut failures);
     }
     assert!(failures.is_empty(), "{}", failures.join("\n"));
 }
@@ -158,30 +165,7 @@ fn traced_example_programs_agree_in_both_models() {
             String::from_utf8_lossy(&o.stderr)
         );
         let input = vec!["--trace".to_string(), trace.to_str().unwrap().to_string()];
-        let exact = run(dir.path(), &format!("{name}-exact"), &input, &[]);
-        let fine = run(
-            dir.path(),
-            &format!("{name}-exact-20"),
-            &input,
-            &["--quantum", "20"],
-        );
-        let par = run(
-            dir.path(),
-            &format!("{name}-parallel"),
-            &input,
-            &["--model", "parallel"],
-        );
-        let (cycles, component) = differences(&exact, &par);
-        let (own_cycles, own_component) = differences(&exact, &fine);
-        println!(
-            "{name:<18} {cycles:>11.2}% {own_cycles:>11.2}% {component:>13.2}% {own_component:>13.2}%"
-        );
-        if cycles > own_cycles.max(1.0) {
-            failures.push(format!("{name}: run cycles differ by {cycles:.2}%"));
-        }
-        if component > own_component.max(1.0) + 1.0 {
-            failures.push(format!("{name}: a component differs by {component:.2}%"));
-        }
+        compare(dir.path(), name, &input, &mut failures);
     }
     assert!(failures.is_empty(), "{}", failures.join("\n"));
 }

@@ -732,12 +732,12 @@ impl<'t, O: Observer> Engine<'t, O> {
             } else {
                 0
             };
-            crew::scope(workers, |crew| self.run_parallel(&tt, progress, crew))
+            crew::scope(workers, |crew| self.run_on(&tt, progress, Some(crew)))
                 .map_err(SimError::Host)??;
             return Ok(self.finish());
         }
         if self.host_threads <= 1 || self.threads.is_empty() {
-            self.run_on(&tt, progress)?;
+            self.run_on(&tt, progress, None)?;
             return Ok(self.finish());
         }
         // Set when the simulation stops, however it stops (a panic included), so that no
@@ -806,7 +806,7 @@ impl<'t, O: Observer> Engine<'t, O> {
                     break;
                 }
             }
-            let r = started.and_then(|()| self.run_on(&tt, progress));
+            let r = started.and_then(|()| self.run_on(&tt, progress, None));
             // Dropping the channels releases any front end still waiting to send.
             for th in &mut self.threads {
                 th.feed = Feed::Closed;
@@ -816,69 +816,16 @@ impl<'t, O: Observer> Engine<'t, O> {
         Ok(self.finish())
     }
 
-    fn run_on(&mut self, tt: &TimingTable, mut progress: impl FnMut(u64)) -> Result<(), SimError> {
-        let mut reported = 0u64;
-        if self.roi_active && !self.threads.is_empty() {
-            self.obs.thread_start(0, 0.0);
-            self.obs.activity(0, 0.0, true);
-        }
-        loop {
-            let mut first: Option<(f64, u32)> = None;
-            let mut second = f64::INFINITY;
-            for (i, th) in self.threads.iter().enumerate() {
-                if th.state != State::Runnable {
-                    continue;
-                }
-                let key = (th.core.now, i as u32);
-                match first {
-                    None => first = Some(key),
-                    Some(f) if key.0 < f.0 => {
-                        second = second.min(f.0);
-                        first = Some(key);
-                    }
-                    Some(_) => second = second.min(key.0),
-                }
-            }
-            if let Some((at, _)) = first {
-                self.obs.horizon(at);
-            }
-            let Some((_, tid)) = first else {
-                if self
-                    .threads
-                    .iter()
-                    .all(|t| t.state == State::Done || t.state == State::NotCreated)
-                {
-                    break;
-                }
-                return Err(SimError::Deadlock(self.describe()));
-            };
-            let limit = if second.is_finite() {
-                second + self.quantum
-            } else {
-                f64::INFINITY
-            };
-            match self.slice(tt, tid, limit)? {
-                Step::Quantum => {}
-                Step::End => self.end_thread(tid),
-                Step::Marker(m) => self.marker(tid, m),
-            }
-            if self.executed >= reported + (1 << 20) {
-                reported = self.executed;
-                progress(reported);
-            }
-        }
-        progress(self.executed);
-        Ok(())
-    }
-
-    /// The [`Model::Parallel`] loop: rounds while the ROI is timed and more than one thread
-    /// can run, the exact model's slices otherwise (a lone runnable thread has nobody to
-    /// interleave with: a slice gives it the same results as rounds would, with less work).
-    fn run_parallel(
+    /// The scheduling loop of both models. Each turn picks the runnable thread with the
+    /// smallest clock; with a `crew` (the parallel model), while the ROI is timed and more
+    /// than one thread can run, the turn is a [`Engine::round`]; otherwise it is the exact
+    /// model's slice of that thread (a lone runnable thread has nobody to interleave with:
+    /// a slice gives it the same results as rounds would, with less work).
+    fn run_on(
         &mut self,
         tt: &TimingTable,
         mut progress: impl FnMut(u64),
-        crew: &Crew<'_>,
+        crew: Option<&Crew<'_>>,
     ) -> Result<(), SimError> {
         let mut reported = 0u64;
         if self.roi_active && !self.threads.is_empty() {
@@ -915,20 +862,23 @@ impl<'t, O: Observer> Engine<'t, O> {
                 return Err(SimError::Deadlock(self.describe()));
             };
             self.obs.horizon(at);
-            if self.roi_active && runnable > 1 {
-                self.round(tt, at + self.quantum, crew)?;
-            } else {
-                let limit = if second.is_finite() {
-                    second + self.quantum
-                } else {
-                    f64::INFINITY
-                };
-                // A slice does a parked instruction as any other, with the whole memory.
-                self.threads[tid as usize].parked = false;
-                match self.slice(tt, tid, limit)? {
-                    Step::Quantum => {}
-                    Step::End => self.end_thread(tid),
-                    Step::Marker(m) => self.marker(tid, m),
+            match crew {
+                Some(crew) if self.roi_active && runnable > 1 => {
+                    self.round(tt, at + self.quantum, crew)?;
+                }
+                _ => {
+                    let limit = if second.is_finite() {
+                        second + self.quantum
+                    } else {
+                        f64::INFINITY
+                    };
+                    // A slice does a parked instruction as any other, with the whole memory.
+                    self.threads[tid as usize].parked = false;
+                    match self.slice(tt, tid, limit)? {
+                        Step::Quantum => {}
+                        Step::End => self.end_thread(tid),
+                        Step::Marker(m) => self.marker(tid, m),
+                    }
                 }
             }
             if self.executed >= reported + (1 << 20) {
@@ -940,8 +890,8 @@ impl<'t, O: Observer> Engine<'t, O> {
         Ok(())
     }
 
-    /// One round of [`Model::Parallel`]: each runnable thread runs on its own (on `pool`'s
-    /// threads if given) with its core's [`Private`] part of the memory system until its clock
+    /// One round of [`Model::Parallel`]: each runnable thread runs on its own (on the crew's
+    /// threads) with its core's [`Private`] part of the memory system until its clock
     /// passes `limit`, a marker, the end of its stream, or an instruction its L1s cannot serve
     /// alone; then, on this thread, the observer hears each thread's instructions in thread
     /// order, and the instructions and markers that stopped the threads are done in

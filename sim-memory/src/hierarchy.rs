@@ -117,6 +117,14 @@ impl Outcome {
     }
 }
 
+/// The first and last line (address >> `line_shift`) an access of `size` bytes at `addr`
+/// touches.
+#[inline]
+pub(crate) fn lines(addr: u64, size: u32, line_shift: u32) -> (u64, u64) {
+    let last = addr.wrapping_add(size.max(1) as u64 - 1);
+    (addr >> line_shift, last >> line_shift)
+}
+
 /// An access that finds its line in the L1 with the permission it needs (a store: `M`):
 /// the L1's latency, or the wait for the line's fill if it is still in flight (charged to
 /// where the fill comes from; an `erased` access is an L1 hit all the same). Returns the
@@ -729,8 +737,7 @@ impl Memory {
     /// The first and last line an access of `size` bytes at `addr` touches.
     #[inline]
     fn lines(&self, addr: u64, size: u32) -> (u64, u64) {
-        let last = addr.wrapping_add(size.max(1) as u64 - 1);
-        (addr >> self.line_shift, last >> self.line_shift)
+        lines(addr, size, self.line_shift)
     }
 
     /// Functional warming (before the region of interest): the access updates cache and

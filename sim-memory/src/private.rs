@@ -10,7 +10,7 @@
 //! [`Memory`] and by a [`Private`] part, so the model is written once for both.
 
 use crate::cache::{Cache, MODIFIED};
-use crate::hierarchy::{Erasure, Kind, Memory, Outcome, l1_hit};
+use crate::hierarchy::{Erasure, Kind, Memory, Outcome, l1_hit, lines};
 use crate::prefetch::Prefetcher;
 use crate::stats::CoreStats;
 
@@ -79,8 +79,7 @@ impl Private<'_> {
                 (kind != Kind::Store || cache.state(slot) == MODIFIED) && !cache.prefetched(slot)
             })
         };
-        let first = addr >> self.line_shift;
-        let last = addr.wrapping_add(size.max(1) as u64 - 1) >> self.line_shift;
+        let (first, last) = lines(addr, size, self.line_shift);
         ok(first) && (last == first || ok(last))
     }
 }
@@ -123,8 +122,7 @@ impl Port for Private<'_> {
             );
             o
         };
-        let first = addr >> line_shift;
-        let last = addr.wrapping_add(size.max(1) as u64 - 1) >> line_shift;
+        let (first, last) = lines(addr, size, line_shift);
         let mut o = hit(first);
         if last != first {
             o.combine(hit(last));
