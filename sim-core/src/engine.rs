@@ -1,9 +1,15 @@
 //! The multicore engine: one trace thread per core, advanced in simulated time, with
 //! synchronization replayed by simulated semantics.
 //!
-//! **Scheduling.** The runnable thread with the smallest clock (ties: lowest id) runs until
-//! its clock passes the next smallest clock by `QUANTUM` cycles or it reaches a marker; the
-//! order is a function of simulated times only, so results are deterministic.
+//! **Scheduling** ([`Model`]). In the exact model, the runnable thread with the smallest
+//! clock (ties: lowest id) runs until its clock passes the next smallest clock by the quantum
+//! ([`QUANTUM`] cycles) or it reaches a marker. In the parallel model, rounds: every runnable
+//! thread runs with its core's private part of the memory system up to its next instruction
+//! that needs the shared levels, a marker, or the smallest clock plus the quantum, the threads
+//! on several host threads; then those instructions (within [`SKEW`] cycles of the earliest;
+//! the others wait, parked) and markers are done in simulated-time order (`docs/parallel.md`).
+//! Either order is a function of simulated times and thread ids only, so results are
+//! deterministic and the same for any number of host threads.
 //!
 //! **Synchronization** (each first drains the thread's window):
 //! * barrier: released when the last of `participants` threads arrives; every waiter resumes
@@ -78,8 +84,9 @@ isim_names::indexed_enum! {
         /// Rounds: every runnable core runs on its own up to its next instruction that needs
         /// more of the memory system than its L1s, or a marker, or the round's end in
         /// simulated time (the smallest clock plus [`QUANTUM`]) — the cores of a round on as
-        /// many host threads as the run has — then those instructions and markers are done
-        /// one at a time in simulated-time order.
+        /// many host threads as the run has — then those instructions (within [`SKEW`]
+        /// cycles of the earliest) and markers are done one at a time in simulated-time
+        /// order.
         Parallel = "parallel",
     }
 }
