@@ -51,6 +51,11 @@ pub struct RunRequest {
     pub quantum: Option<u32>,
 }
 
+/// The engine's quantum: the one asked for, or the default.
+fn quantum(q: Option<u32>) -> f64 {
+    q.map_or(sim_core::engine::QUANTUM, f64::from)
+}
+
 /// `n` host threads, or all cores for 0.
 pub fn host_threads(n: usize) -> usize {
     if n == 0 {
@@ -172,7 +177,7 @@ pub fn run(req: &RunRequest, progress: impl FnMut(u64)) -> Result<RunOutcome> {
     let engine = Engine::new(&trace, &cfg, obs)?
         .host_threads(host_threads(req.host_threads))
         .model(req.model)
-        .quantum(req.quantum.map_or(sim_core::engine::QUANTUM, f64::from));
+        .quantum(quantum(req.quantum));
     let (result, attribution) = engine.run(progress)?;
 
     // Outputs.
@@ -446,7 +451,7 @@ impl RunDir {
         let engine = Engine::new(&self.trace, &cfg, obs)?
             .host_threads(host_threads(0))
             .model(self.model)
-            .quantum(self.quantum.map_or(sim_core::engine::QUANTUM, f64::from));
+            .quantum(quantum(self.quantum));
         Ok(engine.run(progress)?)
     }
 }

@@ -420,23 +420,9 @@ impl Core {
     /// Executes instruction `sidx` of `tt`. `mem_ops` are its accesses; `mispredicted`
     /// says whether the thread's branch predictor got it wrong (see [`predict`]). `mem` is
     /// the whole memory system, or the core's own part when [`Core::private_ok`] said so.
-    #[inline]
+    /// The result goes into `r`, which must be the default (the caller keeps it where it
+    /// needs it: a copy of a returned struct costs more than the writes).
     pub fn execute<M: Port>(
-        &mut self,
-        mem: &mut M,
-        tt: &TimingTable,
-        sidx: u32,
-        mem_ops: &[MemAccess],
-        mispredicted: bool,
-    ) -> InstResult {
-        let mut r = InstResult::default();
-        self.execute_into(mem, tt, sidx, mem_ops, mispredicted, &mut r);
-        r
-    }
-
-    /// [`Core::execute`] writing its result into `r`, which must be the default (where the
-    /// caller keeps it: a copy of the returned struct costs more than the writes).
-    pub fn execute_into<M: Port>(
         &mut self,
         mem: &mut M,
         tt: &TimingTable,

@@ -48,7 +48,7 @@ use std::sync::{Condvar, Mutex};
 use std::time::Duration;
 
 use serde::Serialize;
-use sim_frontend::model::{Batch, Marker, NO_SIDX, Order, Record};
+use sim_frontend::model::{Batch, Inst, Marker, NO_SIDX, Order, Record};
 use sim_frontend::{ThreadStream, Trace, TraceError};
 use sim_memory::{CacheStats, CoreStats, Memory, MemoryConfig, Private};
 
@@ -503,8 +503,6 @@ enum Step {
 
 /// Why a thread's part of a round stopped.
 enum Stop {
-    /// The thread cannot run (blocked, not created or ended).
-    Idle,
     /// Its clock passed the round's end.
     Horizon,
     /// Its next instruction needs more of the memory system than its L1s.
@@ -544,9 +542,7 @@ impl<P: ThreadObserver> Lane<'_, '_, P> {
         path: &Path,
     ) -> Stop {
         let th = &mut *self.th;
-        if th.state != State::Runnable {
-            return Stop::Idle;
-        }
+        debug_assert!(th.state == State::Runnable && !th.parked);
         while th.core.now <= limit {
             if th.pos >= th.fed.batch.records.len() {
                 th.pos = 0;
@@ -563,8 +559,7 @@ impl<P: ThreadObserver> Lane<'_, '_, P> {
                         th.last_sidx = i.sidx;
                         continue;
                     }
-                    let ops =
-                        &th.fed.batch.mem[i.mem_start as usize..(i.mem_start + i.mem_len) as usize];
+                    let ops = th.fed.batch.mem_of(&i);
                     if !th.core.private_ok(&self.mem, tt, i.sidx, ops) {
                         return Stop::Shared;
                     }
@@ -574,19 +569,21 @@ impl<P: ThreadObserver> Lane<'_, '_, P> {
                     if let Some(part) = &mut self.part {
                         let mut r = InstResult::default();
                         th.core
-                            .execute_into(&mut self.mem, tt, i.sidx, ops, mispredicted, &mut r);
+                            .execute(&mut self.mem, tt, i.sidx, ops, mispredicted, &mut r);
                         part.inst(i.sidx, &r, &th.core.stack);
                     } else if O::INSTS {
+                        // Kept for the observer, which hears them after the phase.
                         self.done.push((i.sidx, InstResult::default()));
                         let r = &mut self.done.last_mut().expect("pushed").1;
                         th.core
-                            .execute_into(&mut self.mem, tt, i.sidx, ops, mispredicted, r);
+                            .execute(&mut self.mem, tt, i.sidx, ops, mispredicted, r);
                         if O::STACKS {
                             self.stacks.push(th.core.stack);
                         }
                     } else {
+                        let mut r = InstResult::default();
                         th.core
-                            .execute(&mut self.mem, tt, i.sidx, ops, mispredicted);
+                            .execute(&mut self.mem, tt, i.sidx, ops, mispredicted, &mut r);
                     }
                 }
                 Record::Marker(m) => {
@@ -597,6 +594,24 @@ impl<P: ThreadObserver> Lane<'_, '_, P> {
         }
         Stop::Horizon
     }
+}
+
+/// Executes instruction `i` of thread `tid` with the whole memory system and tells the
+/// observer (the exact model's slices, and the parallel model's serial parts).
+#[inline]
+fn timed<O: Observer>(
+    th: &mut Thread<'_>,
+    mem: &mut Memory,
+    obs: &mut O,
+    tt: &TimingTable,
+    tid: u32,
+    i: &Inst,
+    mispredicted: bool,
+) {
+    let mut r = InstResult::default();
+    let ops = th.fed.batch.mem_of(i);
+    th.core.execute(mem, tt, i.sidx, ops, mispredicted, &mut r);
+    obs.inst(tid, i.sidx, &r, &th.core.stack);
 }
 
 /// The engine.
@@ -940,18 +955,18 @@ impl<'t, O: Observer> Engine<'t, O> {
         // Time order of what stopped the threads (non-negative clocks order like their bits),
         // and of the parked ones' instructions.
         let mut order = BinaryHeap::with_capacity(n);
-        let mut stops: Vec<Stop> = Vec::with_capacity(n);
+        let mut stops: Vec<Option<Stop>> = Vec::with_capacity(n);
         let mut phase = 0;
         for l in lanes {
             self.done[l.tid as usize] = l.done;
             self.stacks[l.tid as usize] = l.stacks;
             phase += l.th.core.instructions - l.before;
             match l.stop {
-                Stop::Idle | Stop::Horizon => {}
+                Stop::Horizon => {}
                 Stop::Shared => l.th.parked = true,
                 stop => {
                     order.push(Reverse((l.th.core.now.to_bits(), l.tid, stops.len())));
-                    stops.push(stop);
+                    stops.push(Some(stop));
                 }
             }
         }
@@ -960,7 +975,7 @@ impl<'t, O: Observer> Engine<'t, O> {
         for (tid, th) in self.threads.iter().enumerate() {
             if th.parked {
                 order.push(Reverse((th.core.now.to_bits(), tid as u32, stops.len())));
-                stops.push(Stop::Shared);
+                stops.push(Some(Stop::Shared));
             }
         }
         for tid in 0..self.threads.len() as u32 {
@@ -989,26 +1004,26 @@ impl<'t, O: Observer> Engine<'t, O> {
         while let Some(Reverse((at, tid, k))) = order.pop() {
             let at = f64::from_bits(at);
             let first = *earliest.get_or_insert(at);
-            if matches!(stops[k], Stop::Shared) && at > first + skew {
+            if matches!(stops[k], Some(Stop::Shared)) && at > first + skew {
                 continue;
             }
-            match std::mem::replace(&mut stops[k], Stop::Idle) {
-                Stop::Idle | Stop::Horizon => {}
-                Stop::Shared => {
+            match stops[k].take() {
+                None | Some(Stop::Horizon) => {}
+                Some(Stop::Shared) => {
                     self.threads[tid as usize].parked = false;
                     self.step_shared(tt, tid);
                     // A thread whose next instruction needs the shared levels too goes on
                     // with it, in its turn: a burst of misses takes one round, not one each.
                     if self.shared_next(tt, tid, limit) {
                         self.threads[tid as usize].parked = true;
-                        stops[k] = Stop::Shared;
+                        stops[k] = Some(Stop::Shared);
                         let now = self.threads[tid as usize].core.now;
                         order.push(Reverse((now.to_bits(), tid, k)));
                     }
                 }
-                Stop::Marker(m) => self.marker(tid, m),
-                Stop::End => self.end_thread(tid),
-                Stop::Failed(e) => return Err(*e),
+                Some(Stop::Marker(m)) => self.marker(tid, m),
+                Some(Stop::End) => self.end_thread(tid),
+                Some(Stop::Failed(e)) => return Err(*e),
             }
         }
         Ok(())
@@ -1025,8 +1040,8 @@ impl<'t, O: Observer> Engine<'t, O> {
         let Some(Record::Inst(i)) = th.fed.batch.records.get(th.pos) else {
             return false;
         };
-        let ops = &th.fed.batch.mem[i.mem_start as usize..(i.mem_start + i.mem_len) as usize];
-        !th.core.private_ok(&self.mem.private(tid), tt, i.sidx, ops)
+        !th.core
+            .private_ok(&self.mem.private(tid), tt, i.sidx, th.fed.batch.mem_of(i))
     }
 
     /// Executes the instruction a thread stopped at in a round, with the whole memory system.
@@ -1042,11 +1057,7 @@ impl<'t, O: Observer> Engine<'t, O> {
             // A marker done earlier in the round ended the ROI.
             return;
         }
-        let ops = &th.fed.batch.mem[i.mem_start as usize..(i.mem_start + i.mem_len) as usize];
-        let r = th
-            .core
-            .execute(&mut self.mem, tt, i.sidx, ops, mispredicted);
-        self.obs.inst(tid, i.sidx, &r, &th.core.stack);
+        timed(th, &mut self.mem, &mut self.obs, tt, tid, &i, mispredicted);
         self.executed += 1;
     }
 
@@ -1102,16 +1113,12 @@ impl<'t, O: Observer> Engine<'t, O> {
                     if self.roi_done {
                         continue;
                     }
-                    let ops =
-                        &th.fed.batch.mem[i.mem_start as usize..(i.mem_start + i.mem_len) as usize];
                     if self.roi_active {
-                        let mut r = InstResult::default();
-                        th.core
-                            .execute_into(&mut self.mem, tt, i.sidx, ops, mispredicted, &mut r);
-                        self.obs.inst(tid, i.sidx, &r, &th.core.stack);
+                        timed(th, &mut self.mem, &mut self.obs, tt, tid, &i, mispredicted);
                         self.executed += 1;
                     } else {
-                        th.core.warm(&mut self.mem, tt, i.sidx, ops);
+                        th.core
+                            .warm(&mut self.mem, tt, i.sidx, th.fed.batch.mem_of(&i));
                     }
                 }
                 Record::Marker(m) => return Ok(Step::Marker(m)),

@@ -121,6 +121,14 @@ impl Cache {
         self.find_tag(line).filter(|&s| self.state[s] != INVALID)
     }
 
+    /// The slot holding `line` with the permission an access needs (a write: `M`), if any:
+    /// the L1-hit test.
+    #[inline]
+    pub fn holds(&self, line: u64, write: bool) -> Option<usize> {
+        self.find(line)
+            .filter(|&slot| !write || self.state[slot] == MODIFIED)
+    }
+
     /// State of `line` (INVALID if absent).
     #[inline]
     pub fn state_of(&self, line: u64) -> u8 {

@@ -125,6 +125,12 @@ pub(crate) fn lines(addr: u64, size: u32, line_shift: u32) -> (u64, u64) {
     (addr >> line_shift, last >> line_shift)
 }
 
+/// Whether a data access by instruction `pc` is erased (`erase`: the sorted erased PCs).
+#[inline]
+pub(crate) fn erased(erase: &[u64], pc: u64, kind: Kind) -> bool {
+    kind != Kind::IFetch && !erase.is_empty() && erase.binary_search(&pc).is_ok()
+}
+
 /// An access that finds its line in the L1 with the permission it needs (a store: `M`):
 /// the L1's latency, or the wait for the line's fill if it is still in flight (charged to
 /// where the fill comes from; an `erased` access is an L1 hit all the same). Returns the
@@ -450,6 +456,19 @@ impl Memory {
                 n.cache.track_sharers();
             }
         }
+        // `Memory::privates` hands out the level-1 nodes in order as core 0's L1I, L1D, core
+        // 1's, ...
+        let mut l1s = nodes
+            .iter()
+            .enumerate()
+            .filter(|(_, n)| n.level == 1)
+            .map(|(i, _)| i as u32);
+        assert!(
+            (0..cores)
+                .all(|c| l1s.next() == Some(ipath[c].nodes[0])
+                    && l1s.next() == Some(dpath[c].nodes[0])),
+            "the cores' L1s are built in core order"
+        );
         let line_bytes = line as u64;
         let buses = (0..cfg.sockets)
             .map(|_| {
@@ -505,17 +524,8 @@ impl Memory {
     /// order, borrowed apart so that cores can be simulated on several host threads at once.
     pub fn privates(&mut self) -> impl Iterator<Item = Private<'_>> {
         // Nodes are built socket by socket, group by group, core by core, each core's L1I
-        // then L1D (`Memory::new`): the level-1 nodes in order are the cores' L1s in order.
-        debug_assert!((0..self.core_stats.len()).all(|c| {
-            let l1 = |p: &Path| {
-                self.nodes
-                    .iter()
-                    .take(p.nodes[0] as usize)
-                    .filter(|n| n.level == 1)
-                    .count()
-            };
-            l1(&self.ipath[c]) == 2 * c && l1(&self.dpath[c]) == 2 * c + 1
-        }));
+        // then L1D: the level-1 nodes in order are the cores' L1s in order (`Memory::new`
+        // checks it).
         let mut l1s = self
             .nodes
             .iter_mut()
@@ -597,11 +607,11 @@ impl Memory {
     #[cold]
     fn access_unfilled(&mut self, core: u32, line: u64, kind: Kind, t: u64) -> Outcome {
         let n = self.dpath[core as usize].nodes[0];
-        let l1 = &self.nodes[n as usize].cache;
-        let hit = l1
-            .find(line)
-            .is_some_and(|slot| kind != Kind::Store || l1.state(slot) == MODIFIED);
-        if hit {
+        if self.nodes[n as usize]
+            .cache
+            .holds(line, kind == Kind::Store)
+            .is_some()
+        {
             return self.access_line(core, line, kind, t, false);
         }
         let would = self.probe(core, line);
@@ -633,8 +643,7 @@ impl Memory {
         time: u64,
     ) -> Outcome {
         let (first, last) = self.lines(addr, size);
-        let erased =
-            kind != Kind::IFetch && !self.erase.is_empty() && self.erase.binary_search(&pc).is_ok();
+        let erased = erased(&self.erase, pc, kind);
         self.first_use = [false; 2];
         self.would_miss = [false; 2];
         let unfilled = erased && self.erasure == Erasure::NoFill;
@@ -772,9 +781,7 @@ impl Memory {
         };
         let write = kind == Kind::Store;
         let l1 = &mut self.nodes[path.nodes[0] as usize].cache;
-        if let Some(slot) = l1.find(line)
-            && (!write || l1.state(slot) == MODIFIED)
-        {
+        if let Some(slot) = l1.holds(line, write) {
             let (o, first_use) = l1_hit(l1, slot, write, t, erased);
             self.first_use[0] |= first_use;
             return o;

@@ -9,8 +9,8 @@
 //! [`Port`] is what the core model calls for an access, implemented by the whole
 //! [`Memory`] and by a [`Private`] part, so the model is written once for both.
 
-use crate::cache::{Cache, MODIFIED};
-use crate::hierarchy::{Erasure, Kind, Memory, Outcome, l1_hit, lines};
+use crate::cache::Cache;
+use crate::hierarchy::{Erasure, Kind, Memory, Outcome, erased, l1_hit, lines};
 use crate::prefetch::Prefetcher;
 use crate::stats::CoreStats;
 
@@ -59,11 +59,6 @@ pub struct Private<'m> {
 }
 
 impl Private<'_> {
-    /// The core whose part this is.
-    pub fn core(&self) -> u32 {
-        self.core
-    }
-
     /// Whether an access of `size` bytes at `addr` of `kind` can be served by this part
     /// alone: each line it touches is valid in the L1 (a store: in `M`) and none is a
     /// prefetched line not yet used (its first use would trigger the prefetcher).
@@ -75,9 +70,9 @@ impl Private<'_> {
             self.l1d
         };
         let ok = |line: u64| {
-            cache.find(line).is_some_and(|slot| {
-                (kind != Kind::Store || cache.state(slot) == MODIFIED) && !cache.prefetched(slot)
-            })
+            cache
+                .holds(line, kind == Kind::Store)
+                .is_some_and(|slot| !cache.prefetched(slot))
         };
         let (first, last) = lines(addr, size, self.line_shift);
         ok(first) && (last == first || ok(last))
@@ -99,8 +94,7 @@ impl Port for Private<'_> {
         time: u64,
     ) -> Outcome {
         debug_assert_eq!(core, self.core);
-        let erased =
-            kind != Kind::IFetch && !self.erase.is_empty() && self.erase.binary_search(&pc).is_ok();
+        let erased = erased(self.erase, pc, kind);
         // An erased access that hits is an ordinary hit without fill (`Memory::access_unfilled`),
         // an erased one with fill an L1 hit flagged erased if it waited.
         let unfilled = erased && self.erasure == Erasure::NoFill;
