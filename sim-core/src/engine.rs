@@ -597,8 +597,9 @@ impl<P: ThreadObserver> Lane<'_, '_, P> {
 }
 
 /// Executes instruction `i` of thread `tid` with the whole memory system and tells the
-/// observer (the exact model's slices, and the parallel model's serial parts).
-#[inline]
+/// observer (the exact model's slices, and the parallel model's serial parts). Inlined:
+/// out of line, the call cost the exact model's slice 4 % of its host instructions.
+#[inline(always)]
 fn timed<O: Observer>(
     th: &mut Thread<'_>,
     mem: &mut Memory,
