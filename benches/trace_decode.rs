@@ -103,7 +103,8 @@ fn bench(c: &mut Criterion) {
                 let mut n = 0usize;
                 for p in &payloads {
                     batch.clear();
-                    decode_payload(&flow, &mut st, p, &limits, &mut batch).expect("decode");
+                    decode_payload(&flow, &mut st, p, &mut 0, usize::MAX, &limits, &mut batch)
+                        .expect("decode");
                     n += batch.records.len();
                 }
                 black_box(n)

@@ -4,7 +4,8 @@
 //! not decompress to what its header says are reported as errors naming the file, the byte
 //! offset and (inside a stream) the thread — never a panic, never silently different data;
 //! random and mutated inputs never panic the reader; a rewrite keeps every record and the
-//! counts the tables store match what the streams hold.
+//! counts the tables store match what the streams hold; a chunk read in several batches is
+//! still checked against its header's record count.
 
 use std::path::Path;
 
@@ -501,6 +502,65 @@ fn a_compressed_payload_must_decompress_to_what_its_header_says() {
         let e = expect_err(&p);
         assert_eq!(e.thread, Some(1), "{e}");
         assert!(e.message.contains("decompress"), "{delta}: {e}");
+    }
+}
+
+/// A stream is decoded a few hundred records at a time, so a chunk's record count can be
+/// checked only once its last batch is out: a header that promises one record more or fewer
+/// than a chunk of several batches holds is still an error naming the thread and the count's
+/// offset, never a quietly shorter stream; every batch holds at most `BATCH_RECORDS`.
+#[test]
+fn a_chunk_of_several_batches_must_hold_the_records_its_header_says() {
+    use sim_frontend::format::reader::BATCH_RECORDS;
+    let dir = tempfile::tempdir().unwrap();
+    let src = dir.path().join("big.itrace");
+    workloads::find("lock-contention")
+        .unwrap()
+        .generate(
+            &Params {
+                threads: 2,
+                size: 400,
+                seed: 7,
+            },
+            &src,
+        )
+        .unwrap();
+    let path = dir.path().join("big-stored.itrace");
+    rewrite(&src, &path, false).unwrap();
+    let bytes = std::fs::read(&path).unwrap();
+    let (tid, off, _) = chunks_of(&path, &bytes)
+        .into_iter()
+        .find(|&(_, off, _)| le_u32_at(&bytes, off as usize + 12) as usize > 2 * BATCH_RECORDS)
+        .expect("a chunk of more than two batches");
+    let off = off as usize;
+    let t = Trace::open(&path).unwrap();
+    let mut s = t.stream(tid).unwrap();
+    let mut b = Batch::default();
+    let (mut batches, mut records) = (0, 0);
+    while s.next_batch(&mut b).unwrap() {
+        assert!(b.records.len() <= BATCH_RECORDS, "{}", b.records.len());
+        batches += 1;
+        records += b.records.len() as u64;
+    }
+    assert_eq!(records, t.threads[tid as usize].records);
+    assert!(batches > 2, "{batches} batches");
+    let p = dir.path().join("count.itrace");
+    for delta in [-1i64, 1] {
+        let mut b = bytes.clone();
+        let n = le_u32_at(&b, off + 12) as i64;
+        b[off + 12..off + 16].copy_from_slice(&((n + delta) as u32).to_le_bytes());
+        fix_chunk_crc(&mut b, off);
+        std::fs::write(&p, &b).unwrap();
+        let e = expect_err(&p);
+        assert_eq!(e.thread, Some(tid), "{e}");
+        assert_eq!(e.offset, (off + 12) as u64, "{e}");
+        assert_eq!(
+            e.message,
+            format!(
+                "chunk header says {} records, the payload holds {n}",
+                n + delta
+            )
+        );
     }
 }
 

@@ -50,20 +50,26 @@ fn order(v: u64, at: usize) -> Result<Order, Fail> {
     Order::decode(v).ok_or_else(|| (at, format!("order {v} out of range")))
 }
 
-/// Decodes the whole `payload` into `out` (appending) and returns how many of the records
-/// were instructions. `limits` bound the sizes a marker may name (thread ids, section names)
-/// so that wrong data is an error here, not later.
+/// Decodes `payload` from byte `*cursor` into `out` (appending) until its end or until
+/// `max_records` records were appended, leaves `*cursor` where it stopped (a record
+/// boundary) and returns how many of the records were instructions. A caller decodes a chunk
+/// a few hundred records at a time so that the records it reads next are still in the host's
+/// L1 cache (a whole chunk's records are megabytes). `limits` bound the sizes a marker may
+/// name (thread ids, section names) so that wrong data is an error here, not later.
 pub fn decode_payload(
     flow: &FlowTables,
     st: &mut StreamState,
     payload: &[u8],
+    cursor: &mut usize,
+    max_records: usize,
     limits: &Limits,
     out: &mut Batch,
 ) -> Result<u64, Fail> {
     let entries: &[DecodeEntry] = &flow.entries;
-    let mut pos = 0usize;
+    let mut pos = *cursor;
     let mut insts = 0u64;
-    while pos < payload.len() {
+    let stop = out.records.len().saturating_add(max_records);
+    while pos < payload.len() && out.records.len() < stop {
         let at = pos;
         let h = payload[pos];
         pos += 1;
@@ -311,6 +317,7 @@ pub fn decode_payload(
             out.records.push(Record::Marker(m));
         }
     }
+    *cursor = pos;
     Ok(insts)
 }
 

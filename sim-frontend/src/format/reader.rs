@@ -277,6 +277,9 @@ impl Trace {
             source,
             state: StreamState::default(),
             buf: Vec::new(),
+            pos: 0,
+            chunk: None,
+            chunk_records: 0,
             unpack: Unpacker::default(),
             records: 0,
             instructions: 0,
@@ -539,10 +542,29 @@ pub struct ThreadStream<'a> {
     source: Source,
     state: StreamState,
     buf: Vec<u8>,
+    /// Where decoding stopped in `buf`.
+    pos: usize,
+    /// The chunk in `buf`, while it has records left to decode or to check.
+    chunk: Option<OpenChunk>,
+    /// Records decoded so far from that chunk.
+    chunk_records: u64,
     unpack: Unpacker,
+    /// Records of the chunks checked so far.
     records: u64,
     instructions: u64,
 }
+
+/// The chunk a stream is decoding: where it is and what its header promised.
+struct OpenChunk {
+    off: u64,
+    records: u32,
+    compressed: bool,
+}
+
+/// Records [`ThreadStream::next_batch`] decodes at most at once: few enough that a batch
+/// (≤ 40 bytes a record, plus its accesses) stays in the host's L1/L2 caches until the
+/// simulation reads it, many enough that handing a batch over costs little per record.
+pub const BATCH_RECORDS: usize = 512;
 
 impl ThreadStream<'_> {
     /// The thread this stream reads.
@@ -550,10 +572,80 @@ impl ThreadStream<'_> {
         self.tid
     }
 
-    /// Replaces `batch`'s contents with the next chunk's records. Returns `Ok(false)` at the
-    /// end of the stream (after checking the stream's totals against the directory).
+    /// Replaces `batch`'s contents with the stream's next records, at most [`BATCH_RECORDS`]
+    /// of them (never across a chunk's end). Returns `Ok(false)` at the end of the stream
+    /// (after checking the stream's totals against the directory).
     pub fn next_batch(&mut self, batch: &mut Batch) -> Result<bool, TraceError> {
         batch.clear();
+        loop {
+            if let Some(c) = &self.chunk
+                && self.pos < self.buf.len()
+            {
+                let (off, compressed) = (c.off, c.compressed);
+                let tr = self.trace;
+                let insts = decode_payload(
+                    &tr.flow,
+                    &mut self.state,
+                    &self.buf,
+                    &mut self.pos,
+                    BATCH_RECORDS,
+                    &tr.limits,
+                    batch,
+                )
+                .map_err(|(pos, msg)| {
+                    if compressed {
+                        // The file offset of a decoded byte does not exist: name the chunk
+                        // and the position in its decoded payload.
+                        TraceError::at(
+                            &tr.path,
+                            Some(self.tid),
+                            off,
+                            format!("byte {pos} of the chunk's decoded payload: {msg}"),
+                        )
+                    } else {
+                        let payload_off = off + chunk_header_len(tr.version);
+                        TraceError::at(&tr.path, Some(self.tid), payload_off + pos as u64, msg)
+                    }
+                })?;
+                self.chunk_records += batch.records.len() as u64;
+                self.instructions += insts;
+                if !batch.records.is_empty() {
+                    return Ok(true);
+                }
+                // Only jumps were left in the chunk: go on to the next.
+                continue;
+            }
+            self.close_chunk()?;
+            if !self.open_chunk()? {
+                return Ok(false);
+            }
+        }
+    }
+
+    /// Checks the chunk just decoded to its end against its header's record count.
+    fn close_chunk(&mut self) -> Result<(), TraceError> {
+        let Some(c) = self.chunk.take() else {
+            return Ok(());
+        };
+        if self.chunk_records != c.records as u64 {
+            return Err(TraceError::at(
+                &self.trace.path,
+                Some(self.tid),
+                c.off + 12,
+                format!(
+                    "chunk header says {} records, the payload holds {}",
+                    c.records, self.chunk_records
+                ),
+            ));
+        }
+        self.records += self.chunk_records;
+        self.chunk_records = 0;
+        Ok(())
+    }
+
+    /// Reads the next chunk into the buffer; false at the end of the stream (after checking
+    /// the stream's totals against the directory).
+    fn open_chunk(&mut self) -> Result<bool, TraceError> {
         let tr = self.trace;
         let dir = &tr.threads[self.tid as usize];
         let Some(&off) = dir.chunks.get(self.next_chunk) else {
@@ -595,36 +687,12 @@ impl ThreadStream<'_> {
                 n
             }
         };
-        let count = info.records;
-        let payload_off = off + chunk_header_len(tr.version);
-        let insts = decode_payload(&tr.flow, &mut self.state, &self.buf, &tr.limits, batch)
-            .map_err(|(pos, msg)| {
-                if info.compressed {
-                    // The file offset of a decoded byte does not exist: name the chunk and
-                    // the position in its decoded payload.
-                    TraceError::at(
-                        &tr.path,
-                        Some(self.tid),
-                        off,
-                        format!("byte {pos} of the chunk's decoded payload: {msg}"),
-                    )
-                } else {
-                    TraceError::at(&tr.path, Some(self.tid), payload_off + pos as u64, msg)
-                }
-            })?;
-        if batch.records.len() as u64 != count as u64 {
-            return Err(TraceError::at(
-                &tr.path,
-                Some(self.tid),
-                off + 12,
-                format!(
-                    "chunk header says {count} records, the payload holds {}",
-                    batch.records.len()
-                ),
-            ));
-        }
-        self.records += count as u64;
-        self.instructions += insts;
+        self.pos = 0;
+        self.chunk = Some(OpenChunk {
+            off,
+            records: info.records,
+            compressed: info.compressed,
+        });
         Ok(true)
     }
 }
