@@ -163,21 +163,6 @@ fn branch_target(tt: &TimingTable, s: &TimingInst, taken: bool, next: u32) -> u6
     }
 }
 
-/// The components a window entry can be credited to (`depend-*`, `mem-*`): the only ones
-/// whose critical-path contribution can be non-zero.
-const WINDOW_COMPONENTS: [usize; 10] = [
-    Component::DependInt as usize,
-    Component::DependFp as usize,
-    Component::MemL1d as usize,
-    Component::MemL1Neighbor as usize,
-    Component::MemL2 as usize,
-    Component::MemL2Neighbor as usize,
-    Component::MemL3 as usize,
-    Component::MemOffSocket as usize,
-    Component::MemDram as usize,
-    Component::MemTlb as usize,
-];
-
 /// `[core]`: the settings of the interval model of one core, the same for every core; all
 /// in cycles or counts. This is the one definition: the isim config layer validates these
 /// fields and writes them back in this shape.
@@ -279,6 +264,9 @@ pub struct InstResult {
     pub mispredicted: bool,
 }
 
+// `Core::credited` holds a bit per component.
+const _: () = assert!(COMPONENTS <= 32);
+
 /// One core running one thread.
 pub struct Core {
     p: CoreConfig,
@@ -295,6 +283,9 @@ pub struct Core {
     commit: f64,
     cp_end: f64,
     contrib: [f64; COMPONENTS],
+    /// Bit `c` set: `contrib[c]` was credited since the window was last empty. Every other
+    /// entry is exactly 0 and would add nothing to a charge (see [`Core::charge_window`]).
+    credited: u32,
     redirect: f64,
     redirect_comp: Component,
     load_slots: Vec<f64>,
@@ -337,6 +328,7 @@ impl Core {
             commit: now,
             cp_end: now,
             contrib: [0.0; COMPONENTS],
+            credited: 0,
             redirect: now,
             redirect_comp: Component::Branch,
             load_next: 0,
@@ -356,18 +348,24 @@ impl Core {
         if dt <= 0.0 {
             return;
         }
-        // Only the window's own components can hold a contribution; the others are 0 and
-        // would add nothing (the sums are the same bit for bit without them).
+        // Only the components credited since the window was last empty can hold a
+        // contribution; the others are exactly 0 and would add nothing, so visiting the
+        // credited ones in component order gives the same sums, bit for bit, as visiting all.
         let mut total = 0.0f64;
-        for i in WINDOW_COMPONENTS {
-            total += self.contrib[i].max(0.0);
+        let mut m = self.credited;
+        while m != 0 {
+            total += self.contrib[m.trailing_zeros() as usize].max(0.0);
+            m &= m - 1;
         }
         if total <= 1e-12 {
             self.stack.add(Component::Base, dt);
             return;
         }
         let scale = dt / total;
-        for i in WINDOW_COMPONENTS {
+        let mut m = self.credited;
+        while m != 0 {
+            let i = m.trailing_zeros() as usize;
+            m &= m - 1;
             let c = self.contrib[i];
             if c > 0.0 {
                 self.stack.0[i] += c * scale;
@@ -388,6 +386,7 @@ impl Core {
         }
         if self.len == 0 {
             self.contrib = [0.0; COMPONENTS];
+            self.credited = 0;
         }
     }
 
@@ -606,7 +605,11 @@ impl Core {
         self.cp_end = cp_end.max(complete);
         self.commit = commit.max(complete);
         self.contrib[comp as usize] += inc - tinc;
-        self.contrib[Component::MemTlb as usize] += tinc;
+        self.credited |= 1 << comp as u32;
+        if tinc != 0.0 {
+            self.contrib[Component::MemTlb as usize] += tinc;
+            self.credited |= 1 << Component::MemTlb as u32;
+        }
         let mut slot = self.head + self.len;
         if slot >= self.rob.len() {
             slot -= self.rob.len();
@@ -683,6 +686,7 @@ impl Core {
         self.len = 0;
         self.head = 0;
         self.contrib = [0.0; COMPONENTS];
+        self.credited = 0;
         self.commit = t;
         self.cp_end = t;
         self.redirect = t;
