@@ -238,12 +238,10 @@ impl FoldedHistory {
     fn push(&mut self, newest: bool, oldest: bool) {
         // Rotate left by one within `width` bits, insert the new bit, remove the old one
         // (constant masks only: no shift by a variable amount).
+        // Branch-free: `oldest` is a history bit, as unpredictable as the branches it records.
         let carry = (self.value & self.top != 0) as u64;
-        let mut v = ((self.value << 1) & self.mask) | (newest as u64 ^ carry);
-        if oldest {
-            v ^= self.out_bit;
-        }
-        self.value = v;
+        let v = ((self.value << 1) & self.mask) | (newest as u64 ^ carry);
+        self.value = v ^ (self.out_bit & (oldest as u64).wrapping_neg());
     }
 }
 
