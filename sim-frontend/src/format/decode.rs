@@ -193,132 +193,152 @@ pub fn decode_payload(
                 mem_start,
                 mem_len: out.mem.len() as u32 - mem_start,
             }));
-        } else {
-            let c = h & !H_MARKER;
-            let mut arg = |what: &str| varint(payload, &mut pos, what);
-            let m = match c {
-                code::THREAD_START => Marker::ThreadStart,
-                code::THREAD_END => Marker::ThreadEnd,
-                code::ROI_BEGIN => Marker::RoiBegin,
-                code::ROI_END => Marker::RoiEnd,
-                code::BARRIER | code::BARRIER_LEAD => {
-                    let id = arg("barrier id")?;
-                    let p = arg("barrier participants")?;
-                    if p == 0 || p > limits.max_participants {
-                        return Err((
-                            at,
-                            format!(
-                                "barrier with {p} participants (trace has {} threads)",
-                                limits.max_participants
-                            ),
-                        ));
-                    }
-                    Marker::Barrier {
-                        id,
-                        participants: p as u32,
-                        lead: c == code::BARRIER_LEAD,
-                    }
-                }
-                code::MUTEX_LOCK => Marker::MutexLock {
-                    addr: arg("mutex address")?,
-                    order: Order::SIM,
-                },
-                code::MUTEX_LOCK_ORDERED => Marker::MutexLock {
-                    addr: arg("mutex address")?,
-                    order: order(arg("lock order")?, at)?,
-                },
-                code::COND_WAIT_ORDERED => Marker::CondWait {
-                    cond: arg("condition address")?,
-                    mutex: arg("mutex address")?,
-                    wake: order(arg("wake order")?, at)?,
-                    relock: order(arg("relock order")?, at)?,
-                },
-                code::FUTEX_WAIT => Marker::FutexWait {
-                    addr: arg("futex address")?,
-                    wake: order(arg("wake order")?, at)?,
-                },
-                code::FUTEX_WAKE => Marker::FutexWake {
-                    addr: arg("futex address")?,
-                },
-                code::RELEASE => {
-                    let v = arg("release index")?;
-                    if v > Order::MAX_RELEASE as u64 {
-                        return Err((at, format!("release index {v} out of range")));
-                    }
-                    Marker::Release { index: v as u32 }
-                }
-                code::MUTEX_UNLOCK => Marker::MutexUnlock {
-                    addr: arg("mutex address")?,
-                },
-                code::COND_WAIT => Marker::CondWait {
-                    cond: arg("condition address")?,
-                    mutex: arg("mutex address")?,
-                    wake: Order::SIM,
-                    relock: Order::SIM,
-                },
-                code::COND_SIGNAL => Marker::CondSignal {
-                    cond: arg("condition address")?,
-                },
-                code::COND_BROADCAST => Marker::CondBroadcast {
-                    cond: arg("condition address")?,
-                },
-                code::CREATE | code::JOIN => {
-                    let child = arg("child thread")?;
-                    if child >= limits.threads {
-                        return Err((
-                            at,
-                            format!(
-                                "create/join names thread {child}, but the trace has {} threads",
-                                limits.threads
-                            ),
-                        ));
-                    }
-                    let child = child as u32;
-                    if c == code::CREATE {
-                        Marker::ThreadCreate { child }
-                    } else {
-                        Marker::ThreadJoin { child }
-                    }
-                }
-                code::SECTION_BEGIN | code::SECTION_END => {
-                    let name = arg("section name")?;
-                    if name >= limits.sections {
-                        return Err((
-                            at,
-                            format!(
-                                "section name index {name} out of range ({} names)",
-                                limits.sections
-                            ),
-                        ));
-                    }
-                    let name = name as u32;
-                    if c == code::SECTION_BEGIN {
-                        Marker::SectionBegin { name }
-                    } else {
-                        Marker::SectionEnd { name }
-                    }
-                }
-                code::JUMP => {
-                    let t = arg("jump target")?;
-                    if t >= entries.len() as u64 {
-                        return Err((
-                            at,
-                            format!(
-                                "jump to static index {t}, but the table has {}",
-                                entries.len()
-                            ),
-                        ));
-                    }
-                    st.next = t as u32;
-                    continue;
-                }
-                _ => return Err((at, format!("unknown marker code {c:#04x}"))),
-            };
+        } else if let Some(m) = marker(
+            h & !H_MARKER,
+            at,
+            payload,
+            &mut pos,
+            entries.len(),
+            limits,
+            st,
+        )? {
             out.records.push(Record::Marker(m));
         }
     }
     *cursor = pos;
     Ok(insts)
+}
+
+/// Decodes the marker with code `c` whose header byte was at `at` and whose arguments start at
+/// `*pos` (advanced past them); `None` for a jump, which only sets where the next instruction
+/// is. Out of line: markers are rare, and inlined their decoding made the instruction path
+/// keep its state on the stack.
+#[inline(never)]
+fn marker(
+    c: u8,
+    at: usize,
+    payload: &[u8],
+    pos: &mut usize,
+    statics: usize,
+    limits: &Limits,
+    st: &mut StreamState,
+) -> Result<Option<Marker>, Fail> {
+    let mut arg = |what: &str| varint(payload, pos, what);
+    Ok(Some(match c {
+        code::THREAD_START => Marker::ThreadStart,
+        code::THREAD_END => Marker::ThreadEnd,
+        code::ROI_BEGIN => Marker::RoiBegin,
+        code::ROI_END => Marker::RoiEnd,
+        code::BARRIER | code::BARRIER_LEAD => {
+            let id = arg("barrier id")?;
+            let p = arg("barrier participants")?;
+            if p == 0 || p > limits.max_participants {
+                return Err((
+                    at,
+                    format!(
+                        "barrier with {p} participants (trace has {} threads)",
+                        limits.max_participants
+                    ),
+                ));
+            }
+            Marker::Barrier {
+                id,
+                participants: p as u32,
+                lead: c == code::BARRIER_LEAD,
+            }
+        }
+        code::MUTEX_LOCK => Marker::MutexLock {
+            addr: arg("mutex address")?,
+            order: Order::SIM,
+        },
+        code::MUTEX_LOCK_ORDERED => Marker::MutexLock {
+            addr: arg("mutex address")?,
+            order: order(arg("lock order")?, at)?,
+        },
+        code::COND_WAIT_ORDERED => Marker::CondWait {
+            cond: arg("condition address")?,
+            mutex: arg("mutex address")?,
+            wake: order(arg("wake order")?, at)?,
+            relock: order(arg("relock order")?, at)?,
+        },
+        code::FUTEX_WAIT => Marker::FutexWait {
+            addr: arg("futex address")?,
+            wake: order(arg("wake order")?, at)?,
+        },
+        code::FUTEX_WAKE => Marker::FutexWake {
+            addr: arg("futex address")?,
+        },
+        code::RELEASE => {
+            let v = arg("release index")?;
+            if v > Order::MAX_RELEASE as u64 {
+                return Err((at, format!("release index {v} out of range")));
+            }
+            Marker::Release { index: v as u32 }
+        }
+        code::MUTEX_UNLOCK => Marker::MutexUnlock {
+            addr: arg("mutex address")?,
+        },
+        code::COND_WAIT => Marker::CondWait {
+            cond: arg("condition address")?,
+            mutex: arg("mutex address")?,
+            wake: Order::SIM,
+            relock: Order::SIM,
+        },
+        code::COND_SIGNAL => Marker::CondSignal {
+            cond: arg("condition address")?,
+        },
+        code::COND_BROADCAST => Marker::CondBroadcast {
+            cond: arg("condition address")?,
+        },
+        code::CREATE | code::JOIN => {
+            let child = arg("child thread")?;
+            if child >= limits.threads {
+                return Err((
+                    at,
+                    format!(
+                        "create/join names thread {child}, but the trace has {} threads",
+                        limits.threads
+                    ),
+                ));
+            }
+            let child = child as u32;
+            if c == code::CREATE {
+                Marker::ThreadCreate { child }
+            } else {
+                Marker::ThreadJoin { child }
+            }
+        }
+        code::SECTION_BEGIN | code::SECTION_END => {
+            let name = arg("section name")?;
+            if name >= limits.sections {
+                return Err((
+                    at,
+                    format!(
+                        "section name index {name} out of range ({} names)",
+                        limits.sections
+                    ),
+                ));
+            }
+            let name = name as u32;
+            if c == code::SECTION_BEGIN {
+                Marker::SectionBegin { name }
+            } else {
+                Marker::SectionEnd { name }
+            }
+        }
+        code::JUMP => {
+            let t = arg("jump target")?;
+            if t >= statics as u64 {
+                return Err((
+                    at,
+                    format!("jump to static index {t}, but the table has {}", statics),
+                ));
+            }
+            st.next = t as u32;
+            return Ok(None);
+        }
+        _ => return Err((at, format!("unknown marker code {c:#04x}"))),
+    }))
 }
 
 /// Bounds that markers are checked against.
