@@ -562,8 +562,9 @@ struct OpenChunk {
 }
 
 /// Records [`ThreadStream::next_batch`] decodes at most at once: few enough that a batch
-/// (≤ 40 bytes a record, plus its accesses) stays in the host's L1/L2 caches until the
-/// simulation reads it, many enough that handing a batch over costs little per record.
+/// (32 bytes a record, plus its accesses) stays in the host's L1/L2 caches until the
+/// simulation reads it on the same host thread (a whole chunk's records are megabytes), many
+/// enough that a call costs little per record.
 pub const BATCH_RECORDS: usize = 512;
 
 impl ThreadStream<'_> {
@@ -573,22 +574,31 @@ impl ThreadStream<'_> {
     }
 
     /// Replaces `batch`'s contents with the stream's next records, at most [`BATCH_RECORDS`]
-    /// of them (never across a chunk's end). Returns `Ok(false)` at the end of the stream
-    /// (after checking the stream's totals against the directory).
+    /// of them. Returns `Ok(false)` at the end of the stream (after checking the stream's
+    /// totals against the directory).
     pub fn next_batch(&mut self, batch: &mut Batch) -> Result<bool, TraceError> {
+        self.next_records(batch, BATCH_RECORDS)
+    }
+
+    /// [`ThreadStream::next_batch`] with at most `max` (at least 1) records instead: more
+    /// where a batch is handed to another host thread, whose caches it reaches whatever its
+    /// size, and each hand-over costs a wake-up.
+    pub fn next_records(&mut self, batch: &mut Batch, max: usize) -> Result<bool, TraceError> {
         batch.clear();
+        let max = max.max(1);
         loop {
             if let Some(c) = &self.chunk
                 && self.pos < self.buf.len()
             {
                 let (off, compressed) = (c.off, c.compressed);
                 let tr = self.trace;
+                let before = batch.records.len();
                 let insts = decode_payload(
                     &tr.flow,
                     &mut self.state,
                     &self.buf,
                     &mut self.pos,
-                    BATCH_RECORDS,
+                    max - before,
                     &tr.limits,
                     batch,
                 )
@@ -607,17 +617,17 @@ impl ThreadStream<'_> {
                         TraceError::at(&tr.path, Some(self.tid), payload_off + pos as u64, msg)
                     }
                 })?;
-                self.chunk_records += batch.records.len() as u64;
+                self.chunk_records += (batch.records.len() - before) as u64;
                 self.instructions += insts;
-                if !batch.records.is_empty() {
+                if batch.records.len() >= max {
                     return Ok(true);
                 }
-                // Only jumps were left in the chunk: go on to the next.
+                // The chunk is done: go on to the next.
                 continue;
             }
             self.close_chunk()?;
             if !self.open_chunk()? {
-                return Ok(false);
+                return Ok(!batch.records.is_empty());
             }
         }
     }
