@@ -112,7 +112,16 @@ impl Cache {
     #[inline]
     pub fn find_tag(&self, line: u64) -> Option<usize> {
         let base = self.set_of(line) * self.ways;
-        (base..base + self.ways).find(|&s| self.tags[s] == line)
+        // Every way is compared, without an early exit: a set holds a tag at most once
+        // (`fill` reuses the slot of its own tag), and where the line sits in its set is as
+        // unpredictable to the host as the simulated accesses, so an early exit mispredicted.
+        let mut hit = usize::MAX;
+        for (w, &t) in self.tags[base..base + self.ways].iter().enumerate() {
+            if t == line {
+                hit = w;
+            }
+        }
+        (hit != usize::MAX).then_some(base + hit)
     }
 
     /// The slot holding a valid copy of `line`, if any.
