@@ -911,10 +911,18 @@ impl Memory {
         let plen = path.len;
         let mut st = [INVALID; 3];
         let mut slots = [usize::MAX; 3];
+        // Whether each level holds the line's tag at all (valid or not: an invalidated copy
+        // makes a miss a coherence miss).
+        let mut tagged = [false; 3];
         for i in 0..plen {
-            if let Some(slot) = self.node(path.nodes[i]).cache.find(line) {
-                slots[i] = slot;
-                st[i] = self.node(path.nodes[i]).cache.state(slot);
+            let c = &self.node(path.nodes[i]).cache;
+            if let Some(slot) = c.find_tag(line) {
+                tagged[i] = true;
+                let s = c.state(slot);
+                if s != INVALID {
+                    slots[i] = slot;
+                    st[i] = s;
+                }
             }
         }
         let good = |s: u8| if write { s == MODIFIED } else { s != INVALID };
@@ -951,7 +959,7 @@ impl Memory {
                     Kind::Load => c.stats.misses_load += 1,
                     Kind::Store => c.stats.misses_store += 1,
                 }
-                if st[i] == INVALID && c.find_tag(line).is_some() {
+                if st[i] == INVALID && tagged[i] {
                     c.stats.coherence_misses += 1;
                     coherence |= i == 0;
                 }
