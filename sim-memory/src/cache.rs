@@ -121,7 +121,7 @@ impl Cache {
                 hit = w;
             }
         }
-        (hit != usize::MAX).then_some(base + hit)
+        (hit != usize::MAX).then(|| base + hit)
     }
 
     /// The slot holding a valid copy of `line`, if any.
@@ -212,9 +212,16 @@ impl Cache {
     /// Installs `line` (not currently valid here) in state `st`; returns its slot and the
     /// valid line it displaced, if any. An invalid way is used before any valid one.
     pub fn fill(&mut self, line: u64, st: u8) -> (usize, Option<Victim>) {
+        self.fill_at(line, st, self.find_tag(line))
+    }
+
+    /// [`Cache::fill`] for a caller that has just looked the tag up: `tagged` is
+    /// `self.find_tag(line)`.
+    pub fn fill_at(&mut self, line: u64, st: u8, tagged: Option<usize>) -> (usize, Option<Victim>) {
+        debug_assert_eq!(tagged, self.find_tag(line));
         let set = self.set_of(line);
         let base = set * self.ways;
-        let slot = match self.find_tag(line) {
+        let slot = match tagged {
             Some(s) => s,
             None => match (base..base + self.ways).find(|&s| self.state[s] == INVALID) {
                 Some(s) => s,
