@@ -1181,9 +1181,17 @@ impl Memory {
         t: u64,
     ) {
         let timing = fill.is_some();
+        // The line's slot in the level above the one being installed (filled in the previous
+        // turn; a victim's eviction below never moves it: by inclusion, a victim's
+        // write-back finds its own copy in the parent).
+        let mut above = None;
         for i in (0..=top).rev() {
             let n = path.nodes[i];
-            let slot = match self.node(n).cache.find(line) {
+            // One tag lookup per level: whether the line is valid here, and the slot a fill
+            // reuses if its tag stayed behind.
+            let tagged = self.node(n).cache.find_tag(line);
+            let valid = tagged.filter(|&s| self.node(n).cache.state(s) != INVALID);
+            let slot = match valid {
                 Some(slot) => {
                     let c = self.cache(n);
                     c.touch(slot);
@@ -1193,7 +1201,7 @@ impl Memory {
                     slot
                 }
                 None => {
-                    let (slot, victim) = self.cache(n).fill(line, new);
+                    let (slot, victim) = self.cache(n).fill_at(line, new, tagged);
                     if let Some((start, done, src)) = fill {
                         self.cache(n).set_fill(slot, start, done, src);
                     }
@@ -1209,11 +1217,18 @@ impl Memory {
             if i + 1 < path.len {
                 let p = path.nodes[i + 1];
                 let bit = 1u128 << self.node(n).pos;
-                if let Some(ps) = self.node(p).cache.find(line) {
+                let ps = if i < top {
+                    above
+                } else {
+                    self.node(p).cache.find(line)
+                };
+                debug_assert_eq!(ps, self.node(p).cache.find(line));
+                if let Some(ps) = ps {
                     let c = self.cache(p);
                     c.set_sharers(ps, c.sharers(ps) | bit);
                 }
             }
+            above = Some(slot);
         }
     }
 
