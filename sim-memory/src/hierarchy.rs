@@ -911,13 +911,13 @@ impl Memory {
         let plen = path.len;
         let mut st = [INVALID; 3];
         let mut slots = [usize::MAX; 3];
-        // Whether each level holds the line's tag at all (valid or not: an invalidated copy
-        // makes a miss a coherence miss).
-        let mut tagged = [false; 3];
+        // The slot holding the line's tag at each level, valid or not (an invalidated copy
+        // makes a miss a coherence miss, and a fill reuses its slot).
+        let mut tagged = [None; 3];
         for i in 0..plen {
             let c = &self.node(path.nodes[i]).cache;
             if let Some(slot) = c.find_tag(line) {
-                tagged[i] = true;
+                tagged[i] = Some(slot);
                 let s = c.state(slot);
                 if s != INVALID {
                     slots[i] = slot;
@@ -959,7 +959,7 @@ impl Memory {
                     Kind::Load => c.stats.misses_load += 1,
                     Kind::Store => c.stats.misses_store += 1,
                 }
-                if st[i] == INVALID && tagged[i] {
+                if st[i] == INVALID && tagged[i].is_some() {
                     c.stats.coherence_misses += 1;
                     coherence |= i == 0;
                 }
@@ -1115,6 +1115,7 @@ impl Memory {
             &path,
             hit.unwrap_or(plen - 1),
             line,
+            tagged,
             new,
             write,
             fill,
@@ -1167,13 +1168,16 @@ impl Memory {
     /// load: nodes already valid keep their state on a load), top-down so inclusion holds at
     /// every step, handling the victims of each fill; the L1 copy becomes dirty if `dirty`
     /// (a store). With timing, `fill` is the (request, arrival, source) every newly filled
-    /// node records as its fill in flight.
+    /// node records as its fill in flight. `tagged` is the slot holding the line's tag at
+    /// each level of the path, as [`Memory::slow`] found them (only copies off the path, and
+    /// victims' slots, change before a level is filled, so they stand).
     #[allow(clippy::too_many_arguments)]
     fn install(
         &mut self,
         path: &Path,
         top: usize,
         line: u64,
+        tagged: [Option<usize>; 3],
         new: u8,
         dirty: bool,
         fill: Option<(u64, u64, u8)>,
@@ -1187,9 +1191,10 @@ impl Memory {
         let mut above = None;
         for i in (0..=top).rev() {
             let n = path.nodes[i];
-            // One tag lookup per level: whether the line is valid here, and the slot a fill
-            // reuses if its tag stayed behind.
-            let tagged = self.node(n).cache.find_tag(line);
+            // Whether the line is valid here, and the slot a fill reuses if its tag stayed
+            // behind.
+            let tagged = tagged[i];
+            debug_assert_eq!(tagged, self.node(n).cache.find_tag(line));
             let valid = tagged.filter(|&s| self.node(n).cache.state(s) != INVALID);
             let slot = match valid {
                 Some(slot) => {
