@@ -371,6 +371,8 @@ struct Fed {
 struct Front<'t> {
     stream: ThreadStream<'t>,
     bp: Predictor,
+    /// Records decoded at a time on the simulating host thread ([`BATCH_RECORDS`]).
+    batch: usize,
 }
 
 impl Front<'_> {
@@ -447,7 +449,10 @@ impl Thread<'_> {
     /// Replaces the spent batch with the stream's next; false at the end of the stream.
     fn refill(&mut self, tid: u32, tt: &TimingTable, path: &Path) -> Result<bool, SimError> {
         match &mut self.feed {
-            Feed::Inline(front) => Ok(front.fill(tt, &mut self.fed, BATCH_RECORDS)?),
+            Feed::Inline(front) => {
+                let max = front.batch;
+                Ok(front.fill(tt, &mut self.fed, max)?)
+            }
             Feed::Ahead { rx, recycle } => {
                 let msg = rx.recv().unwrap_or_else(|_| {
                     Msg::Failed(TraceError::at(
@@ -693,6 +698,7 @@ impl<'t, O: Observer> Engine<'t, O> {
                 feed: Feed::Inline(Box::new(Front {
                     stream: trace.stream(t)?,
                     bp: build(&cfg.bpred).map_err(SimError::Predictor)?,
+                    batch: BATCH_RECORDS,
                 })),
                 fed: Fed::default(),
                 pos: 0,
@@ -747,6 +753,18 @@ impl<'t, O: Observer> Engine<'t, O> {
     /// finely, at more scheduling work (`docs/parallel.md` shows how results move with it).
     pub fn quantum(mut self, cycles: f64) -> Self {
         self.quantum = cycles.max(1.0);
+        self
+    }
+
+    /// Sets how many records a thread's stream is decoded at a time on the simulating host
+    /// thread (default [`BATCH_RECORDS`]; at least 1). No result depends on it (the tests
+    /// vary it to show that); only the host's cache behaviour does.
+    pub fn batch_records(mut self, n: usize) -> Self {
+        for th in &mut self.threads {
+            if let Feed::Inline(front) = &mut th.feed {
+                front.batch = n.max(1);
+            }
+        }
         self
     }
 
@@ -1029,7 +1047,7 @@ impl<'t, O: Observer> Engine<'t, O> {
                     self.step_shared(tt, tid);
                     // A thread whose next instruction needs the shared levels too goes on
                     // with it, in its turn: a burst of misses takes one round, not one each.
-                    if self.shared_next(tt, tid, limit) {
+                    if self.shared_next(tt, tid, limit)? {
                         self.threads[tid as usize].parked = true;
                         stops[k] = Some(Stop::Shared);
                         let now = self.threads[tid as usize].core.now;
@@ -1045,18 +1063,27 @@ impl<'t, O: Observer> Engine<'t, O> {
     }
 
     /// Whether thread `tid` can go on in this round's serial part: it is runnable within the
-    /// round, and its next record, already decoded, is an instruction that needs more than its
-    /// core's L1s.
-    fn shared_next(&mut self, tt: &TimingTable, tid: u32, limit: f64) -> bool {
-        let th = &self.threads[tid as usize];
+    /// round, and its next record is an instruction that needs more than its core's L1s. A
+    /// spent batch is refilled first: where a batch ends must change nothing (it did: the
+    /// continuation stopped at every batch's end, so results depended on the trace's chunks).
+    fn shared_next(&mut self, tt: &TimingTable, tid: u32, limit: f64) -> Result<bool, SimError> {
+        let path = self.trace_path;
+        let th = &mut self.threads[tid as usize];
         if !self.roi_active || th.state != State::Runnable || th.core.now > limit {
-            return false;
+            return Ok(false);
+        }
+        if th.pos >= th.fed.batch.records.len() {
+            th.pos = 0;
+            if !th.refill(tid, tt, path)? {
+                return Ok(false);
+            }
         }
         let Some(Record::Inst(i)) = th.fed.batch.records.get(th.pos) else {
-            return false;
+            return Ok(false);
         };
-        !th.core
-            .private_ok(&self.mem.private(tid), tt, i.sidx, th.fed.batch.mem_of(i))
+        Ok(!th
+            .core
+            .private_ok(&self.mem.private(tid), tt, i.sidx, th.fed.batch.mem_of(i)))
     }
 
     /// Executes the instruction a thread stopped at in a round, with the whole memory system.
