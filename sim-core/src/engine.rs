@@ -446,6 +446,18 @@ enum Feed<'t> {
 }
 
 impl Thread<'_> {
+    /// Makes the record at `pos` available, decoding the next batch if this one is spent;
+    /// false at the end of the stream. Every reader of a thread's records goes through it, so
+    /// where a batch ends changes nothing.
+    #[inline]
+    fn ready(&mut self, tid: u32, tt: &TimingTable, path: &Path) -> Result<bool, SimError> {
+        if self.pos < self.fed.batch.records.len() {
+            return Ok(true);
+        }
+        self.pos = 0;
+        self.refill(tid, tt, path)
+    }
+
     /// Replaces the spent batch with the stream's next; false at the end of the stream.
     fn refill(&mut self, tid: u32, tt: &TimingTable, path: &Path) -> Result<bool, SimError> {
         match &mut self.feed {
@@ -558,13 +570,10 @@ impl<P: ThreadObserver> Lane<'_, '_, P> {
         let th = &mut *self.th;
         debug_assert!(th.state == State::Runnable && !th.parked);
         while th.core.now <= limit {
-            if th.pos >= th.fed.batch.records.len() {
-                th.pos = 0;
-                match th.refill(self.tid, tt, path) {
-                    Ok(true) => continue,
-                    Ok(false) => return Stop::End,
-                    Err(e) => return Stop::Failed(Box::new(e)),
-                }
+            match th.ready(self.tid, tt, path) {
+                Ok(true) => {}
+                Ok(false) => return Stop::End,
+                Err(e) => return Stop::Failed(Box::new(e)),
             }
             let b = &th.fed.batch;
             match &b.records[th.pos] {
@@ -1063,22 +1072,19 @@ impl<'t, O: Observer> Engine<'t, O> {
     }
 
     /// Whether thread `tid` can go on in this round's serial part: it is runnable within the
-    /// round, and its next record is an instruction that needs more than its core's L1s. A
-    /// spent batch is refilled first: where a batch ends must change nothing (it did: the
-    /// continuation stopped at every batch's end, so results depended on the trace's chunks).
+    /// round, and its next record is an instruction that needs more than its core's L1s
+    /// (decoded if its batch is spent: this once looked only at the records already decoded,
+    /// so a burst stopped at every batch's end and results depended on the trace's chunks).
     fn shared_next(&mut self, tt: &TimingTable, tid: u32, limit: f64) -> Result<bool, SimError> {
         let path = self.trace_path;
         let th = &mut self.threads[tid as usize];
         if !self.roi_active || th.state != State::Runnable || th.core.now > limit {
             return Ok(false);
         }
-        if th.pos >= th.fed.batch.records.len() {
-            th.pos = 0;
-            if !th.refill(tid, tt, path)? {
-                return Ok(false);
-            }
+        if !th.ready(tid, tt, path)? {
+            return Ok(false);
         }
-        let Some(Record::Inst(i)) = th.fed.batch.records.get(th.pos) else {
+        let Record::Inst(i) = &th.fed.batch.records[th.pos] else {
             return Ok(false);
         };
         Ok(!th
@@ -1140,12 +1146,8 @@ impl<'t, O: Observer> Engine<'t, O> {
     fn slice(&mut self, tt: &TimingTable, tid: u32, limit: f64) -> Result<Step, SimError> {
         let th = &mut self.threads[tid as usize];
         while th.core.now <= limit {
-            if th.pos >= th.fed.batch.records.len() {
-                th.pos = 0;
-                if !th.refill(tid, tt, self.trace_path)? {
-                    return Ok(Step::End);
-                }
-                continue;
+            if !th.ready(tid, tt, self.trace_path)? {
+                return Ok(Step::End);
             }
             let b = &th.fed.batch;
             let mispredicted = th.fed.mispredicted[th.pos];
