@@ -18,7 +18,9 @@
 //!   counter (taken iff >= 0) and a 2-bit "useful" counter. Histories longer than the index
 //!   or the tag are folded (XOR of the history's index-wide chunks) in circular registers
 //!   updated incrementally, a rotation and two XORs per branch and register, as the 2006
-//!   paper describes: nothing is recomputed from the whole history.
+//!   paper describes: nothing is recomputed from the whole history. (isim keeps a kind of
+//!   register for four tables in one host SIMD word, and folds the 16-bit path history
+//!   when it needs it.)
 //! * A **loop predictor** (`loop_entries`, the direct-mapped, fully tagged table of
 //!   `loop_pred.rs`, shared with the Pentium M model) with L-TAGE's 10-bit iteration
 //!   counters, so loops of up to 1024 executions with a constant trip count are predicted
@@ -208,52 +210,103 @@ impl TaggedEntry {
     }
 }
 
-/// The newest `length` history bits folded into `width` bits, kept incrementally: bit `k`
-/// of the history (0 = newest) is XOR-ed into bit `k mod width`.
-#[derive(Debug, Clone, Copy)]
-struct FoldedHistory {
-    value: u64,
-    /// `width` low bits set.
-    mask: u64,
-    /// Bit `width - 1`, which the rotation carries to bit 0.
-    top: u64,
-    /// Where the bit leaving the window lands after the rotation: bit `length mod width`.
-    out_bit: u64,
+/// Tables whose folded histories [`Folds`] updates together: four `u32` lanes, one host
+/// SIMD register.
+const GROUP: usize = 4;
+
+/// Groups of lanes enough for [`TAGE_MAX_TABLES`] tables.
+const GROUPS: usize = (TAGE_MAX_TABLES as usize).div_ceil(GROUP);
+
+/// One register of every tagged table, lane `t` for table `t`, in groups of [`GROUP`].
+type Lanes = [[u32; GROUP]; GROUPS];
+
+/// Every table's global history folded to its index width, to `tag_bits` and to
+/// `tag_bits - 1` (the two tag registers differ, so the tag is not just the index again),
+/// kept incrementally: bit `k` of a table's newest `length` outcomes (0 = newest) is
+/// XOR-ed into bit `k mod width`. The registers of one kind have one width for every table,
+/// so a branch updates them lane by lane with the same shifts, a group of tables at a time
+/// (the host's SIMD units do a group in one operation). The path history's fold is not
+/// kept: it is computed from the 16-bit path register when needed ([`Folds::path`]).
+#[derive(Debug, Clone)]
+struct Folds {
+    index: Lanes,
+    tag: Lanes,
+    tag2: Lanes,
+    /// Per kind (index, tag, tag2), lane `t`: bit `length(t) mod width`, where the bit
+    /// leaving table `t`'s window lands after the rotation; 0 in lanes of no table.
+    out: [Lanes; 3],
+    /// Per kind: the register width (at least 1).
+    width: [u32; 3],
+    /// Groups holding a table.
+    groups: usize,
 }
 
-impl FoldedHistory {
-    fn new(length: u32, width: u32) -> FoldedHistory {
-        let width = width.clamp(1, 63);
-        FoldedHistory {
-            value: 0,
-            mask: low_mask(width),
-            top: 1 << (width - 1),
-            out_bit: 1 << (length % width),
+impl Folds {
+    /// Empty histories for tables of history lengths `lengths` (at most
+    /// [`TAGE_MAX_TABLES`]), folded to `index_bits` (at most 31), `tag_bits` and
+    /// `tag_bits - 1` bits (each at least 1 after clamping).
+    fn new(lengths: &[u32], index_bits: u32, tag_bits: u32) -> Folds {
+        let width = [index_bits, tag_bits, tag_bits - 1].map(|w| w.clamp(1, 31));
+        let mut out = [[[0u32; GROUP]; GROUPS]; 3];
+        for (k, w) in width.iter().enumerate() {
+            for (t, &length) in lengths.iter().enumerate() {
+                out[k][t / GROUP][t % GROUP] = 1 << (length % w);
+            }
+        }
+        Folds {
+            index: [[0; GROUP]; GROUPS],
+            tag: [[0; GROUP]; GROUPS],
+            tag2: [[0; GROUP]; GROUPS],
+            out,
+            width,
+            groups: lengths.len().div_ceil(GROUP),
         }
     }
 
-    /// Shifts in `newest`; `oldest` is the bit that falls out of the window (the history's
-    /// bit `length - 1` before the shift).
+    /// Shifts `newest` into every table's registers; `oldest` holds, in lane `t`, all ones
+    /// if the bit leaving table `t`'s window (the history's bit `length(t) - 1` before the
+    /// shift) is set, else 0.
     #[inline]
-    fn push(&mut self, newest: bool, oldest: bool) {
-        // Rotate left by one within `width` bits, insert the new bit, remove the old one
-        // (constant masks only: no shift by a variable amount).
-        // Branch-free: `oldest` is a history bit, as unpredictable as the branches it records.
-        let carry = (self.value & self.top != 0) as u64;
-        let v = ((self.value << 1) & self.mask) | (newest as u64 ^ carry);
-        self.value = v ^ (self.out_bit & (oldest as u64).wrapping_neg());
+    fn push(&mut self, newest: bool, oldest: &Lanes) {
+        let g = self.groups;
+        let n = newest as u32;
+        for (k, regs) in [&mut self.index, &mut self.tag, &mut self.tag2]
+            .into_iter()
+            .enumerate()
+        {
+            // Rotate left by one within `w` bits (the top bit comes back as bit 0), insert
+            // the new bit, remove the old one; branch-free, since `oldest` is a past
+            // outcome, as unpredictable as the branches it records.
+            let (w, out) = (self.width[k], &self.out[k]);
+            let mask = u32::MAX >> (32 - w);
+            for ((r, o), old) in regs.iter_mut().zip(out).zip(oldest).take(g) {
+                for j in 0..GROUP {
+                    let v = r[j];
+                    r[j] = (((v << 1) & mask) | ((v >> (w - 1)) ^ n)) ^ (o[j] & old[j]);
+                }
+            }
+        }
     }
-}
 
-/// One tagged table's history folded to its index width, to `tag_bits` and to
-/// `tag_bits - 1` (the two tag registers differ, so the tag is not just the index again).
-#[derive(Debug, Clone)]
-struct TableFolds {
-    index: FoldedHistory,
-    tag: FoldedHistory,
-    tag2: FoldedHistory,
-    /// The newest `min(length, 16)` bits of path history folded to the index width.
-    path: FoldedHistory,
+    /// For each table `t` of the groups in use: the newest `min(length(t), 16)` bits of the
+    /// path history `path` (bit 0 newest, at most 16 bits set; `span` holds the masks)
+    /// folded to the index width, as an incremental fold of those bits would hold them.
+    #[inline]
+    fn path(&self, path: u32, span: &Lanes) -> Lanes {
+        let w = self.width[0];
+        let mask = u32::MAX >> (32 - w);
+        let mut f: Lanes = [[0; GROUP]; GROUPS];
+        for (fg, sg) in f.iter_mut().zip(span).take(self.groups) {
+            let mut s = 0;
+            while s < PATH_BITS {
+                for j in 0..GROUP {
+                    fg[j] ^= ((path & sg[j]) >> s) & mask;
+                }
+                s += w;
+            }
+        }
+        f
+    }
 }
 
 /// A circular buffer of conditional-branch outcomes, newest at `head`.
@@ -325,8 +378,11 @@ pub struct Tage {
     entries: Vec<TaggedEntry>,
     /// History length of each tagged table, shortest first.
     lengths: Vec<u32>,
-    /// Each table's folded histories.
-    folds: Vec<TableFolds>,
+    /// Every table's folded histories.
+    folds: Folds,
+    /// Lane `t`: the newest `min(length(t), 16)` bits set, the span of table `t`'s path
+    /// history.
+    path_span: Lanes,
     history: GlobalHistory,
     /// Bit 0 of the PCs of recent conditional branches, newest in bit 0.
     path: u64,
@@ -382,15 +438,11 @@ impl Tage {
         let index_bits = table_bits("tage table_entries", table_entries);
         let n = tables as usize;
         let lengths = geometric_lengths(tables, min_history, max_history);
-        let folds = lengths
-            .iter()
-            .map(|&length| TableFolds {
-                index: FoldedHistory::new(length, index_bits),
-                tag: FoldedHistory::new(length, tag_bits),
-                tag2: FoldedHistory::new(length, tag_bits - 1),
-                path: FoldedHistory::new(length.min(PATH_BITS), index_bits),
-            })
-            .collect();
+        let folds = Folds::new(&lengths, index_bits, tag_bits);
+        let mut path_span = [[0; GROUP]; GROUPS];
+        for (t, &length) in lengths.iter().enumerate() {
+            path_span[t / GROUP][t % GROUP] = low_mask(length.min(PATH_BITS)) as u32;
+        }
         Tage {
             tables: n,
             index_bits,
@@ -398,6 +450,7 @@ impl Tage {
             entries: vec![TaggedEntry::EMPTY; n << index_bits],
             lengths,
             folds,
+            path_span,
             history: GlobalHistory::new(max_history),
             path: 0,
             base: CounterTable::new("tage base_entries", base_entries, 2),
@@ -425,21 +478,36 @@ impl Tage {
     fn conditional(&mut self, pc: u64, taken: bool) -> bool {
         const N: usize = TAGE_MAX_TABLES as usize;
         let n = self.tables;
-        let index_mask = low_mask(self.index_bits);
-        let tag_mask = low_mask(self.tag_bits);
-        let pc_idx = pc_index(pc, self.index_bits) as u64;
-        let pc_tag = fold(pc, self.tag_bits);
+        let index_mask = low_mask(self.index_bits) as u32;
+        let tag_mask = low_mask(self.tag_bits) as u32;
+        let pc_idx = pc_index(pc, self.index_bits) as u32;
+        let pc_tag = fold(pc, self.tag_bits) as u32;
 
-        // Index and tag of every table; the provider and the alternate.
+        // Index and tag of every table, a group of tables at a time (the same operations
+        // in every lane); then the provider and the alternate.
+        let f = &self.folds;
+        let path = f.path(self.path as u32, &self.path_span);
+        let mut idxs: Lanes = [[0; GROUP]; GROUPS];
+        let mut tag_lanes: Lanes = [[0; GROUP]; GROUPS];
+        for (g, (ix, tg)) in idxs
+            .iter_mut()
+            .zip(&mut tag_lanes)
+            .enumerate()
+            .take(f.groups)
+        {
+            for j in 0..GROUP {
+                ix[j] = (pc_idx ^ f.index[g][j] ^ path[g][j]) & index_mask;
+                tg[j] = (pc_tag ^ f.tag[g][j] ^ (f.tag2[g][j] << 1)) & tag_mask;
+            }
+        }
+        let (idxs, tag_lanes) = (idxs.as_flattened(), tag_lanes.as_flattened());
         let mut slots = [0usize; N];
         let mut tags = [0u16; N];
         let mut provider = None;
         let mut alt = None;
         for t in (0..n).rev() {
-            let f = &self.folds[t];
-            let idx = (pc_idx ^ f.index.value ^ f.path.value) & index_mask;
-            slots[t] = self.slot(t, idx as usize);
-            tags[t] = ((pc_tag ^ f.tag.value ^ (f.tag2.value << 1)) & tag_mask) as u16;
+            slots[t] = self.slot(t, idxs[t] as usize);
+            tags[t] = tag_lanes[t] as u16;
             if self.entries[slots[t]].matches(tags[t]) {
                 if provider.is_none() {
                     provider = Some(t);
@@ -544,15 +612,11 @@ impl Tage {
         }
 
         // Histories.
-        let pc_bit = pc & 1 != 0;
-        for (f, &length) in self.folds.iter_mut().zip(&self.lengths) {
-            let oldest = self.history.bit(length - 1);
-            f.index.push(taken, oldest);
-            f.tag.push(taken, oldest);
-            f.tag2.push(taken, oldest);
-            let path_oldest = (self.path >> (length.min(PATH_BITS) - 1)) & 1 != 0;
-            f.path.push(pc_bit, path_oldest);
+        let mut oldest: Lanes = [[0; GROUP]; GROUPS];
+        for (o, &length) in oldest.as_flattened_mut().iter_mut().zip(&self.lengths) {
+            *o = (self.history.bit(length - 1) as u32).wrapping_neg();
         }
+        self.folds.push(taken, &oldest);
         self.history.push(taken);
         self.path = ((self.path << 1) | (pc & 1)) & low_mask(PATH_BITS);
         wrong
@@ -601,26 +665,71 @@ mod tests {
         assert_eq!(p.history_lengths(), [5, 9, 15, 25, 44, 76, 130]);
     }
 
-    /// The incrementally folded register equals the fold computed from the whole history,
-    /// for lengths shorter than, equal to, multiples of and longer than the width.
+    /// Every table's incrementally folded registers equal the fold computed from the whole
+    /// history, for lengths shorter than, equal to, multiples of and longer than the width,
+    /// in every lane of several groups; and the path's fold computed on demand equals the
+    /// fold of its newest bits.
     #[test]
     fn folded_history_matches_a_fold_of_the_whole_history() {
         let mut x = 0x2545_f491_4f6c_dd1du64;
-        for (length, width) in [(5, 10), (10, 10), (20, 10), (130, 10), (44, 11), (7, 1)] {
-            let mut f = FoldedHistory::new(length, width);
-            let mut h = GlobalHistory::new(length);
-            for _ in 0..1000 {
-                x ^= x << 13;
-                x ^= x >> 7;
-                x ^= x << 17;
-                let b = x & 1 == 1;
-                f.push(b, h.bit(length - 1));
-                h.push(b);
-                let mut want = 0u64;
-                for k in 0..length {
-                    want ^= (h.bit(k) as u64) << (k % width);
+        let mut next = || {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x
+        };
+        let lengths = [1, 5, 9, 10, 11, 20, 22, 44, 130, 1024];
+        for (index_bits, tag_bits) in [(10, 11), (0, 2), (1, 16), (31, 9)] {
+            let mut f = Folds::new(&lengths, index_bits, tag_bits);
+            let mut h = GlobalHistory::new(1024);
+            for round in 0..3000 {
+                let b = next() & 1 == 1;
+                let mut oldest = [[0; GROUP]; GROUPS];
+                for (t, &length) in lengths.iter().enumerate() {
+                    oldest[t / GROUP][t % GROUP] = (h.bit(length - 1) as u32).wrapping_neg();
                 }
-                assert_eq!(f.value, want, "length {length} width {width}");
+                f.push(b, &oldest);
+                h.push(b);
+                if round % 7 != 0 {
+                    continue;
+                }
+                for (t, &length) in lengths.iter().enumerate() {
+                    let regs = [&f.index, &f.tag, &f.tag2];
+                    for (k, &width) in f.width.iter().enumerate() {
+                        let mut want = 0u32;
+                        for i in 0..length {
+                            want ^= (h.bit(i) as u32) << (i % width);
+                        }
+                        assert_eq!(
+                            regs[k][t / GROUP][t % GROUP],
+                            want,
+                            "length {length} width {width} (kind {k})"
+                        );
+                    }
+                }
+            }
+        }
+        for index_bits in [1, 3, 10, 15, 16, 31] {
+            let spans = [1u32, 5, 10, 16, 16];
+            let f = Folds::new(&spans, index_bits, 8);
+            let mut span_masks = [[0; GROUP]; GROUPS];
+            for (m, &s) in span_masks.as_flattened_mut().iter_mut().zip(&spans) {
+                *m = low_mask(s) as u32;
+            }
+            for _ in 0..20 {
+                let path = (next() & 0xffff) as u32;
+                let got = f.path(path, &span_masks);
+                for (t, &span) in spans.iter().enumerate() {
+                    let mut want = 0u32;
+                    for i in 0..span {
+                        want ^= ((path >> i) & 1) << (i % index_bits);
+                    }
+                    assert_eq!(
+                        got.as_flattened()[t],
+                        want,
+                        "span {span} width {index_bits}"
+                    );
+                }
             }
         }
     }
