@@ -429,6 +429,7 @@ impl Core {
     /// the whole memory system, or the core's own part when [`Core::private_ok`] said so.
     /// The result goes into `r`, which must be the default (the caller keeps it where it
     /// needs it: a copy of a returned struct costs more than the writes).
+    #[inline(always)]
     pub fn execute<M: Port>(
         &mut self,
         mem: &mut M,
