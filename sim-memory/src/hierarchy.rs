@@ -633,7 +633,45 @@ impl Memory {
     /// One access of `size` bytes at `addr` by `core` at cycle `time`. An access that
     /// straddles two lines touches both and counts once: its latency is the larger of the
     /// two, its place the farther (in [`Served`] order), its flags the union.
+    #[inline]
     pub fn access(
+        &mut self,
+        core: u32,
+        pc: u64,
+        addr: u64,
+        size: u32,
+        kind: Kind,
+        time: u64,
+    ) -> Outcome {
+        // Most accesses are a plain L1 hit: one line, not erased, held with the permission
+        // the access needs, not a prefetched line's first use. Such a hit is done here,
+        // inlined into the core, with the same changes as the general path below: the L1's
+        // replacement state and counters, the core's counters, and, for data, the L1D
+        // prefetcher's training without a trigger (which asks for no prefetch).
+        let (first, last) = self.lines(addr, size);
+        if first == last && !erased(&self.erase, pc, kind) {
+            let c = core as usize;
+            let (ifetch, write) = (kind == Kind::IFetch, kind == Kind::Store);
+            let n = if ifetch { self.ipath[c] } else { self.dpath[c] }.nodes[0];
+            let l1 = &mut self.nodes[n as usize].cache;
+            if let Some(slot) = l1.holds(first, write).filter(|&s| !l1.prefetched(s)) {
+                let (o, first_use) = l1_hit(l1, slot, write, time, false);
+                debug_assert!(!first_use);
+                self.core_stats[c].count(kind, &o);
+                if self.prefetching && !ifetch && self.prefetchers[c][0].enabled() {
+                    let out = &mut self.candidates[0];
+                    self.prefetchers[c][0].train(pc, addr, self.line_shift, false, out);
+                    debug_assert!(out.is_empty());
+                }
+                return o;
+            }
+        }
+        self.access_any(core, pc, addr, size, kind, time)
+    }
+
+    /// [`Memory::access`] for any access.
+    #[inline(never)]
+    fn access_any(
         &mut self,
         core: u32,
         pc: u64,
