@@ -535,6 +535,7 @@ impl Batch {
     }
 
     /// The memory accesses of one instruction.
+    #[inline]
     pub fn mem_of(&self, inst: &Inst) -> &[MemAccess] {
         let s = inst.mem_start as usize;
         &self.mem[s..s + inst.mem_len as usize]

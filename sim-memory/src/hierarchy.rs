@@ -135,7 +135,7 @@ pub(crate) fn erased(erase: &[u64], pc: u64, kind: Kind) -> bool {
 /// the L1's latency, or the wait for the line's fill if it is still in flight (charged to
 /// where the fill comes from; an `erased` access is an L1 hit all the same). Returns the
 /// outcome and whether this was the first use of a prefetched line.
-#[inline]
+#[inline(always)]
 pub(crate) fn l1_hit(
     l1: &mut Cache,
     slot: usize,
