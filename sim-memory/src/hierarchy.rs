@@ -659,9 +659,7 @@ impl Memory {
                 debug_assert!(!first_use);
                 self.core_stats[c].count(kind, &o);
                 if self.prefetching && !ifetch && self.prefetchers[c][0].enabled() {
-                    let out = &mut self.candidates[0];
-                    self.prefetchers[c][0].train(pc, addr, self.line_shift, false, out);
-                    debug_assert!(out.is_empty());
+                    self.prefetchers[c][0].learn(pc, addr);
                 }
                 return o;
             }

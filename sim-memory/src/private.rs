@@ -124,10 +124,7 @@ impl Port for Private<'_> {
         self.stats.count(kind, &o);
         if self.prefetching && kind != Kind::IFetch && !unfilled && self.prefetcher.enabled() {
             // A hit that is no first use does not trigger: the prefetcher only learns it.
-            let mut none = Vec::new();
-            self.prefetcher
-                .train(pc, addr, line_shift, false, &mut none);
-            debug_assert!(none.is_empty());
+            self.prefetcher.learn(pc, addr);
         }
         o
     }
