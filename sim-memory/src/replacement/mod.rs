@@ -49,7 +49,7 @@ impl Policy {
 }
 
 impl Replacement for Policy {
-    #[inline]
+    #[inline(always)]
     fn touch(&mut self, set: usize, way: usize) {
         match self {
             Policy::Lru(p) => p.touch(set, way),
