@@ -291,17 +291,9 @@ fn marker(
             cond: arg("condition address")?,
         },
         code::CREATE | code::JOIN => {
-            let child = arg("child thread")?;
-            if child >= limits.threads {
-                return Err((
-                    at,
-                    format!(
-                        "create/join names thread {child}, but the trace has {} threads",
-                        limits.threads
-                    ),
-                ));
-            }
-            let child = child as u32;
+            let child = below(arg("child thread")?, limits.threads, at, |v, n| {
+                format!("create/join names thread {v}, but the trace has {n} threads")
+            })?;
             if c == code::CREATE {
                 Marker::ThreadCreate { child }
             } else {
@@ -309,17 +301,9 @@ fn marker(
             }
         }
         code::SECTION_BEGIN | code::SECTION_END => {
-            let name = arg("section name")?;
-            if name >= limits.sections {
-                return Err((
-                    at,
-                    format!(
-                        "section name index {name} out of range ({} names)",
-                        limits.sections
-                    ),
-                ));
-            }
-            let name = name as u32;
+            let name = below(arg("section name")?, limits.sections, at, |v, n| {
+                format!("section name index {v} out of range ({n} names)")
+            })?;
             if c == code::SECTION_BEGIN {
                 Marker::SectionBegin { name }
             } else {
@@ -327,18 +311,24 @@ fn marker(
             }
         }
         code::JUMP => {
-            let t = arg("jump target")?;
-            if t >= statics as u64 {
-                return Err((
-                    at,
-                    format!("jump to static index {t}, but the table has {}", statics),
-                ));
-            }
-            st.next = t as u32;
+            st.next = below(arg("jump target")?, statics as u64, at, |v, n| {
+                format!("jump to static index {v}, but the table has {n}")
+            })?;
             return Ok(None);
         }
         _ => return Err((at, format!("unknown marker code {c:#04x}"))),
     }))
+}
+
+/// A marker's index argument `v` (a thread, a section name, a static instruction), which
+/// must be below `n`; otherwise the error `msg(v, n)` at the marker's header byte `at`.
+fn below(v: u64, n: u64, at: usize, msg: impl FnOnce(u64, u64) -> String) -> Result<u32, Fail> {
+    if v < n {
+        // The bounds are the sizes of a trace's tables, which index with u32.
+        Ok(v as u32)
+    } else {
+        Err((at, msg(v, n)))
+    }
 }
 
 /// Bounds that markers are checked against.

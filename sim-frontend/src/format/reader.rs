@@ -279,7 +279,6 @@ impl Trace {
             buf: Vec::new(),
             pos: 0,
             chunk: None,
-            chunk_records: 0,
             unpack: Unpacker::default(),
             records: 0,
             instructions: 0,
@@ -546,19 +545,19 @@ pub struct ThreadStream<'a> {
     pos: usize,
     /// The chunk in `buf`, while it has records left to decode or to check.
     chunk: Option<OpenChunk>,
-    /// Records decoded so far from that chunk.
-    chunk_records: u64,
     unpack: Unpacker,
     /// Records of the chunks checked so far.
     records: u64,
     instructions: u64,
 }
 
-/// The chunk a stream is decoding: where it is and what its header promised.
+/// The chunk a stream is decoding: where it is, what its header promised and how many
+/// records came out of it so far.
 struct OpenChunk {
     off: u64,
     records: u32,
     compressed: bool,
+    decoded: u64,
 }
 
 /// Records [`ThreadStream::next_batch`] decodes at most at once: few enough that a batch
@@ -587,7 +586,7 @@ impl ThreadStream<'_> {
         batch.clear();
         let max = max.max(1);
         loop {
-            if let Some(c) = &self.chunk
+            if let Some(c) = &mut self.chunk
                 && self.pos < self.buf.len()
             {
                 let (off, compressed) = (c.off, c.compressed);
@@ -617,7 +616,7 @@ impl ThreadStream<'_> {
                         TraceError::at(&tr.path, Some(self.tid), payload_off + pos as u64, msg)
                     }
                 })?;
-                self.chunk_records += (batch.records.len() - before) as u64;
+                c.decoded += (batch.records.len() - before) as u64;
                 self.instructions += insts;
                 if batch.records.len() >= max {
                     return Ok(true);
@@ -637,19 +636,18 @@ impl ThreadStream<'_> {
         let Some(c) = self.chunk.take() else {
             return Ok(());
         };
-        if self.chunk_records != c.records as u64 {
+        if c.decoded != c.records as u64 {
             return Err(TraceError::at(
                 &self.trace.path,
                 Some(self.tid),
                 c.off + 12,
                 format!(
                     "chunk header says {} records, the payload holds {}",
-                    c.records, self.chunk_records
+                    c.records, c.decoded
                 ),
             ));
         }
-        self.records += self.chunk_records;
-        self.chunk_records = 0;
+        self.records += c.decoded;
         Ok(())
     }
 
@@ -702,6 +700,7 @@ impl ThreadStream<'_> {
             off,
             records: info.records,
             compressed: info.compressed,
+            decoded: 0,
         });
         Ok(true)
     }
