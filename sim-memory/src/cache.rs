@@ -138,6 +138,15 @@ impl Cache {
             .filter(|&slot| !write || self.state[slot] == MODIFIED)
     }
 
+    /// [`Cache::holds`], unless the line was prefetched and not used yet (its first use
+    /// trains the prefetchers as a trigger): a hit that changes nothing but this cache's
+    /// replacement state and counters.
+    #[inline]
+    pub fn plain_hit(&self, line: u64, write: bool) -> Option<usize> {
+        self.holds(line, write)
+            .filter(|&slot| !self.prefetched(slot))
+    }
+
     /// State of `line` (INVALID if absent).
     #[inline]
     pub fn state_of(&self, line: u64) -> u8 {

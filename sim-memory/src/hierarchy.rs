@@ -643,18 +643,18 @@ impl Memory {
         kind: Kind,
         time: u64,
     ) -> Outcome {
-        // Most accesses are a plain L1 hit: one line, not erased, held with the permission
-        // the access needs, not a prefetched line's first use. Such a hit is done here,
-        // inlined into the core, with the same changes as the general path below: the L1's
-        // replacement state and counters, the core's counters, and, for data, the L1D
-        // prefetcher's training without a trigger (which asks for no prefetch).
+        // Most accesses are a plain L1 hit: one line, not erased, and a `Cache::plain_hit`
+        // (held with the permission the access needs, no prefetched line's first use). Such
+        // a hit is done here, inlined into the core, with the same changes as the general
+        // path below: the L1's replacement state and counters, the core's counters, and, for
+        // data, the L1D prefetcher's training without a trigger (which asks for no prefetch).
         let (first, last) = self.lines(addr, size);
         if first == last && !erased(&self.erase, pc, kind) {
             let c = core as usize;
             let (ifetch, write) = (kind == Kind::IFetch, kind == Kind::Store);
             let n = if ifetch { self.ipath[c] } else { self.dpath[c] }.nodes[0];
             let l1 = &mut self.nodes[n as usize].cache;
-            if let Some(slot) = l1.holds(first, write).filter(|&s| !l1.prefetched(s)) {
+            if let Some(slot) = l1.plain_hit(first, write) {
                 let (o, first_use) = l1_hit(l1, slot, write, time, false);
                 debug_assert!(!first_use);
                 self.core_stats[c].count(kind, &o);
@@ -945,20 +945,16 @@ impl Memory {
         let write = kind == Kind::Store;
         let timing = !erased;
         let plen = path.len;
-        let mut st = [INVALID; 3];
-        let mut slots = [usize::MAX; 3];
         // The slot holding the line's tag at each level, valid or not (an invalidated copy
-        // makes a miss a coherence miss, and a fill reuses its slot).
+        // makes a miss a coherence miss, and a fill reuses its slot), and the state there
+        // (`INVALID` without a tag).
+        let mut st = [INVALID; 3];
         let mut tagged = [None; 3];
         for i in 0..plen {
             let c = &self.node(path.nodes[i]).cache;
-            if let Some(slot) = c.find_tag(line) {
-                tagged[i] = Some(slot);
-                let s = c.state(slot);
-                if s != INVALID {
-                    slots[i] = slot;
-                    st[i] = s;
-                }
+            tagged[i] = c.find_tag(line);
+            if let Some(slot) = tagged[i] {
+                st[i] = c.state(slot);
             }
         }
         let good = |s: u8| if write { s == MODIFIED } else { s != INVALID };
@@ -1106,11 +1102,12 @@ impl Memory {
         // A copy on the path still arriving (from another core's or an earlier miss; for a
         // store, the line it upgrades): the access waits for it, charged to where it comes
         // from (an erased access reports that place as where it would have been served).
-        // (The coherence actions above touched only copies off the path, so `slots` stand.)
+        // (The coherence actions above touched only copies off the path, so `tagged` stands.)
         let mut waited = false;
         for (i, &n) in path.nodes.iter().enumerate().take(plen) {
             if st[i] != INVALID
-                && let Some((wait, src)) = self.node(n).cache.pending(slots[i], t)
+                && let Some(slot) = tagged[i]
+                && let Some((wait, src)) = self.node(n).cache.pending(slot, t)
                 && wait > lat
             {
                 lat = wait;
@@ -1128,7 +1125,8 @@ impl Memory {
             if level <= 2
                 && st[i] != INVALID
                 && (i == 0 || hit == Some(i))
-                && self.cache(path.nodes[i]).first_use(slots[i], waited)
+                && let Some(slot) = tagged[i]
+                && self.cache(path.nodes[i]).first_use(slot, waited)
             {
                 self.first_use[level - 1] = true;
             }

@@ -69,11 +69,7 @@ impl Private<'_> {
         } else {
             self.l1d
         };
-        let ok = |line: u64| {
-            cache
-                .holds(line, kind == Kind::Store)
-                .is_some_and(|slot| !cache.prefetched(slot))
-        };
+        let ok = |line: u64| cache.plain_hit(line, kind == Kind::Store).is_some();
         let (first, last) = lines(addr, size, self.line_shift);
         ok(first) && (last == first || ok(last))
     }
