@@ -10,7 +10,10 @@
 //!
 //! Each slot also remembers its fill in flight, as a miss-status holding register does: when
 //! the fill was requested, when the line arrives and where it comes from, so that an access
-//! to a line that is present but not yet arrived waits for it (see [`Cache::pending`]).
+//! to a line that is present but not yet arrived waits for it (see [`Cache::pending`]); and,
+//! in a cache with a parent, the parent's slot holding the same line ([`Cache::parent`]), so
+//! that an eviction reaches the parent's copy without searching the parent's set (in a large
+//! parent that search is host cache misses, most of a simulated miss's host time).
 
 use crate::config::CacheParams;
 use crate::replacement::{Policy, Replacement};
@@ -36,7 +39,13 @@ pub struct Victim {
     pub dirty: bool,
     /// Children that held copies.
     pub sharers: u128,
+    /// The parent's slot holding it, as recorded by [`Cache::set_parent`] ([`NO_PARENT`] if
+    /// none was).
+    pub parent: u32,
 }
+
+/// [`Cache::parent`] of a slot whose parent slot was never recorded.
+pub const NO_PARENT: u32 = u32::MAX;
 
 /// Everything about one slot but its tag.
 #[derive(Debug, Clone, Copy)]
@@ -50,6 +59,8 @@ struct Slot {
     fill_src: u8,
     /// Brought by a prefetch and not yet used by a demand access.
     prefetched: bool,
+    /// The parent cache's slot holding the same line ([`Cache::parent`]).
+    parent: u32,
 }
 
 impl Slot {
@@ -59,6 +70,7 @@ impl Slot {
         dirty: false,
         fill_src: 0,
         prefetched: false,
+        parent: NO_PARENT,
     };
 }
 
@@ -244,6 +256,7 @@ impl Cache {
             state: old,
             dirty: m.dirty,
             sharers: self.sharers(slot),
+            parent: m.parent,
         });
         if let Some(s) = self.sharers.get_mut(slot) {
             *s = 0;
@@ -282,6 +295,20 @@ impl Cache {
         let m = &self.slots[slot];
         let done = m.fill_done;
         (done > t).then(|| (done - t.max(m.fill_start), m.fill_src))
+    }
+
+    /// Records `parent`, the slot of the parent cache that holds the line in `slot`. The
+    /// caller keeps it true while the line is valid here (by inclusion the parent's copy
+    /// stays in its slot as long as a child holds the line).
+    #[inline]
+    pub fn set_parent(&mut self, slot: usize, parent: u32) {
+        self.slots[slot].parent = parent;
+    }
+
+    /// The parent's slot recorded for the line in `slot` ([`NO_PARENT`] if none was).
+    #[inline]
+    pub fn parent(&self, slot: usize) -> u32 {
+        self.slots[slot].parent
     }
 
     /// Marks the line in `slot` as brought by a prefetch.

@@ -32,7 +32,7 @@
 //! downgrades) happens exactly as without erasure, so the invariants hold and other cores see
 //! the same states.
 
-use crate::cache::{Cache, INVALID, MODIFIED, SHARED, Victim};
+use crate::cache::{Cache, INVALID, MODIFIED, NO_PARENT, SHARED, Victim};
 use crate::config::{MemoryConfig, Protocol};
 use crate::prefetch::Prefetcher;
 use crate::private::Private;
@@ -1265,6 +1265,7 @@ impl Memory {
                 if let Some(ps) = ps {
                     let c = self.cache(p);
                     c.set_sharers(ps, c.sharers(ps) | bit);
+                    self.cache(n).set_parent(slot, ps as u32);
                 }
             }
             above = Some(slot);
@@ -1285,10 +1286,14 @@ impl Memory {
         let parent = self.node(n).parent;
         let level = self.node(n).level;
         let socket = self.node(n).socket as usize;
+        // The parent's copy, by inclusion present, in the slot the fill recorded (no search
+        // of the parent's set).
+        let ps = (parent != NONE && v.parent != NO_PARENT).then_some(v.parent as usize);
+        debug_assert!(parent == NONE || ps == self.node(parent).cache.find(v.line));
         if dirty {
             self.cache(n).stats.writebacks += 1;
             if parent != NONE {
-                if let Some(ps) = self.node(parent).cache.find(v.line) {
+                if let Some(ps) = ps {
                     self.cache(parent).set_dirty(ps, true);
                 }
                 if level == 2 && timing {
@@ -1302,9 +1307,7 @@ impl Memory {
                 self.drams[c].request(core as usize, t);
             }
         }
-        if parent != NONE
-            && let Some(ps) = self.node(parent).cache.find(v.line)
-        {
+        if let Some(ps) = ps {
             let bit = 1u128 << self.node(n).pos;
             let c = self.cache(parent);
             c.set_sharers(ps, c.sharers(ps) & !bit);
@@ -1340,6 +1343,12 @@ impl Memory {
                         n.level
                     ));
                 };
+                if n.cache.parent(slot) != ps as u32 {
+                    return Err(format!(
+                        "line {line:#x}: node {i} records parent slot {}, the parent holds it in {ps}",
+                        n.cache.parent(slot)
+                    ));
+                }
                 if p.cache.sharers(ps) & (1 << n.pos) == 0 {
                     return Err(format!(
                         "line {line:#x}: node {i} holds it but is not in its parent's sharers"
