@@ -1,8 +1,8 @@
 //! Simulation speed: simulated instructions per host second (MIPS) of the whole simulator —
 //! trace decoding, branch prediction, interval cores, memory hierarchy, synchronization — on
 //! `configs/default.toml`, in each model at `--host-threads 1` and `2`, with the ratios: the
-//! exact model (each simulated thread's records decoded and its branches predicted ahead on a
-//! host thread of its own) and the parallel model (the cores simulated on the host threads
+//! exact model (the simulated threads' records decoded and their branches predicted ahead on
+//! the other host thread) and the parallel model (the cores simulated on the host threads
 //! between their accesses to the shared levels, `docs/parallel.md`). Inputs: every built-in
 //! workload at 8 threads, three at 16 threads and 10^8 instructions, and the example programs
 //! `blocked_lu.c` and `owner_barrier.c` traced at 4, 8 and 16 threads (when qemu-x86_64, gcc

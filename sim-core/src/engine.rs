@@ -43,9 +43,8 @@
 use std::cmp::Reverse;
 use std::collections::{BinaryHeap, HashMap};
 use std::path::Path;
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Condvar, Mutex};
-use std::time::Duration;
+use std::sync::Arc;
+use std::sync::atomic::AtomicBool;
 
 use serde::Serialize;
 use sim_frontend::format::reader::BATCH_RECORDS;
@@ -53,8 +52,7 @@ use sim_frontend::model::{Batch, Inst, Marker, NO_SIDX, Order, Record};
 use sim_frontend::{ThreadStream, Trace, TraceError};
 use sim_memory::{CacheStats, CoreStats, Memory, MemoryConfig, Private};
 
-use crossbeam_channel::{Receiver, SendTimeoutError, Sender, bounded};
-
+use crate::ahead;
 use crate::bpred::{BpredConfig, Predictor, build};
 use crate::core::{Core, CoreParams, InstResult, TimingTable, predict};
 use crate::crew::{self, Crew};
@@ -66,13 +64,6 @@ use crate::stack::{Component, CycleStack};
 /// `false-sharing` (`docs/parallel.md`); with no bound, a thread ahead in time would take
 /// the shared levels first, round after round (radix sort: 6.6 % more cycles).
 pub const SKEW: f64 = 20.0;
-
-/// Records a front end on a host thread of its own decodes into one batch (the exact model
-/// with more than one host thread): more than the [`BATCH_RECORDS`] decoded on the simulating
-/// thread itself, since each hand-over costs wake-ups (with 512, dep-chain at 8 threads ran
-/// 12 % slower on two host threads than with whole chunks of ~64 K records; with 4 K, 25 %
-/// faster: a batch that size is still in the caches when it is read).
-const AHEAD_RECORDS: usize = 4096;
 
 /// Cycles a thread may run ahead of the next slowest runnable thread (the exact model), or
 /// past the slowest (the parallel model's rounds), unless [`Engine::quantum`] says otherwise.
@@ -359,16 +350,16 @@ struct Pending {
 /// A batch of one thread's records and, for each, whether the thread's branch predictor
 /// mispredicted it (false for anything but a branch).
 #[derive(Default)]
-struct Fed {
-    batch: Batch,
-    mispredicted: Vec<bool>,
+pub(crate) struct Fed {
+    pub(crate) batch: Batch,
+    pub(crate) mispredicted: Vec<bool>,
 }
 
 /// The front end of one thread: its stream of records and its branch predictor. The
 /// predictor sees the thread's branches in program order and nothing else (no timing, no
 /// other thread), so its outcomes are the same whether computed just before each
 /// instruction is timed or ahead of it on another host thread.
-struct Front<'t> {
+pub(crate) struct Front<'t> {
     stream: ThreadStream<'t>,
     bp: Predictor,
     /// Records decoded at a time on the simulating host thread ([`BATCH_RECORDS`]).
@@ -378,7 +369,12 @@ struct Front<'t> {
 impl Front<'_> {
     /// Decodes the next batch of at most `max` records into `f` and predicts its branches;
     /// false at the end.
-    fn fill(&mut self, tt: &TimingTable, f: &mut Fed, max: usize) -> Result<bool, TraceError> {
+    pub(crate) fn fill(
+        &mut self,
+        tt: &TimingTable,
+        f: &mut Fed,
+        max: usize,
+    ) -> Result<bool, TraceError> {
         if !self.stream.next_records(&mut f.batch, max)? {
             return Ok(false);
         }
@@ -394,39 +390,8 @@ impl Front<'_> {
     }
 }
 
-/// A counting semaphore: how many front ends may decode at once, so that a run uses no
-/// more host threads than it was given however many simulated threads it has (a front end
-/// holds a permit only while it decodes, never while it waits to hand a batch over, so
-/// every permit comes back).
-struct Permits {
-    free: Mutex<usize>,
-    freed: Condvar,
-}
-
-impl Permits {
-    fn new(n: usize) -> Permits {
-        Permits {
-            free: Mutex::new(n.max(1)),
-            freed: Condvar::new(),
-        }
-    }
-
-    fn acquire(&self) {
-        let mut free = self.free.lock().unwrap_or_else(|p| p.into_inner());
-        while *free == 0 {
-            free = self.freed.wait(free).unwrap_or_else(|p| p.into_inner());
-        }
-        *free -= 1;
-    }
-
-    fn release(&self) {
-        *self.free.lock().unwrap_or_else(|p| p.into_inner()) += 1;
-        self.freed.notify_one();
-    }
-}
-
-/// What a front-end thread sends.
-enum Msg {
+/// What a decoder sends (`ahead.rs`).
+pub(crate) enum Msg {
     Batch(Fed),
     End,
     Failed(TraceError),
@@ -436,12 +401,12 @@ enum Msg {
 enum Feed<'t> {
     /// Decoded and predicted on the simulation's host thread, when needed.
     Inline(Box<Front<'t>>),
-    /// From a front-end host thread, a batch ahead; spent batches go back for reuse.
+    /// From a decoder host thread, batches ahead; spent batches go back for reuse.
     Ahead {
-        rx: Receiver<Msg>,
-        recycle: Sender<Fed>,
+        queue: Arc<ahead::Queue>,
+        decoder: Arc<ahead::Waker>,
     },
-    /// The stream has ended (or its front-end thread is gone).
+    /// The stream has ended (or its decoder is gone).
     Closed,
 }
 
@@ -465,29 +430,30 @@ impl Thread<'_> {
                 let max = front.batch;
                 Ok(front.fill(tt, &mut self.fed, max)?)
             }
-            Feed::Ahead { rx, recycle } => {
-                let msg = rx.recv().unwrap_or_else(|_| {
-                    Msg::Failed(TraceError::at(
-                        path,
-                        Some(tid),
-                        0,
-                        "the host thread decoding this stream stopped unexpectedly",
-                    ))
-                });
-                match msg {
-                    Msg::Batch(f) => {
-                        let spent = std::mem::replace(&mut self.fed, f);
-                        let _ = recycle.try_send(spent);
+            Feed::Ahead { queue, decoder } => {
+                let spent = std::mem::take(&mut self.fed);
+                match queue.take(spent, decoder) {
+                    Some(Msg::Batch(f)) => {
+                        self.fed = f;
                         Ok(true)
                     }
-                    Msg::End => {
+                    Some(Msg::End) => {
                         self.feed = Feed::Closed;
-                        self.fed.batch.clear();
                         Ok(false)
                     }
-                    Msg::Failed(e) => {
+                    Some(Msg::Failed(e)) => {
                         self.feed = Feed::Closed;
                         Err(e.into())
+                    }
+                    None => {
+                        self.feed = Feed::Closed;
+                        Err(TraceError::at(
+                            path,
+                            Some(tid),
+                            0,
+                            "the host thread decoding this stream stopped unexpectedly",
+                        )
+                        .into())
                     }
                 }
             }
@@ -748,8 +714,8 @@ impl<'t, O: Observer> Engine<'t, O> {
 
     /// Lets the run use up to `n` host threads (at least 1; the default is 1). The results
     /// are the same, bit for bit, for every `n`: with more than one, each simulated thread's
-    /// records are decoded and its branches predicted on a host thread of its own, a batch
-    /// ahead of the timing (see [`Front`]), at most `n - 1` of them decoding at once; the
+    /// records are decoded and its branches predicted ahead of the timing (see [`Front`]) on
+    /// `n - 1` decoder host threads (at most one per simulated thread; `ahead.rs`); the
     /// timing itself stays on the calling thread.
     pub fn host_threads(mut self, n: usize) -> Self {
         self.host_threads = n.max(1);
@@ -804,77 +770,63 @@ impl<'t, O: Observer> Engine<'t, O> {
             self.run_on(&tt, progress, None)?;
             return Ok(self.finish());
         }
-        // Set when the simulation stops, however it stops (a panic included), so that no
-        // front end waits for ever to hand over a batch.
-        struct StopOnDrop<'a>(&'a AtomicBool);
-        impl Drop for StopOnDrop<'_> {
-            fn drop(&mut self) {
-                self.0.store(true, Ordering::Relaxed);
-            }
-        }
+        // The simulating thread is one of the run's host threads; the decoders are the
+        // others (no more than there are simulated threads), each serving a fixed set of
+        // simulated threads.
+        let n = self.host_threads.min(self.threads.len() + 1) - 1;
         let stop = AtomicBool::new(false);
-        // The simulating thread is one of the run's host threads; the front ends share the
-        // others, however many simulated threads there are.
-        let permits = Permits::new(self.host_threads - 1);
         std::thread::scope(|scope| {
-            let _stop = StopOnDrop(&stop);
-            let stop = &stop;
-            let permits = &permits;
-            let mut started = Ok(());
+            // Sets the stop flag and wakes the decoders however the simulation ends.
+            let mut decoders = ahead::Decoders {
+                stop: &stop,
+                wakers: Vec::with_capacity(n),
+            };
+            // Per decoder: its front ends and their queues.
+            type Set<'a> = (Vec<Box<Front<'a>>>, Vec<Arc<ahead::Queue>>);
+            let mut sets: Vec<Set<'_>> = (0..n).map(|_| (Vec::new(), Vec::new())).collect();
+            let wakers: Vec<Arc<ahead::Waker>> = (0..n).map(|_| Arc::default()).collect();
             for (tid, th) in self.threads.iter_mut().enumerate() {
-                let Feed::Inline(mut front) = std::mem::replace(&mut th.feed, Feed::Closed) else {
+                let Feed::Inline(front) = std::mem::replace(&mut th.feed, Feed::Closed) else {
                     continue;
                 };
-                // One batch in the channel and one being filled; the spent ones come back.
-                let (tx, rx) = bounded::<Msg>(1);
-                let (recycle, spent) = bounded::<Fed>(3);
-                th.feed = Feed::Ahead { rx, recycle };
-                let tt = &tt;
+                let queue = Arc::new(ahead::Queue::default());
+                let (fronts, queues) = &mut sets[tid % n];
+                fronts.push(front);
+                queues.push(Arc::clone(&queue));
+                th.feed = Feed::Ahead {
+                    queue,
+                    decoder: Arc::clone(&wakers[tid % n]),
+                };
+            }
+            let mut started = Ok(());
+            for (d, ((fronts, queues), waker)) in sets.into_iter().zip(wakers).enumerate() {
+                let (tt, stop, w) = (&tt, &stop, Arc::clone(&waker));
+                let mut fronts = fronts;
+                let fill = move |i: usize, f: &mut Fed| match fronts[i].fill(
+                    tt,
+                    f,
+                    ahead::AHEAD_RECORDS,
+                ) {
+                    Ok(true) => None,
+                    Ok(false) => Some(Msg::End),
+                    Err(e) => Some(Msg::Failed(e)),
+                };
                 let spawned = std::thread::Builder::new()
-                    .name(format!("isim-front-{tid}"))
-                    .spawn_scoped(scope, move || {
-                        loop {
-                            let mut f = spent.try_recv().unwrap_or_default();
-                            permits.acquire();
-                            if stop.load(Ordering::Relaxed) {
-                                permits.release();
-                                return;
-                            }
-                            let filled = front.fill(tt, &mut f, AHEAD_RECORDS);
-                            permits.release();
-                            let mut msg = match filled {
-                                Ok(true) => Msg::Batch(f),
-                                Ok(false) => Msg::End,
-                                Err(e) => Msg::Failed(e),
-                            };
-                            let last = !matches!(msg, Msg::Batch(_));
-                            loop {
-                                match tx.send_timeout(msg, Duration::from_millis(20)) {
-                                    Ok(()) => break,
-                                    Err(SendTimeoutError::Timeout(m)) => {
-                                        if stop.load(Ordering::Relaxed) {
-                                            return;
-                                        }
-                                        msg = m;
-                                    }
-                                    Err(SendTimeoutError::Disconnected(_)) => return,
-                                }
-                            }
-                            if last {
-                                return;
-                            }
-                        }
-                    });
-                if let Err(e) = spawned {
-                    started = Err(SimError::Host(e));
-                    break;
+                    .name(format!("isim-decode-{d}"))
+                    .spawn_scoped(scope, move || ahead::decode(fill, &queues, &w, stop));
+                match spawned {
+                    Ok(h) => {
+                        waker.set_thread(h.thread().clone());
+                        decoders.wakers.push(waker);
+                    }
+                    Err(e) => {
+                        started = Err(SimError::Host(e));
+                        break;
+                    }
                 }
             }
             let r = started.and_then(|()| self.run_on(&tt, progress, None));
-            // Dropping the channels releases any front end still waiting to send.
-            for th in &mut self.threads {
-                th.feed = Feed::Closed;
-            }
+            drop(decoders);
             r
         })?;
         Ok(self.finish())
@@ -1522,42 +1474,5 @@ impl<'t, O: Observer> Engine<'t, O> {
             caches: self.mem.cache_stats(),
         };
         (result, self.obs)
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::Permits;
-    use std::sync::atomic::{AtomicUsize, Ordering};
-
-    /// However many front ends want to decode, no more than the permits do at once, and
-    /// every one gets its turn.
-    #[test]
-    fn permits_bound_the_front_ends_decoding_at_once() {
-        let permits = Permits::new(2);
-        let (active, most, done) = (
-            AtomicUsize::new(0),
-            AtomicUsize::new(0),
-            AtomicUsize::new(0),
-        );
-        let start = std::sync::Barrier::new(8);
-        std::thread::scope(|s| {
-            for _ in 0..8 {
-                s.spawn(|| {
-                    start.wait();
-                    for _ in 0..20 {
-                        permits.acquire();
-                        let now = active.fetch_add(1, Ordering::SeqCst) + 1;
-                        most.fetch_max(now, Ordering::SeqCst);
-                        std::thread::sleep(std::time::Duration::from_micros(200));
-                        active.fetch_sub(1, Ordering::SeqCst);
-                        permits.release();
-                        done.fetch_add(1, Ordering::SeqCst);
-                    }
-                });
-            }
-        });
-        assert_eq!(done.load(Ordering::SeqCst), 160);
-        assert_eq!(most.load(Ordering::SeqCst), 2, "two permits, eight threads");
     }
 }

@@ -6,6 +6,7 @@
 //! condition variables and create/join, and reports per-thread results and probe events to
 //! a statically dispatched [`engine::Observer`]. [`bpred`] holds the branch predictors.
 
+mod ahead;
 pub mod bpred;
 pub mod core;
 mod crew;
