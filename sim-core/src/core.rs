@@ -288,8 +288,9 @@ pub struct Core {
     reg_ready: [f64; 256],
     /// Current time: the last dispatch (the core's clock).
     pub now: f64,
+    /// When everything in the window has committed: the latest completion so far, which is
+    /// also where the critical path ends.
     commit: f64,
-    cp_end: f64,
     contrib: [f64; COMPONENTS],
     /// Bit `c` set: `contrib[c]` was credited since the window was last empty. Every other
     /// entry is exactly 0 and would add nothing to a charge (see [`Core::charge_window`]).
@@ -334,7 +335,6 @@ impl Core {
             reg_ready: [0.0; 256],
             now,
             commit: now,
-            cp_end: now,
             contrib: [0.0; COMPONENTS],
             credited: 0,
             redirect: now,
@@ -603,15 +603,13 @@ impl Core {
         for &reg in tt.dsts(s) {
             self.reg_ready[reg as usize] = complete;
         }
-        // Critical-path accounting at insertion.
+        // Critical-path accounting at insertion: the critical path ends at the latest
+        // completion so far, which is also when everything in the window has committed.
         // A load's increase is shared between its level and its translation in proportion
         // to their latencies.
-        // (Both fields are read before either is written: a store to one followed by a
-        // wider load of the two would miss store forwarding.)
-        let (cp_end, commit) = (self.cp_end, self.commit);
-        let inc = fmax(complete - cp_end, 0.0);
+        let commit = self.commit;
+        let inc = fmax(complete - commit, 0.0);
         let tinc = inc * tlb_share;
-        self.cp_end = fmax(cp_end, complete);
         self.commit = fmax(commit, complete);
         self.contrib[comp as usize] += inc - tinc;
         self.credited |= 1 << comp as u32;
@@ -697,7 +695,6 @@ impl Core {
         self.contrib = [0.0; COMPONENTS];
         self.credited = 0;
         self.commit = t;
-        self.cp_end = t;
         self.redirect = t;
     }
 
