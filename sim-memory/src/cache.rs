@@ -120,6 +120,21 @@ impl Cache {
         (line & self.set_mask) as usize
     }
 
+    /// Asks the host's caches for everything of the set `line` maps to: its tags, states,
+    /// fill records, sharer masks and replacement state (a hint: see `host.rs`).
+    #[inline]
+    pub fn prefetch_set(&self, line: u64) {
+        let set = self.set_of(line);
+        let r = set * self.ways..(set + 1) * self.ways;
+        crate::host::prefetch(&self.tags[r.clone()]);
+        crate::host::prefetch(&self.state[r.clone()]);
+        crate::host::prefetch(&self.slots[r.clone()]);
+        if !self.sharers.is_empty() {
+            crate::host::prefetch(&self.sharers[r]);
+        }
+        self.policy.prefetch(set);
+    }
+
     /// The slot holding `line` with its tag (valid or invalidated), if any.
     #[inline]
     pub fn find_tag(&self, line: u64) -> Option<usize> {

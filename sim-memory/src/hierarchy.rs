@@ -822,6 +822,11 @@ impl Memory {
             self.first_use[0] |= first_use;
             return o;
         }
+        // The levels beyond the L1 are looked up one after the other; their metadata is
+        // asked for now, all at once.
+        for &n in &path.nodes[1..path.len] {
+            self.node(n).cache.prefetch_set(line);
+        }
         let o = self.slow(core, path, line, kind, t, erased, false);
         debug_assert_eq!(
             self.check_line(line),

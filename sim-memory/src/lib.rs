@@ -17,6 +17,7 @@ pub mod cache;
 pub mod callgrind;
 pub mod config;
 pub mod hierarchy;
+mod host;
 pub mod prefetch;
 pub mod private;
 pub mod replacement;

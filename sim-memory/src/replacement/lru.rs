@@ -22,6 +22,14 @@ impl Lru {
     }
 }
 
+impl Lru {
+    /// Asks the host's caches for the stamps of `set`.
+    #[inline]
+    pub(crate) fn prefetch(&self, set: usize) {
+        crate::host::prefetch(&self.stamp[set * self.ways..(set + 1) * self.ways]);
+    }
+}
+
 impl Replacement for Lru {
     #[inline]
     fn touch(&mut self, set: usize, way: usize) {

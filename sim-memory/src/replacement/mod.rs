@@ -48,6 +48,18 @@ impl Policy {
     }
 }
 
+impl Policy {
+    /// Asks the host's caches for the state of `set` (a hint: see `host.rs`).
+    #[inline]
+    pub fn prefetch(&self, set: usize) {
+        match self {
+            Policy::Lru(p) => p.prefetch(set),
+            Policy::TreePlru(p) => p.prefetch(set),
+            Policy::Srrip(p) => p.prefetch(set),
+        }
+    }
+}
+
 impl Replacement for Policy {
     #[inline(always)]
     fn touch(&mut self, set: usize, way: usize) {

@@ -25,6 +25,15 @@ impl TreePlru {
     }
 }
 
+impl TreePlru {
+    /// Asks the host's caches for the bits of `set`.
+    #[inline]
+    pub(crate) fn prefetch(&self, set: usize) {
+        let n = self.leaves - 1;
+        crate::host::prefetch(&self.bits[set * n..(set + 1) * n]);
+    }
+}
+
 impl Replacement for TreePlru {
     #[inline]
     fn touch(&mut self, set: usize, way: usize) {

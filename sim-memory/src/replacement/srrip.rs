@@ -23,6 +23,14 @@ impl Srrip {
     }
 }
 
+impl Srrip {
+    /// Asks the host's caches for the RRPVs of `set`.
+    #[inline]
+    pub(crate) fn prefetch(&self, set: usize) {
+        crate::host::prefetch(&self.rrpv[set * self.ways..(set + 1) * self.ways]);
+    }
+}
+
 impl Replacement for Srrip {
     #[inline]
     fn touch(&mut self, set: usize, way: usize) {
