@@ -130,9 +130,9 @@ struct RunArgs {
     /// Run directory to write.
     #[arg(long = "out", short = 'o', default_value = "isim-run")]
     out: PathBuf,
-    /// Host threads the simulation uses (default: all cores): in the exact model, each
-    /// simulated thread's trace is decoded and its branches predicted a batch ahead on a host
-    /// thread of its own; in the parallel model, the cores themselves are simulated on them.
+    /// Host threads the simulation uses (default: all cores): in the exact model, the
+    /// simulated threads' traces are decoded and their branches predicted ahead on all but
+    /// one; in the parallel model, the cores themselves are simulated on them.
     /// The results are the same, byte for byte, whatever the number.
     #[arg(long, value_name = "N")]
     host_threads: Option<usize>,
