@@ -304,7 +304,8 @@ mod tests {
         let mut got = [0usize; 2];
         let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
             std::thread::scope(|s| {
-                s.spawn(|| decode(filler(vec![100, 100], Some(5)), &queues, &waker, &stop));
+                let h = s.spawn(|| decode(filler(vec![100, 100], Some(5)), &queues, &waker, &stop));
+                waker.set_thread(h.thread().clone());
                 for (i, q) in queues.iter().enumerate() {
                     while let Some(msg) = q.take(Fed::default(), &waker) {
                         let Msg::Batch(f) = msg else {
