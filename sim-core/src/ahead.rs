@@ -97,7 +97,7 @@ impl Queue {
 pub(crate) struct Waker {
     /// The decoder is asleep or about to be: it found every queue full.
     sleeping: AtomicBool,
-    /// The decoder's host thread (set once it is spawned).
+    /// The decoder's host thread (set by the decoder itself before it can first sleep).
     thread: OnceLock<Thread>,
 }
 
@@ -112,9 +112,9 @@ impl Waker {
         }
     }
 
-    /// Records the decoder's host thread.
-    pub(crate) fn set_thread(&self, t: Thread) {
-        let _ = self.thread.set(t);
+    /// Records the calling thread as the decoder's.
+    fn register(&self) {
+        let _ = self.thread.set(std::thread::current());
     }
 }
 
@@ -134,17 +134,19 @@ impl Drop for Closer<'_> {
 /// `stop` is set. `fill(i, f)` decodes stream `i`'s next batch into `f` and returns `None`,
 /// or returns the stream's end or error (`Msg::End`, `Msg::Failed`).
 ///
-/// No wake-up is lost: the decoder sets `sleeping`, then looks at every queue under its
-/// lock; the simulating thread takes a batch under the same lock, then reads `sleeping`. If
-/// the decoder looked first, the simulating thread sees the flag and unparks it (an unpark
-/// before the park makes the park return at once); if the take came first, the decoder sees
-/// the room it made and does not park.
+/// No wake-up is lost: the decoder registers its thread with `waker` before anything else,
+/// and to sleep it sets `sleeping`, then looks at every queue under its lock; the simulating
+/// thread takes a batch under the same lock, then reads `sleeping` (and, if set, the thread,
+/// registered before the flag was first set). If the decoder looked first, the simulating
+/// thread sees the flag and unparks it (an unpark before the park makes the park return at
+/// once); if the take came first, the decoder sees the room it made and does not park.
 pub(crate) fn decode(
     mut fill: impl FnMut(usize, &mut Fed) -> Option<Msg>,
     queues: &[Arc<Queue>],
     waker: &Waker,
     stop: &AtomicBool,
 ) {
+    waker.register();
     let _closer = Closer(queues);
     let mut open = vec![true; queues.len()];
     // The emptiest open queue with room (ties: the first), if any.
@@ -250,8 +252,7 @@ mod tests {
         let stop = AtomicBool::new(false);
         std::thread::scope(|s| {
             let (qs, w, st) = (&queues, &waker, &stop);
-            let h = s.spawn(move || decode(filler(lens.clone(), None), qs, w, st));
-            waker.set_thread(h.thread().clone());
+            s.spawn(move || decode(filler(lens.clone(), None), qs, w, st));
             let _decoders = Decoders {
                 stop: &stop,
                 wakers: vec![Arc::clone(&waker)],
@@ -304,8 +305,7 @@ mod tests {
         let mut got = [0usize; 2];
         let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
             std::thread::scope(|s| {
-                let h = s.spawn(|| decode(filler(vec![100, 100], Some(5)), &queues, &waker, &stop));
-                waker.set_thread(h.thread().clone());
+                s.spawn(|| decode(filler(vec![100, 100], Some(5)), &queues, &waker, &stop));
                 for (i, q) in queues.iter().enumerate() {
                     while let Some(msg) = q.take(Fed::default(), &waker) {
                         let Msg::Batch(f) = msg else {
@@ -333,7 +333,6 @@ mod tests {
         std::thread::scope(|s| {
             let (qs, w, st) = (&queues, &waker, &stop);
             let h = s.spawn(move || decode(filler(vec![1000; 3], None), qs, w, st));
-            waker.set_thread(h.thread().clone());
             let decoders = Decoders {
                 stop: &stop,
                 wakers: vec![Arc::clone(&waker)],

@@ -815,10 +815,7 @@ impl<'t, O: Observer> Engine<'t, O> {
                     .name(format!("isim-decode-{d}"))
                     .spawn_scoped(scope, move || ahead::decode(fill, &queues, &w, stop));
                 match spawned {
-                    Ok(h) => {
-                        waker.set_thread(h.thread().clone());
-                        decoders.wakers.push(waker);
-                    }
+                    Ok(_) => decoders.wakers.push(waker),
                     Err(e) => {
                         started = Err(SimError::Host(e));
                         break;
