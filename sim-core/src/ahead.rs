@@ -192,20 +192,20 @@ pub(crate) fn decode(
     }
 }
 
-/// The decoders of a run: sets the stop flag and wakes every decoder when dropped, so that
-/// they all return whatever ends the run (its end, an error, a panic).
+/// The decoders of a run (their host threads, as spawned): sets the stop flag and wakes
+/// every decoder when dropped, so that they all return whatever ends the run (its end, an
+/// error, a panic). An unpark makes what came before it visible to the thread it wakes, and
+/// one before the park makes the park return at once, so a decoder sees the flag either way.
 pub(crate) struct Decoders<'a> {
     pub(crate) stop: &'a AtomicBool,
-    pub(crate) wakers: Vec<Arc<Waker>>,
+    pub(crate) threads: Vec<Thread>,
 }
 
 impl Drop for Decoders<'_> {
     fn drop(&mut self) {
         self.stop.store(true, Ordering::SeqCst);
-        for w in &self.wakers {
-            if let Some(t) = w.thread.get() {
-                t.unpark();
-            }
+        for t in &self.threads {
+            t.unpark();
         }
     }
 }
@@ -252,10 +252,10 @@ mod tests {
         let stop = AtomicBool::new(false);
         std::thread::scope(|s| {
             let (qs, w, st) = (&queues, &waker, &stop);
-            s.spawn(move || decode(filler(lens.clone(), None), qs, w, st));
+            let h = s.spawn(move || decode(filler(lens.clone(), None), qs, w, st));
             let _decoders = Decoders {
                 stop: &stop,
-                wakers: vec![Arc::clone(&waker)],
+                threads: vec![h.thread().clone()],
             };
             let mut next = vec![0usize; queues.len()];
             let mut ended = vec![false; queues.len()];
@@ -335,7 +335,7 @@ mod tests {
             let h = s.spawn(move || decode(filler(vec![1000; 3], None), qs, w, st));
             let decoders = Decoders {
                 stop: &stop,
-                wakers: vec![Arc::clone(&waker)],
+                threads: vec![h.thread().clone()],
             };
             // Nobody takes: every queue fills, and the decoder goes to sleep.
             while !waker.sleeping.load(Ordering::SeqCst) {

@@ -779,7 +779,7 @@ impl<'t, O: Observer> Engine<'t, O> {
             // Sets the stop flag and wakes the decoders however the simulation ends.
             let mut decoders = ahead::Decoders {
                 stop: &stop,
-                wakers: Vec::with_capacity(n),
+                threads: Vec::with_capacity(n),
             };
             // Per decoder: its front ends and their queues.
             type Set<'a> = (Vec<Box<Front<'a>>>, Vec<Arc<ahead::Queue>>);
@@ -799,9 +799,8 @@ impl<'t, O: Observer> Engine<'t, O> {
                 };
             }
             let mut started = Ok(());
-            for (d, ((fronts, queues), waker)) in sets.into_iter().zip(wakers).enumerate() {
-                let (tt, stop, w) = (&tt, &stop, Arc::clone(&waker));
-                let mut fronts = fronts;
+            for (d, ((mut fronts, queues), waker)) in sets.into_iter().zip(wakers).enumerate() {
+                let (tt, stop) = (&tt, &stop);
                 let fill = move |i: usize, f: &mut Fed| match fronts[i].fill(
                     tt,
                     f,
@@ -813,9 +812,9 @@ impl<'t, O: Observer> Engine<'t, O> {
                 };
                 let spawned = std::thread::Builder::new()
                     .name(format!("isim-decode-{d}"))
-                    .spawn_scoped(scope, move || ahead::decode(fill, &queues, &w, stop));
+                    .spawn_scoped(scope, move || ahead::decode(fill, &queues, &waker, stop));
                 match spawned {
-                    Ok(_) => decoders.wakers.push(waker),
+                    Ok(h) => decoders.threads.push(h.thread().clone()),
                     Err(e) => {
                         started = Err(SimError::Host(e));
                         break;
