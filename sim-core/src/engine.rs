@@ -781,25 +781,28 @@ impl<'t, O: Observer> Engine<'t, O> {
                 stop: &stop,
                 threads: Vec::with_capacity(n),
             };
-            // Per decoder: its front ends and their queues.
-            type Set<'a> = (Vec<Box<Front<'a>>>, Vec<Arc<ahead::Queue>>);
-            let mut sets: Vec<Set<'_>> = (0..n).map(|_| (Vec::new(), Vec::new())).collect();
-            let wakers: Vec<Arc<ahead::Waker>> = (0..n).map(|_| Arc::default()).collect();
+            // Per decoder: its front ends, their queues and how to wake it.
+            type Set<'a> = (
+                Vec<Box<Front<'a>>>,
+                Vec<Arc<ahead::Queue>>,
+                Arc<ahead::Waker>,
+            );
+            let mut sets: Vec<Set<'_>> = (0..n).map(|_| Default::default()).collect();
             for (tid, th) in self.threads.iter_mut().enumerate() {
                 let Feed::Inline(front) = std::mem::replace(&mut th.feed, Feed::Closed) else {
                     continue;
                 };
                 let queue = Arc::new(ahead::Queue::default());
-                let (fronts, queues) = &mut sets[tid % n];
+                let (fronts, queues, waker) = &mut sets[tid % n];
                 fronts.push(front);
                 queues.push(Arc::clone(&queue));
                 th.feed = Feed::Ahead {
                     queue,
-                    decoder: Arc::clone(&wakers[tid % n]),
+                    decoder: Arc::clone(waker),
                 };
             }
             let mut started = Ok(());
-            for (d, ((mut fronts, queues), waker)) in sets.into_iter().zip(wakers).enumerate() {
+            for (d, (mut fronts, queues, waker)) in sets.into_iter().enumerate() {
                 let (tt, stop) = (&tt, &stop);
                 let fill = move |i: usize, f: &mut Fed| match fronts[i].fill(
                     tt,

@@ -20,9 +20,7 @@ impl Lru {
             clock: 0,
         }
     }
-}
 
-impl Lru {
     /// Asks the host's caches for the stamps of `set`.
     #[inline]
     pub(crate) fn prefetch(&self, set: usize) {

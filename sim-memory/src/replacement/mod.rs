@@ -46,9 +46,7 @@ impl Policy {
             ReplacementKind::Srrip => Policy::Srrip(Srrip::new(sets, ways)),
         }
     }
-}
 
-impl Policy {
     /// Asks the host's caches for the state of `set` (a hint: see `host.rs`).
     #[inline]
     pub fn prefetch(&self, set: usize) {

@@ -23,9 +23,7 @@ impl TreePlru {
             bits: vec![false; sets * (leaves - 1)],
         }
     }
-}
 
-impl TreePlru {
     /// Asks the host's caches for the bits of `set`.
     #[inline]
     pub(crate) fn prefetch(&self, set: usize) {

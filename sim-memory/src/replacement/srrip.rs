@@ -21,9 +21,7 @@ impl Srrip {
             rrpv: vec![MAX; sets * ways],
         }
     }
-}
 
-impl Srrip {
     /// Asks the host's caches for the RRPVs of `set`.
     #[inline]
     pub(crate) fn prefetch(&self, set: usize) {
