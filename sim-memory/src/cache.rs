@@ -2,8 +2,10 @@
 //! instance's children (for coherence), a replacement policy and statistics. Flat arrays
 //! indexed by `set * ways + way` ("slot"): the tags and the states, which a lookup and the
 //! search for a free way scan (a set's tags are one host cache line at 8 ways, its states a
-//! few bytes), and everything else about a slot in one 24-byte record, so that a hit
-//! touches one more line.
+//! few bytes), everything else about a slot but its sharers in one 24-byte record, so that a
+//! hit touches one more line, and the sharer masks, as many 32-bit words per slot as the
+//! children need (one for up to 32: a 16-way set's masks are then one host cache line, not
+//! the four a 128-bit mask per slot took, which a miss in a large L3 paid for in host misses).
 //!
 //! An invalidated line keeps its tag with state `I`, so a later miss on it can be recognised
 //! as a coherence miss.
@@ -84,9 +86,11 @@ pub struct Cache {
     tags: Vec<u64>,
     state: Vec<u8>,
     slots: Vec<Slot>,
-    /// Sharer masks per slot, for a cache with children ([`Cache::track_sharers`]); empty for
-    /// a private (leaf) cache, so that its slots stay small.
-    sharers: Vec<u128>,
+    /// Sharer masks, [`Cache::sharer_words`] 32-bit words per slot (low word first), for a
+    /// cache with children ([`Cache::track_sharers`]); empty for a private (leaf) cache.
+    sharers: Vec<u32>,
+    /// Words of a slot's sharer mask (0 without children).
+    sharer_words: usize,
     policy: Policy,
     /// Counters of this instance.
     pub stats: CacheStats,
@@ -110,6 +114,7 @@ impl Cache {
             state: vec![INVALID; n],
             slots: vec![Slot::EMPTY; n],
             sharers: Vec::new(),
+            sharer_words: 0,
             policy: Policy::new(params.replacement, sets, ways),
             stats: CacheStats::default(),
         }
@@ -129,8 +134,9 @@ impl Cache {
         crate::host::prefetch(&self.tags[r.clone()]);
         crate::host::prefetch(&self.state[r.clone()]);
         crate::host::prefetch(&self.slots[r.clone()]);
-        if !self.sharers.is_empty() {
-            crate::host::prefetch(&self.sharers[r]);
+        if self.sharer_words > 0 {
+            let w = self.sharer_words;
+            crate::host::prefetch(&self.sharers[r.start * w..r.end * w]);
         }
         self.policy.prefetch(set);
     }
@@ -204,21 +210,64 @@ impl Cache {
         self.slots[slot].dirty = d;
     }
 
-    /// Keeps a sharer mask per slot: for a cache with children (up to 128).
-    pub fn track_sharers(&mut self) {
-        self.sharers = vec![0; self.slots.len()];
+    /// Keeps a sharer mask per slot: for a cache with `children` children (1 to 128).
+    pub fn track_sharers(&mut self, children: usize) {
+        assert!(
+            (1..=128).contains(&children),
+            "a cache has 1 to 128 children, not {children}"
+        );
+        self.sharer_words = children.div_ceil(32);
+        self.sharers = vec![0; self.slots.len() * self.sharer_words];
     }
 
     /// Sharer mask (children holding copies) of a slot; 0 for a cache without children.
-    #[inline]
+    #[inline(always)]
     pub fn sharers(&self, slot: usize) -> u128 {
-        self.sharers.get(slot).copied().unwrap_or(0)
+        match self.sharer_words {
+            0 => 0,
+            1 => self.sharers[slot] as u128,
+            w => self.wide_sharers(slot, w),
+        }
     }
 
-    /// Replaces the sharer mask of a slot (of a cache that [`Cache::track_sharers`]).
-    #[inline]
+    #[cold]
+    fn wide_sharers(&self, slot: usize, w: usize) -> u128 {
+        let mut m = 0u128;
+        for (i, &x) in self.sharers[slot * w..(slot + 1) * w].iter().enumerate() {
+            m |= (x as u128) << (32 * i);
+        }
+        m
+    }
+
+    /// Replaces the sharer mask of a slot (of a cache that [`Cache::track_sharers`]; `m` has
+    /// no bit at or above its number of words × 32).
+    #[inline(always)]
     pub fn set_sharers(&mut self, slot: usize, m: u128) {
-        self.sharers[slot] = m;
+        match self.sharer_words {
+            1 => self.sharers[slot] = m as u32,
+            w => self.set_wide_sharers(slot, w, m),
+        }
+    }
+
+    #[cold]
+    fn set_wide_sharers(&mut self, slot: usize, w: usize, m: u128) {
+        assert!(w > 0, "sharers set in a cache without children");
+        for (i, x) in self.sharers[slot * w..(slot + 1) * w]
+            .iter_mut()
+            .enumerate()
+        {
+            *x = (m >> (32 * i)) as u32;
+        }
+    }
+
+    /// Clears the sharer mask of a slot (nothing without children).
+    #[inline(always)]
+    fn clear_sharers(&mut self, slot: usize) {
+        match self.sharer_words {
+            0 => {}
+            1 => self.sharers[slot] = 0,
+            w => self.set_wide_sharers(slot, w, 0),
+        }
     }
 
     /// Line address in a slot (meaningful when valid).
@@ -240,9 +289,7 @@ impl Cache {
     pub fn invalidate(&mut self, slot: usize) {
         self.state[slot] = INVALID;
         self.slots[slot].dirty = false;
-        if let Some(s) = self.sharers.get_mut(slot) {
-            *s = 0;
-        }
+        self.clear_sharers(slot);
     }
 
     /// Installs `line` (not currently valid here) in state `st`; returns its slot and the
@@ -273,9 +320,7 @@ impl Cache {
             sharers: self.sharers(slot),
             parent: m.parent,
         });
-        if let Some(s) = self.sharers.get_mut(slot) {
-            *s = 0;
-        }
+        self.clear_sharers(slot);
         if m.prefetched && old != INVALID {
             self.stats.prefetch_unused += 1;
         }
@@ -357,5 +402,69 @@ impl Cache {
         (0..self.tags.len())
             .filter(|&s| self.state[s] != INVALID)
             .map(|s| (self.tags[s], self.state[s]))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::ReplacementKind;
+
+    fn cache() -> Cache {
+        Cache::new(CacheParams {
+            size: 4 << 10,
+            associativity: 4,
+            line_size: 64,
+            data_latency: 1,
+            tag_latency: 1,
+            replacement: ReplacementKind::Lru,
+        })
+    }
+
+    /// Sharer masks of every width (one to four 32-bit words per slot) read back as written,
+    /// slot by slot without touching the neighbours, and an invalidation or a fill over a
+    /// line clears its mask.
+    #[test]
+    fn sharer_masks_of_every_width_read_back_and_clear() {
+        for children in [1, 2, 8, 31, 32, 33, 64, 65, 96, 127, 128] {
+            let mut c = cache();
+            c.track_sharers(children);
+            let all = if children == 128 {
+                u128::MAX
+            } else {
+                (1u128 << children) - 1
+            };
+            let masks = [
+                all,
+                1,
+                1u128 << (children - 1),
+                all & 0x5555_5555_5555_5555_5555_5555_5555_5555,
+            ];
+            let slots = c.slots.len();
+            for (k, &m) in masks.iter().enumerate() {
+                c.set_sharers(k, m);
+            }
+            for (k, &m) in masks.iter().enumerate() {
+                assert_eq!(c.sharers(k), m, "{children} children, slot {k}");
+            }
+            assert!(
+                (masks.len()..slots).all(|s| c.sharers(s) == 0),
+                "{children} children"
+            );
+            // A line in slot 0 (set 0, way 0), then invalidated: its mask is gone, the
+            // others stay.
+            let (slot, _) = c.fill(0, SHARED);
+            assert_eq!(slot, 0);
+            c.set_sharers(slot, all);
+            c.invalidate(slot);
+            assert_eq!(c.sharers(slot), 0, "{children} children");
+            assert_eq!(c.sharers(1), masks[1], "{children} children");
+            // A fill reusing a slot clears the mask it held.
+            c.set_sharers(slot, all);
+            c.fill(0, MODIFIED);
+            assert_eq!(c.sharers(slot), 0, "{children} children");
+        }
+        // A leaf cache has no masks.
+        assert_eq!(cache().sharers(3), 0);
     }
 }

@@ -453,7 +453,7 @@ impl Memory {
         }
         for n in &mut nodes {
             if !n.children.is_empty() {
-                n.cache.track_sharers();
+                n.cache.track_sharers(n.children.len());
             }
         }
         // `Memory::privates` hands out the level-1 nodes in order as core 0's L1I, L1D, core
