@@ -243,6 +243,11 @@ impl Cache {
     /// no bit at or above its number of words × 32).
     #[inline(always)]
     pub fn set_sharers(&mut self, slot: usize, m: u128) {
+        debug_assert!(
+            self.sharer_words >= 4 || m >> (32 * self.sharer_words) == 0,
+            "sharer mask {m:#x} wider than {} words",
+            self.sharer_words
+        );
         match self.sharer_words {
             1 => self.sharers[slot] = m as u32,
             w => self.set_wide_sharers(slot, w, m),
