@@ -17,7 +17,7 @@ use criterion::{Criterion, Throughput, criterion_group, criterion_main};
 use sim_core::bpred::{BpredConfig, build};
 use sim_core::core::{TimingTable, predict};
 use sim_frontend::Trace;
-use sim_frontend::model::{Batch, BranchKind, NO_SIDX, Record};
+use sim_frontend::model::{Batch, BranchKind, Record};
 use sim_frontend::workloads::{Params, find};
 
 /// Target dynamic instructions per stream.
@@ -62,7 +62,6 @@ fn stream(dir: &std::path::Path, name: &'static str) -> Stream {
         }
     }
     assert!(!branches.is_empty(), "{name} has no branches");
-    debug_assert!(branches.iter().all(|b| b.0 != NO_SIDX));
     Stream {
         name,
         table,
