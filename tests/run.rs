@@ -335,6 +335,84 @@ fn a_load_op_instruction_loads_before_its_other_operand_is_ready() {
     );
 }
 
+/// A one-thread trace of `n` iterations of a dependence chain through two instructions:
+/// `mul r9 <- r23`, then an add that reads `srcs` (address sources first, `addr` of them)
+/// and writes `dsts`, r9 among the sources and r23 among the destinations; then a loop
+/// branch.
+fn chain_trace(path: &Path, n: u64, srcs: &[u8], addr: u8, dsts: &[u8]) {
+    let mut w = TraceWriter::create(
+        path,
+        TraceMeta {
+            isa: "test".into(),
+            workload: "chain".into(),
+            params: vec![],
+            producer: "test".into(),
+        },
+    )
+    .unwrap();
+    let mut mul = StaticInst::new(0x1000, 4, OpClass::IntMul);
+    mul.srcs = vec![23];
+    mul.dsts = vec![9];
+    let mul = w.add_static(mul).unwrap();
+    let mut add = StaticInst::new(0x1004, 4, OpClass::IntAlu);
+    add.srcs = srcs.to_vec();
+    add.addr_srcs = Some(addr);
+    add.dsts = dsts.to_vec();
+    let add = w.add_static(add).unwrap();
+    let mut br = StaticInst::new(0x1008, 4, OpClass::CondBranch);
+    br.branch = BranchKind::Conditional;
+    br.target = 0x1000;
+    let br = w.add_static(br).unwrap();
+    w.marker(0, Marker::ThreadStart).unwrap();
+    w.marker(0, Marker::RoiBegin).unwrap();
+    for i in 0..n {
+        w.inst(0, mul, false, &[]).unwrap();
+        w.inst(0, add, false, &[]).unwrap();
+        w.inst(0, br, i + 1 < n, &[]).unwrap();
+    }
+    w.marker(0, Marker::RoiEnd).unwrap();
+    w.marker(0, Marker::ThreadEnd).unwrap();
+    w.finish().unwrap();
+}
+
+#[test]
+fn a_dependence_through_any_register_place_is_kept_however_many_registers() {
+    // The core keeps up to 2 address sources, 3 other sources and 3 destinations of an
+    // instruction in place, and more in a pool. Formula: the chain mul -> add -> mul runs at
+    // the sum of their latencies per iteration (int_mul + int_alu; the window and the
+    // dispatch width allow 3 instructions a cycle), whichever place of the add holds r9 and
+    // r23, in place or in the pool. A register left out would break the chain: the loop
+    // would run at the dispatch width, under a cycle per iteration.
+    let dir = tempfile::tempdir().unwrap();
+    let cfg = engine_config_with(&[]);
+    let lat = &cfg.core.settings.latency;
+    let want = (lat.int_mul + lat.int_alu) as f64;
+    let n = 20_000u64;
+    let cases: [(&str, &[u8], u8, &[u8]); 5] = [
+        ("one source", &[9], 0, &[23]),
+        ("last other place", &[1, 2, 4, 5, 9], 2, &[20, 21, 23]),
+        ("last address place", &[1, 9, 4, 5, 6], 2, &[21, 22, 23]),
+        ("pool: 3 address sources", &[1, 2, 9, 4], 3, &[23]),
+        (
+            "pool: 4 other sources, 4 destinations",
+            &[1, 4, 5, 6, 9],
+            1,
+            &[20, 21, 22, 23],
+        ),
+    ];
+    for (what, srcs, addr, dsts) in cases {
+        let p = dir.path().join("chain.itrace");
+        chain_trace(&p, n, srcs, addr, dsts);
+        let trace = Trace::open(&p).unwrap();
+        let (r, _) = Engine::new(&trace, &cfg, ()).unwrap().run(|_| {}).unwrap();
+        let per = r.threads[0].stack.total() / n as f64;
+        assert!(
+            (per - want).abs() / want < 0.01,
+            "{what}: {per:.3} cycles per iteration, want {want}"
+        );
+    }
+}
+
 #[test]
 fn independent_stream_misses_overlap_up_to_the_window_or_the_miss_slots() {
     // stream: 8 instructions and 2 loads per iteration; each load touches a new line every 8

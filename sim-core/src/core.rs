@@ -42,34 +42,66 @@ use crate::bpred::{BranchPredictor, Predictor};
 use crate::stack::{COMPONENTS, Component, CycleStack};
 use crate::tlb::{Tlb, TlbParams};
 
-/// What the core needs of one static instruction, 32 bytes, its registers in a pool shared
-/// by the whole table: the simulation reads one of these per instruction, where a
-/// [`StaticInst`] is two host cache lines and three heap blocks.
+/// Address sources, other sources and destinations a [`TimingInst`] holds in place; an
+/// instruction with more of any kind (none in the traced programs measured: x86 code has at
+/// most 2, 3 and 3) keeps them all in [`TimingTable::regs`] instead.
+const ADDR_SRCS: usize = 2;
+const OTHER_SRCS: usize = 3;
+const DSTS: usize = 3;
+
+/// Slots of a core's register ready times: the ISA's 256 registers, [`NO_SRC`] and
+/// [`NO_DST`], rounded up to a power of two so that an index masked with `REG_SLOTS - 1`
+/// needs no bounds check.
+const REG_SLOTS: usize = 512;
+
+/// The slot an unused source place reads: always ready at time 0, which adds nothing to a
+/// maximum of times (times are never negative).
+const NO_SRC: u16 = 256;
+
+/// The slot an unused destination place writes; nothing reads it.
+const NO_DST: u16 = 257;
+
+/// [`TimingInst::wide`] of an instruction whose registers fit in place.
+const NOT_WIDE: u32 = u32::MAX;
+
+/// What the core needs of one static instruction, 32 bytes: the simulation reads one of
+/// these per instruction, where a [`StaticInst`] is two host cache lines and three heap
+/// blocks. The registers are in place, unused places naming [`NO_SRC`] or [`NO_DST`], so the
+/// core reads and writes a fixed number of ready times without a loop whose trip count
+/// changes from one instruction to the next (a host branch mispredicted often).
 #[derive(Debug, Clone, Copy)]
 pub struct TimingInst {
     /// Program counter.
     pub pc: u64,
-    /// Target PC of a direct branch; 0 otherwise.
-    pub target: u64,
-    /// Where its source registers start in [`TimingTable::regs`]; its destinations follow.
-    regs: u32,
-    n_src: u8,
-    /// How many of the sources the loads wait for (`StaticInst::addr_srcs`, or all).
-    n_addr: u8,
-    n_dst: u8,
+    /// Sources the loads wait for (`StaticInst::addr_srcs`, or all).
+    addr: [u16; ADDR_SRCS],
+    /// The other sources.
+    other: [u16; OTHER_SRCS],
+    /// Destinations.
+    dst: [u16; DSTS],
+    /// [`NOT_WIDE`], or where the registers of an instruction with more than fit in place
+    /// start in [`TimingTable::regs`]: counts of sources, address sources and destinations,
+    /// then the sources, then the destinations.
+    wide: u32,
     /// Encoded length in bytes.
     pub size: u8,
     /// Operation class.
     pub class: OpClass,
     /// Control-flow kind.
     pub branch: BranchKind,
+    /// Whether it has sources the loads do not wait for.
+    has_other: bool,
 }
 
 /// A program's static instructions as the core reads them (see [`TimingInst`]), indexed
-/// like `Program::insts`.
+/// like `Program::insts`, and their branch targets.
 #[derive(Debug, Clone, Default)]
 pub struct TimingTable {
     insts: Vec<TimingInst>,
+    /// Target PC of each direct branch; 0 for other instructions. Only the predictor reads
+    /// it, so it is kept apart from what the core reads.
+    targets: Vec<u64>,
+    /// Registers of the wide instructions (see [`TimingInst::wide`]).
     regs: Vec<u8>,
 }
 
@@ -82,23 +114,46 @@ impl TimingTable {
     pub fn new(insts: &[StaticInst]) -> TimingTable {
         let mut t = TimingTable {
             insts: Vec::with_capacity(insts.len()),
+            targets: Vec::with_capacity(insts.len()),
             regs: Vec::new(),
         };
         for s in insts {
             let n_src = u8::try_from(s.srcs.len()).expect("at most 255 sources");
-            t.insts.push(TimingInst {
+            let n_dst = u8::try_from(s.dsts.len()).expect("at most 255 destinations");
+            let n_addr = s.addr_srcs.map_or(n_src, |a| a.min(n_src));
+            let (addr_srcs, other_srcs) = s.srcs.split_at(n_addr as usize);
+            let mut inst = TimingInst {
                 pc: s.pc,
-                target: s.target,
-                regs: t.regs.len() as u32,
-                n_src,
-                n_addr: s.addr_srcs.map_or(n_src, |a| a.min(n_src)),
-                n_dst: u8::try_from(s.dsts.len()).expect("at most 255 destinations"),
+                addr: [NO_SRC; ADDR_SRCS],
+                other: [NO_SRC; OTHER_SRCS],
+                dst: [NO_DST; DSTS],
+                wide: NOT_WIDE,
                 size: s.size,
                 class: s.class,
                 branch: s.branch,
-            });
-            t.regs.extend_from_slice(&s.srcs);
-            t.regs.extend_from_slice(&s.dsts);
+                has_other: !other_srcs.is_empty(),
+            };
+            if addr_srcs.len() <= ADDR_SRCS
+                && other_srcs.len() <= OTHER_SRCS
+                && s.dsts.len() <= DSTS
+            {
+                for (place, &r) in inst.addr.iter_mut().zip(addr_srcs) {
+                    *place = r.into();
+                }
+                for (place, &r) in inst.other.iter_mut().zip(other_srcs) {
+                    *place = r.into();
+                }
+                for (place, &r) in inst.dst.iter_mut().zip(&s.dsts) {
+                    *place = r.into();
+                }
+            } else {
+                inst.wide = t.regs.len() as u32;
+                t.regs.extend_from_slice(&[n_src, n_addr, n_dst]);
+                t.regs.extend_from_slice(&s.srcs);
+                t.regs.extend_from_slice(&s.dsts);
+            }
+            t.insts.push(inst);
+            t.targets.push(s.target);
         }
         t
     }
@@ -119,16 +174,21 @@ impl TimingTable {
         }
     }
 
-    #[inline]
-    fn srcs(&self, s: &TimingInst) -> &[u8] {
-        let a = s.regs as usize;
-        &self.regs[a..a + s.n_src as usize]
-    }
-
-    #[inline]
-    fn dsts(&self, s: &TimingInst) -> &[u8] {
-        let a = s.regs as usize + s.n_src as usize;
-        &self.regs[a..a + s.n_dst as usize]
+    /// The sources (address sources first, `.1` of them) and destinations of a wide
+    /// instruction.
+    fn wide_regs(&self, s: &TimingInst) -> (&[u8], usize, &[u8]) {
+        let a = s.wide as usize;
+        let (n_src, n_addr, n_dst) = (
+            self.regs[a] as usize,
+            self.regs[a + 1] as usize,
+            self.regs[a + 2] as usize,
+        );
+        let srcs = &self.regs[a + 3..a + 3 + n_src];
+        (
+            srcs,
+            n_addr,
+            &self.regs[a + 3 + n_src..a + 3 + n_src + n_dst],
+        )
     }
 }
 
@@ -145,7 +205,7 @@ pub fn predict(bp: &mut Predictor, tt: &TimingTable, sidx: u32, taken: bool, nex
     if matches!(s.branch, BranchKind::DirectCall | BranchKind::IndirectCall) {
         bp.note_call(s.pc + s.size as u64);
     }
-    let target = branch_target(tt, s, taken, next);
+    let target = branch_target(tt, sidx, s, taken, next);
     bp.predict_and_update(s.pc, s.branch, taken, target)
 }
 
@@ -153,9 +213,9 @@ pub fn predict(bp: &mut Predictor, tt: &TimingTable, sidx: u32, taken: bool, nex
 /// not (the static predictor needs its direction), otherwise where control went (the
 /// instruction `next`, looked up only then).
 #[inline]
-fn branch_target(tt: &TimingTable, s: &TimingInst, taken: bool, next: u32) -> u64 {
+fn branch_target(tt: &TimingTable, sidx: u32, s: &TimingInst, taken: bool, next: u32) -> u64 {
     if s.branch == BranchKind::Conditional {
-        s.target
+        tt.targets[sidx as usize]
     } else if taken {
         tt.pc(next)
     } else {
@@ -285,7 +345,8 @@ pub struct Core {
     rob: Vec<Entry>,
     head: usize,
     len: usize,
-    reg_ready: [f64; 256],
+    /// When each register's newest value is ready, by [`TimingInst`] register slot.
+    reg_ready: [f64; REG_SLOTS],
     /// Current time: the last dispatch (the core's clock).
     pub now: f64,
     /// When everything in the window has committed: the latest completion so far, which is
@@ -332,7 +393,7 @@ impl Core {
             rob,
             head: 0,
             len: 0,
-            reg_ready: [0.0; 256],
+            reg_ready: [0.0; REG_SLOTS],
             now,
             commit: now,
             contrib: [0.0; COMPONENTS],
@@ -485,7 +546,10 @@ impl Core {
             self.stack.add(self.redirect_comp, self.redirect - t);
             t = self.redirect;
         }
-        self.pop_until(t);
+        if t > by_width {
+            // (At `by_width` itself the window was popped above.)
+            self.pop_until(t);
+        }
         if self.len == self.rob.len() {
             // Still full at the redirect time: wait for the head.
             let h = self.rob[self.head].commit;
@@ -498,15 +562,23 @@ impl Core {
         // Execute. The loads wait for the address registers only (a load-op instruction's
         // load micro-op issues before its other operands are ready); the operation waits for
         // every source.
-        let srcs = tt.srcs(s);
-        let n_addr = s.n_addr as usize;
-        let mut ready = t;
-        let mut issue = t;
-        for (i, &reg) in srcs.iter().enumerate() {
-            let r = self.reg_ready[reg as usize];
-            ready = fmax(ready, r);
-            if i < n_addr {
-                issue = fmax(issue, r);
+        let (mut issue, mut ready) = (t, t);
+        if s.wide == NOT_WIDE {
+            for &reg in &s.addr {
+                issue = fmax(issue, self.reg_ready[reg as usize & (REG_SLOTS - 1)]);
+            }
+            ready = issue;
+            for &reg in &s.other {
+                ready = fmax(ready, self.reg_ready[reg as usize & (REG_SLOTS - 1)]);
+            }
+        } else {
+            let (srcs, n_addr, _) = tt.wide_regs(s);
+            for (i, &reg) in srcs.iter().enumerate() {
+                let r = self.reg_ready[reg as usize];
+                ready = fmax(ready, r);
+                if i < n_addr {
+                    issue = fmax(issue, r);
+                }
             }
         }
         if s.class == OpClass::Serializing {
@@ -519,89 +591,96 @@ impl Core {
             _ => Component::DependInt,
         };
         // A load's latency: its address translation (0 without a TLB), then the memory's.
-        let mut load_lat = 0.0f64;
-        let mut load_tlb = 0.0f64;
         let mut served = None;
-        for a in mem_ops.iter().filter(|a| !a.write) {
-            let pen = match &mut self.tlb {
-                Some(tlb) => tlb.translate(a.addr, issue),
-                None => 0.0,
-            };
-            let o = mem.access(
-                self.id,
-                s.pc,
-                a.addr,
-                a.size as u32,
-                Kind::Load,
-                (issue + pen) as u64,
-            );
-            let l = o.latency;
-            if l > self.p.long_latency_cutoff as u64 && !o.merged {
-                // A long-latency miss needs a miss slot (an access merged into a miss in
-                // flight shares that miss's slot).
-                let slot = self.load_slots[self.load_next];
-                if slot > issue {
-                    issue = slot;
+        let mut tlb_share = 0.0f64;
+        if !mem_ops.is_empty() {
+            let mut load_lat = 0.0f64;
+            let mut load_tlb = 0.0f64;
+            for a in mem_ops.iter().filter(|a| !a.write) {
+                let pen = match &mut self.tlb {
+                    Some(tlb) => tlb.translate(a.addr, issue),
+                    None => 0.0,
+                };
+                let o = mem.access(
+                    self.id,
+                    s.pc,
+                    a.addr,
+                    a.size as u32,
+                    Kind::Load,
+                    (issue + pen) as u64,
+                );
+                let l = o.latency;
+                if l > self.p.long_latency_cutoff as u64 && !o.merged {
+                    // A long-latency miss needs a miss slot (an access merged into a miss in
+                    // flight shares that miss's slot).
+                    let slot = self.load_slots[self.load_next];
+                    if slot > issue {
+                        issue = slot;
+                    }
+                    self.load_slots[self.load_next] = issue + pen + l as f64;
+                    self.load_next = (self.load_next + 1) % self.load_slots.len();
                 }
-                self.load_slots[self.load_next] = issue + pen + l as f64;
-                self.load_next = (self.load_next + 1) % self.load_slots.len();
-            }
-            for (i, m) in o.missed.iter().enumerate() {
-                r.misses[i] += *m as u32;
-            }
-            let total = pen + l as f64;
-            if total >= load_lat {
-                load_lat = total;
-                load_tlb = pen;
-                served = Some(o.served);
-            }
-        }
-        let tlb_share = if load_lat > 0.0 {
-            load_tlb / load_lat
-        } else {
-            0.0
-        };
-        if let Some(sv) = served {
-            lat = load_lat;
-            comp = Component::of_served(sv);
-            r.served = Some(sv);
-            // The stores below and the operation wait for the load too.
-            ready = fmax(ready, issue);
-        }
-        for a in mem_ops.iter().filter(|a| a.write) {
-            let pen = match &mut self.tlb {
-                Some(tlb) => tlb.translate(a.addr, ready),
-                None => 0.0,
-            };
-            let o = mem.access(
-                self.id,
-                s.pc,
-                a.addr,
-                a.size as u32,
-                Kind::Store,
-                (ready + pen) as u64,
-            );
-            for (i, m) in o.missed.iter().enumerate() {
-                r.misses[i] += *m as u32;
-            }
-            if o.latency > self.p.long_latency_cutoff as u64 && !o.merged {
-                // Stores retire through the store buffer; a full one stalls.
-                let slot = self.store_slots[self.store_next];
-                if slot > ready {
-                    ready = slot;
+                for (i, m) in o.missed.iter().enumerate() {
+                    r.misses[i] += *m as u32;
                 }
-                self.store_slots[self.store_next] = ready + pen + o.latency as f64;
-                self.store_next = (self.store_next + 1) % self.store_slots.len();
+                let total = pen + l as f64;
+                if total >= load_lat {
+                    load_lat = total;
+                    load_tlb = pen;
+                    served = Some(o.served);
+                }
+            }
+            if load_lat > 0.0 {
+                tlb_share = load_tlb / load_lat;
+            }
+            if let Some(sv) = served {
+                lat = load_lat;
+                comp = Component::of_served(sv);
+                r.served = Some(sv);
+                // The stores below and the operation wait for the load too.
+                ready = fmax(ready, issue);
+            }
+            for a in mem_ops.iter().filter(|a| a.write) {
+                let pen = match &mut self.tlb {
+                    Some(tlb) => tlb.translate(a.addr, ready),
+                    None => 0.0,
+                };
+                let o = mem.access(
+                    self.id,
+                    s.pc,
+                    a.addr,
+                    a.size as u32,
+                    Kind::Store,
+                    (ready + pen) as u64,
+                );
+                for (i, m) in o.missed.iter().enumerate() {
+                    r.misses[i] += *m as u32;
+                }
+                if o.latency > self.p.long_latency_cutoff as u64 && !o.merged {
+                    // Stores retire through the store buffer; a full one stalls.
+                    let slot = self.store_slots[self.store_next];
+                    if slot > ready {
+                        ready = slot;
+                    }
+                    self.store_slots[self.store_next] = ready + pen + o.latency as f64;
+                    self.store_next = (self.store_next + 1) % self.store_slots.len();
+                }
             }
         }
-        let complete = if served.is_some() && n_addr < srcs.len() {
+        let complete = if served.is_some() && s.has_other {
             // The load's data, or the operation one cycle after its last other operand.
             fmax(issue + lat, ready + 1.0)
         } else {
             ready + fmax(lat, if mem_ops.is_empty() { 1.0 } else { 0.0 })
         };
-        for &reg in tt.dsts(s) {
-            self.reg_ready[reg as usize] = complete;
+        if s.wide == NOT_WIDE {
+            for &reg in &s.dst {
+                self.reg_ready[reg as usize & (REG_SLOTS - 1)] = complete;
+            }
+        } else {
+            for &reg in tt.wide_regs(s).2 {
+                self.reg_ready[reg as usize] = complete;
+            }
         }
         // Critical-path accounting at insertion: the critical path ends at the latest
         // completion so far, which is also when everything in the window has committed.

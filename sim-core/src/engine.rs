@@ -1100,22 +1100,46 @@ impl<'t, O: Observer> Engine<'t, O> {
             if !th.ready(tid, tt, self.trace_path)? {
                 return Ok(Step::End);
             }
+            if self.roi_active && !self.roi_done {
+                // The timed instructions left in the batch, in one loop over the records and
+                // their predictions side by side (the ROI changes only at a marker).
+                let (b, start) = (&th.fed.batch, th.pos);
+                let records = &b.records[start..];
+                let mispredicted = &th.fed.mispredicted[start..start + records.len()];
+                let c = &mut th.core;
+                let (mut pos, mut last) = (start, th.last_sidx);
+                let mut marker = None;
+                for (rec, &mispredicted) in records.iter().zip(mispredicted) {
+                    if c.now > limit {
+                        break;
+                    }
+                    pos += 1;
+                    match rec {
+                        Record::Inst(i) => {
+                            last = i.sidx;
+                            timed(c, b, &mut self.mem, &mut self.obs, tt, tid, i, mispredicted);
+                        }
+                        &Record::Marker(m) => {
+                            marker = Some(m);
+                            break;
+                        }
+                    }
+                }
+                self.executed += (pos - start - marker.is_some() as usize) as u64;
+                (th.pos, th.last_sidx) = (pos, last);
+                if let Some(m) = marker {
+                    return Ok(Step::Marker(m));
+                }
+                continue;
+            }
             let b = &th.fed.batch;
-            let mispredicted = th.fed.mispredicted[th.pos];
             let rec = &b.records[th.pos];
             th.pos += 1;
             match rec {
                 Record::Inst(i) => {
                     th.last_sidx = i.sidx;
-                    if self.roi_done {
-                        continue;
-                    }
-                    let c = &mut th.core;
-                    if self.roi_active {
-                        timed(c, b, &mut self.mem, &mut self.obs, tt, tid, i, mispredicted);
-                        self.executed += 1;
-                    } else {
-                        c.warm(&mut self.mem, tt, i.sidx, b.mem_of(i));
+                    if !self.roi_done {
+                        th.core.warm(&mut self.mem, tt, i.sidx, b.mem_of(i));
                     }
                 }
                 &Record::Marker(m) => return Ok(Step::Marker(m)),
