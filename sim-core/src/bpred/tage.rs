@@ -237,6 +237,8 @@ struct Folds {
     out: [Lanes; 3],
     /// Per kind: the register width (at least 1).
     width: [u32; 3],
+    /// Per kind: the register's bits (`width` ones).
+    mask: [u32; 3],
     /// Groups holding a table.
     groups: usize,
 }
@@ -259,6 +261,7 @@ impl Folds {
             tag2: [[0; GROUP]; GROUPS],
             out,
             width,
+            mask: width.map(|w| u32::MAX >> (32 - w)),
             groups: lengths.len().div_ceil(GROUP),
         }
     }
@@ -277,8 +280,7 @@ impl Folds {
             // Rotate left by one within `w` bits (the top bit comes back as bit 0), insert
             // the new bit, remove the old one; branch-free, since `oldest` is a past
             // outcome, as unpredictable as the branches it records.
-            let (w, out) = (self.width[k], &self.out[k]);
-            let mask = u32::MAX >> (32 - w);
+            let (w, mask, out) = (self.width[k], self.mask[k], &self.out[k]);
             for ((r, o), old) in regs.iter_mut().zip(out).zip(oldest).take(g) {
                 for j in 0..GROUP {
                     let v = r[j];
@@ -293,8 +295,7 @@ impl Folds {
     /// folded to the index width, as an incremental fold of those bits would hold them.
     #[inline]
     fn path(&self, path: u32, span: &Lanes) -> Lanes {
-        let w = self.width[0];
-        let mask = u32::MAX >> (32 - w);
+        let (w, mask) = (self.width[0], self.mask[0]);
         let mut f: Lanes = [[0; GROUP]; GROUPS];
         for (fg, sg) in f.iter_mut().zip(span).take(self.groups) {
             let mut s = 0;
@@ -374,6 +375,9 @@ pub struct Tage {
     /// log2 of the entries of one tagged table.
     index_bits: u32,
     tag_bits: u32,
+    /// `index_bits` and `tag_bits` ones.
+    index_mask: u32,
+    tag_mask: u32,
     /// Every tagged table, table `t` at `t << index_bits`.
     entries: Vec<TaggedEntry>,
     /// History length of each tagged table, shortest first.
@@ -447,6 +451,8 @@ impl Tage {
             tables: n,
             index_bits,
             tag_bits,
+            index_mask: low_mask(index_bits) as u32,
+            tag_mask: low_mask(tag_bits) as u32,
             entries: vec![TaggedEntry::EMPTY; n << index_bits],
             lengths,
             folds,
@@ -468,18 +474,10 @@ impl Tage {
         &self.lengths
     }
 
-    /// Slot in `entries` of index `idx` of table `t`.
-    #[inline]
-    fn slot(&self, t: usize, idx: usize) -> usize {
-        (t << self.index_bits) | idx
-    }
-
     /// Predicts and learns one conditional branch; returns true if mispredicted.
     fn conditional(&mut self, pc: u64, taken: bool) -> bool {
-        const N: usize = TAGE_MAX_TABLES as usize;
         let n = self.tables;
-        let index_mask = low_mask(self.index_bits) as u32;
-        let tag_mask = low_mask(self.tag_bits) as u32;
+        let (index_mask, tag_mask) = (self.index_mask, self.tag_mask);
         let pc_idx = pc_index(pc, self.index_bits) as u32;
         let pc_tag = fold(pc, self.tag_bits) as u32;
 
@@ -501,14 +499,14 @@ impl Tage {
             }
         }
         let (idxs, tag_lanes) = (idxs.as_flattened(), tag_lanes.as_flattened());
-        let mut slots = [0usize; N];
-        let mut tags = [0u16; N];
+        // Table `t`'s slot in `entries` and its tag.
+        let index_bits = self.index_bits;
+        let slot = |t: usize| (t << index_bits) | idxs[t] as usize;
+        let tag = |t: usize| tag_lanes[t] as u16;
         let mut provider = None;
         let mut alt = None;
         for t in (0..n).rev() {
-            slots[t] = self.slot(t, idxs[t] as usize);
-            tags[t] = tag_lanes[t] as u16;
-            if self.entries[slots[t]].matches(tags[t]) {
+            if self.entries[slot(t)].matches(tag(t)) {
                 if provider.is_none() {
                     provider = Some(t);
                 } else if alt.is_none() {
@@ -518,10 +516,10 @@ impl Tage {
         }
         let base_idx = pc_index(pc, self.base.bits());
         let base_pred = self.base.predict(base_idx);
-        let alt_pred = alt.map_or(base_pred, |a| self.entries[slots[a]].ctr >= 0);
+        let alt_pred = alt.map_or(base_pred, |a| self.entries[slot(a)].ctr >= 0);
         let (provider_pred, provider_new) = match provider {
             Some(p) => {
-                let e = self.entries[slots[p]];
+                let e = self.entries[slot(p)];
                 (e.ctr >= 0, e.is_new())
             }
             None => (base_pred, false),
@@ -552,11 +550,11 @@ impl Tage {
         // Allocation in a longer-history table.
         let from = provider.map_or(0, |p| p + 1);
         if tage_pred != taken && provider_pred != taken && from < n {
-            let mut free = (from..n).filter(|&t| self.entries[slots[t]].u == 0);
+            let mut free = (from..n).filter(|&t| self.entries[slot(t)].u == 0);
             match (free.next(), free.next()) {
                 (None, _) => {
-                    for &slot in &slots[from..n] {
-                        let e = &mut self.entries[slot];
+                    for t in from..n {
+                        let e = &mut self.entries[slot(t)];
                         e.u = e.u.saturating_sub(1);
                     }
                 }
@@ -566,8 +564,8 @@ impl Tage {
                         _ => first,
                     };
                     self.allocations = self.allocations.wrapping_add(1);
-                    self.entries[slots[chosen]] = TaggedEntry {
-                        tag: tags[chosen],
+                    self.entries[slot(chosen)] = TaggedEntry {
+                        tag: tag(chosen),
                         ctr: if taken { 0 } else { -1 },
                         u: 0,
                     };
@@ -578,7 +576,7 @@ impl Tage {
         // Counters.
         match provider {
             Some(p) => {
-                let e = &mut self.entries[slots[p]];
+                let e = &mut self.entries[slot(p)];
                 e.ctr = step(e.ctr, taken, CTR_MIN, CTR_MAX);
                 if provider_pred != alt_pred {
                     e.u = if provider_pred == taken {
@@ -590,7 +588,7 @@ impl Tage {
                 if provider_new {
                     match alt {
                         Some(a) => {
-                            let e = &mut self.entries[slots[a]];
+                            let e = &mut self.entries[slot(a)];
                             e.ctr = step(e.ctr, taken, CTR_MIN, CTR_MAX);
                         }
                         None => self.base.update(base_idx, taken),
