@@ -43,8 +43,8 @@ use crate::stack::{COMPONENTS, Component, CycleStack};
 use crate::tlb::{Tlb, TlbParams};
 
 /// Address sources, other sources and destinations a [`TimingInst`] holds in place; an
-/// instruction with more of any kind (none in the traced programs measured: x86 code has at
-/// most 2, 3 and 3) keeps them all in [`TimingTable::regs`] instead.
+/// instruction with more of any kind keeps them all in [`TimingTable::regs`] instead (the
+/// traced programs measured have none: at most 2, 3 and 3).
 const ADDR_SRCS: usize = 2;
 const OTHER_SRCS: usize = 3;
 const DSTS: usize = 3;
@@ -485,6 +485,30 @@ impl Core {
         })
     }
 
+    /// One access `a` of the instruction at `pc`, translated from time `at` (no penalty
+    /// without a TLB) and then issued to `mem`: the translation penalty and the memory's
+    /// outcome, whose misses are added to `r`.
+    #[inline(always)]
+    fn access<M: Port>(
+        &mut self,
+        mem: &mut M,
+        pc: u64,
+        a: &MemAccess,
+        kind: Kind,
+        at: f64,
+        r: &mut InstResult,
+    ) -> (f64, sim_memory::Outcome) {
+        let pen = match &mut self.tlb {
+            Some(tlb) => tlb.translate(a.addr, at),
+            None => 0.0,
+        };
+        let o = mem.access(self.id, pc, a.addr, a.size as u32, kind, (at + pen) as u64);
+        for (i, m) in o.missed.iter().enumerate() {
+            r.misses[i] += *m as u32;
+        }
+        (pen, o)
+    }
+
     /// Executes instruction `sidx` of `tt`. `mem_ops` are its accesses; `mispredicted`
     /// says whether the thread's branch predictor got it wrong (see [`predict`]). `mem` is
     /// the whole memory system, or the core's own part when [`Core::private_ok`] said so.
@@ -597,18 +621,7 @@ impl Core {
             let mut load_lat = 0.0f64;
             let mut load_tlb = 0.0f64;
             for a in mem_ops.iter().filter(|a| !a.write) {
-                let pen = match &mut self.tlb {
-                    Some(tlb) => tlb.translate(a.addr, issue),
-                    None => 0.0,
-                };
-                let o = mem.access(
-                    self.id,
-                    s.pc,
-                    a.addr,
-                    a.size as u32,
-                    Kind::Load,
-                    (issue + pen) as u64,
-                );
+                let (pen, o) = self.access(mem, s.pc, a, Kind::Load, issue, r);
                 let l = o.latency;
                 if l > self.p.long_latency_cutoff as u64 && !o.merged {
                     // A long-latency miss needs a miss slot (an access merged into a miss in
@@ -619,9 +632,6 @@ impl Core {
                     }
                     self.load_slots[self.load_next] = issue + pen + l as f64;
                     self.load_next = (self.load_next + 1) % self.load_slots.len();
-                }
-                for (i, m) in o.missed.iter().enumerate() {
-                    r.misses[i] += *m as u32;
                 }
                 let total = pen + l as f64;
                 if total >= load_lat {
@@ -641,21 +651,7 @@ impl Core {
                 ready = fmax(ready, issue);
             }
             for a in mem_ops.iter().filter(|a| a.write) {
-                let pen = match &mut self.tlb {
-                    Some(tlb) => tlb.translate(a.addr, ready),
-                    None => 0.0,
-                };
-                let o = mem.access(
-                    self.id,
-                    s.pc,
-                    a.addr,
-                    a.size as u32,
-                    Kind::Store,
-                    (ready + pen) as u64,
-                );
-                for (i, m) in o.missed.iter().enumerate() {
-                    r.misses[i] += *m as u32;
-                }
+                let (pen, o) = self.access(mem, s.pc, a, Kind::Store, ready, r);
                 if o.latency > self.p.long_latency_cutoff as u64 && !o.merged {
                     // Stores retire through the store buffer; a full one stalls.
                     let slot = self.store_slots[self.store_next];
