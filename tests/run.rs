@@ -29,6 +29,20 @@ fn simulate(dir: &Path, workload: &str, threads: u32, size: u64, sets: &[&str]) 
     run(&req, |_| {}).unwrap_or_else(|e| panic!("{workload}: {e:#}"))
 }
 
+/// A writer of a hand-made trace of workload `name` at `path`.
+fn test_writer(path: &Path, name: &str) -> TraceWriter {
+    TraceWriter::create(
+        path,
+        TraceMeta {
+            isa: "test".into(),
+            workload: name.into(),
+            params: vec![],
+            producer: "test".into(),
+        },
+    )
+    .unwrap()
+}
+
 fn comp(o: &RunOutcome, t: usize, c: Component) -> f64 {
     o.result.threads[t].stack.get(c)
 }
@@ -170,16 +184,7 @@ fn a_pointer_chase_pays_its_page_walks_and_charges_them_to_mem_tlb() {
 /// each node's value (offset 8) and then its `next` pointer (offset 0) from the same line: the
 /// value load misses and the `next` load, issued right after it, finds the line in flight.
 fn two_load_chase_trace(path: &Path, nodes: u64) {
-    let mut w = TraceWriter::create(
-        path,
-        TraceMeta {
-            isa: "test".into(),
-            workload: "chase2".into(),
-            params: vec![],
-            producer: "test".into(),
-        },
-    )
-    .unwrap();
+    let mut w = test_writer(path, "chase2");
     let (rax, rbx, flags) = (0u8, 3u8, 40u8);
     let load = |pc: u64, dst: u8| {
         let mut s = StaticInst::new(pc, 4, OpClass::Load);
@@ -255,16 +260,7 @@ fn a_second_load_of_a_line_in_flight_waits_for_it() {
 /// (each followed by a loop branch): the addresses depend on rbx, which nothing writes; the
 /// data on rax, the accumulator. `addr_srcs` says whether the trace tells the two apart.
 fn load_op_trace(path: &Path, n: u64, addr_srcs: Option<u8>) {
-    let mut w = TraceWriter::create(
-        path,
-        TraceMeta {
-            isa: "test".into(),
-            workload: "load-op".into(),
-            params: vec![],
-            producer: "test".into(),
-        },
-    )
-    .unwrap();
+    let mut w = test_writer(path, "load-op");
     let (rax, rbx) = (0u8, 3u8);
     let mut add = StaticInst::new(0x1000, 4, OpClass::IntAlu);
     add.srcs = vec![rbx, rax];
@@ -340,16 +336,7 @@ fn a_load_op_instruction_loads_before_its_other_operand_is_ready() {
 /// and writes `dsts`, r9 among the sources and r23 among the destinations; then a loop
 /// branch.
 fn chain_trace(path: &Path, n: u64, srcs: &[u8], addr: u8, dsts: &[u8]) {
-    let mut w = TraceWriter::create(
-        path,
-        TraceMeta {
-            isa: "test".into(),
-            workload: "chain".into(),
-            params: vec![],
-            producer: "test".into(),
-        },
-    )
-    .unwrap();
+    let mut w = test_writer(path, "chain");
     let mut mul = StaticInst::new(0x1000, 4, OpClass::IntMul);
     mul.srcs = vec![23];
     mul.dsts = vec![9];
@@ -541,16 +528,7 @@ fn random_branches_mispredict_half_the_time_at_a_known_cost() {
 /// joins; thread 1 runs `w1` ops and waits at the barrier.
 fn two_thread_trace(path: &Path, before: u64, w0: u64, w1: u64, skip_barrier_in_0: bool) {
     let participants = 2;
-    let mut w = TraceWriter::create(
-        path,
-        TraceMeta {
-            isa: "test".into(),
-            workload: "two".into(),
-            params: vec![],
-            producer: "test".into(),
-        },
-    )
-    .unwrap();
+    let mut w = test_writer(path, "two");
     let mut ops = Vec::new();
     for i in 0..8u8 {
         let mut s = StaticInst::new(0x1000 + 4 * i as u64, 4, OpClass::IntAlu);
