@@ -378,14 +378,21 @@ impl Front<'_> {
         if !self.stream.next_records(&mut f.batch, max)? {
             return Ok(false);
         }
+        // Only the branches can be mispredicted: the predictor visits them alone.
         f.mispredicted.clear();
-        f.mispredicted.reserve(f.batch.records.len());
-        for r in &f.batch.records {
-            f.mispredicted.push(match r {
-                Record::Inst(i) => predict(&mut self.bp, tt, i.sidx, i.taken, i.next),
-                Record::Marker(_) => false,
-            });
+        f.mispredicted.resize(f.batch.records.len(), false);
+        for &k in &f.batch.branches {
+            let Record::Inst(i) = &f.batch.records[k as usize] else {
+                unreachable!("a branch position holds an instruction");
+            };
+            f.mispredicted[k as usize] = predict(&mut self.bp, tt, i.sidx, i.taken, i.next);
         }
+        debug_assert!(f.batch.records.iter().enumerate().all(|(k, r)| match r {
+            Record::Inst(i) =>
+                (tt.get(i.sidx).branch != sim_frontend::model::BranchKind::None)
+                    == f.batch.branches.binary_search(&(k as u32)).is_ok(),
+            Record::Marker(_) => true,
+        }));
         Ok(true)
     }
 }

@@ -525,6 +525,10 @@ pub struct Batch {
     pub records: Vec<Record>,
     /// Memory accesses, referenced by [`Inst::mem_start`]/[`Inst::mem_len`].
     pub mem: Vec<MemAccess>,
+    /// Where the branches are: the positions in `records` of the instructions whose static
+    /// instruction is a branch of any kind, in order, so that a branch predictor visits
+    /// them without a pass over every record.
+    pub branches: Vec<u32>,
 }
 
 impl Batch {
@@ -532,6 +536,7 @@ impl Batch {
     pub fn clear(&mut self) {
         self.records.clear();
         self.mem.clear();
+        self.branches.clear();
     }
 
     /// The memory accesses of one instruction.

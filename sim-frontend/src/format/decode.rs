@@ -186,6 +186,9 @@ pub fn decode_payload(
             };
             st.next = next;
             insts += 1;
+            if e.branch != BranchKind::None {
+                out.branches.push(out.records.len() as u32);
+            }
             out.records.push(Record::Inst(Inst {
                 sidx,
                 taken,
