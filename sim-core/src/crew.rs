@@ -1,8 +1,9 @@
 //! A crew of host threads for the engine's parallel phases: a phase hands the crew a slice
 //! of independent items and a function, every thread of the crew (the caller included)
-//! applies the function to its share of the items (each item to the thread its caller names,
-//! the same in every phase for the same simulated core), and the phase returns when every
-//! item is done. The engine runs tens of thousands of such phases a second, each of tens of
+//! applies the function to its share of the items (each item first to the thread its caller
+//! names, the same in every phase for the same simulated core; a thread done with its own
+//! then takes, from the end, the others' items not begun yet, so that one long item does not
+//! leave the other threads waiting), and the phase returns when every item is done. The engine runs tens of thousands of such phases a second, each of tens of
 //! microseconds, so the crew's threads wait for the next phase by spinning (then yielding,
 //! then napping when phases stop coming), where a pool that puts its threads to sleep would
 //! spend a phase's worth of time waking them.
@@ -10,7 +11,8 @@
 //! The one use of `unsafe` in the engine is here: a phase's items and function are borrowed
 //! for the phase only, and the threads that use them live for the whole run, so the borrow
 //! is handed over as raw pointers. Soundness rests on these rules, kept by [`Crew::run`] and
-//! the worker loop: each item index falls to exactly one thread, so no two threads hold
+//! the worker loop: each item index falls to exactly one thread (the one whose swap of its
+//! `taken` flag found it clear), so no two threads hold
 //! `&mut` to the same item; a worker reads the job and uses it only between announcing
 //! itself in `busy` and leaving, and only if the phase is open (an even `epoch`, checked
 //! after announcing); `run` closes the phase (odd `epoch`) after every item is done and
@@ -32,6 +34,8 @@ use std::time::{Duration, Instant};
 struct Job {
     len: usize,
     homes: *const usize,
+    /// Per item: set by the thread that runs it.
+    taken: *const AtomicBool,
     call: *const (dyn Fn(usize) + Sync + 'static),
 }
 
@@ -72,6 +76,7 @@ pub(crate) fn scope<R>(
         job: UnsafeCell::new(Job {
             len: 0,
             homes: std::ptr::null(),
+            taken: std::ptr::null(),
             call: nothing as *const (dyn Fn(usize) + Sync),
         }),
         done: AtomicUsize::new(0),
@@ -139,16 +144,21 @@ fn work(sh: &Shared, k: usize) {
     }
 }
 
-/// Runs the items of `job` that fall to crew thread `k` (the caller is 0).
+/// Runs the items of `job` whose home is crew thread `k` (the caller is 0), then, from the
+/// last, the other items no thread has begun.
 fn claim(sh: &Shared, job: Job, k: usize) {
-    for i in 0..job.len {
-        // SAFETY: `homes` has `len` entries and lives until the phase's caller returns, which
-        // is after every item is done.
-        if unsafe { *job.homes.add(i) } != k {
+    // SAFETY: `homes` and `taken` have `len` entries and live until the phase's caller
+    // returns, which is after every item is done.
+    let home = |i: usize| unsafe { *job.homes.add(i) };
+    let mine = (0..job.len).filter(|&i| home(i) == k);
+    let others = (0..job.len).rev().filter(|&i| home(i) != k);
+    for i in mine.chain(others) {
+        // SAFETY: as above.
+        if unsafe { &*job.taken.add(i) }.swap(true, Ordering::AcqRel) {
             continue;
         }
-        // SAFETY: item `i` falls to this thread alone and the phase's caller waits for it to
-        // be done, so the function is alive.
+        // SAFETY: this thread's swap set item `i`'s flag, so it falls to this thread alone,
+        // and the phase's caller waits for it to be done, so the function is alive.
         let f = unsafe { &*job.call };
         if let Err(p) = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| f(i))) {
             let mut slot = sh.panic.lock().unwrap_or_else(|p| p.into_inner());
@@ -196,6 +206,7 @@ impl Crew<'_> {
         }
         let n = self.workers + 1;
         let homes: Vec<usize> = items.iter().map(|t| home(t) % n).collect();
+        let taken: Vec<AtomicBool> = items.iter().map(|_| AtomicBool::new(false)).collect();
         let base = Items(items.as_mut_ptr());
         let len = items.len();
         let call = move |i: usize| {
@@ -218,6 +229,7 @@ impl Crew<'_> {
             *sh.job.get() = Job {
                 len,
                 homes: homes.as_ptr(),
+                taken: taken.as_ptr(),
                 call,
             }
         };
@@ -228,6 +240,7 @@ impl Crew<'_> {
             Job {
                 len,
                 homes: homes.as_ptr(),
+                taken: taken.as_ptr(),
                 call,
             },
             0,
@@ -272,6 +285,50 @@ mod tests {
             let want: u64 = (1..=phases).sum();
             assert!(items.iter().all(|&x| x == want), "{workers} workers");
         }
+    }
+
+    /// A thread done with its own items takes the others' not begun: every item is homed on
+    /// the caller, whose first item waits until another thread has done one of the rest.
+    /// Without taking, the worker has nothing to do and the wait runs out.
+    #[test]
+    fn a_thread_done_with_its_own_items_takes_the_others() {
+        use std::sync::atomic::{AtomicUsize, Ordering};
+        use std::time::{Duration, Instant};
+        let caller = std::thread::current().id();
+        let by_others = AtomicUsize::new(0);
+        let mut waited = None;
+        let mut items: Vec<u32> = (0..8).collect();
+        scope(1, |crew| {
+            crew.run(
+                &mut items,
+                false,
+                |_| 0,
+                |x| {
+                    if *x == 0 {
+                        let start = Instant::now();
+                        while by_others.load(Ordering::Acquire) == 0
+                            && start.elapsed() < Duration::from_secs(20)
+                        {
+                            std::thread::yield_now();
+                        }
+                    } else if std::thread::current().id() != caller {
+                        by_others.fetch_add(1, Ordering::AcqRel);
+                    }
+                    *x += 100;
+                },
+            );
+            waited = Some(by_others.load(Ordering::Acquire));
+        })
+        .expect("crew");
+        assert!(
+            waited.unwrap() > 0,
+            "the worker took none of the caller's items"
+        );
+        assert_eq!(
+            items,
+            (100..108).collect::<Vec<u32>>(),
+            "each item done once"
+        );
     }
 
     /// A panic in an item reaches the caller, and the crew still ends.
