@@ -2,24 +2,25 @@
 //! of independent items and a function, every thread of the crew (the caller included)
 //! applies the function to its share of the items (each item first to the thread its caller
 //! names, the same in every phase for the same simulated core; a thread done with its own
-//! then takes, from the end, the others' items not begun yet, so that one long item does not
-//! leave the other threads waiting), and the phase returns when every item is done. The engine runs tens of thousands of such phases a second, each of tens of
-//! microseconds, so the crew's threads wait for the next phase by spinning (then yielding,
-//! then napping when phases stop coming), where a pool that puts its threads to sleep would
-//! spend a phase's worth of time waking them.
+//! then takes, from the end, the others' items not begun yet, so that one long item does
+//! not leave the other threads waiting), and the phase returns when every item is done. The
+//! engine runs tens of thousands of such phases a second, each of tens of microseconds, so
+//! the crew's threads wait for the next phase by spinning (then yielding, then napping when
+//! phases stop coming), where a pool that puts its threads to sleep would spend a phase's
+//! worth of time waking them.
 //!
 //! The one use of `unsafe` in the engine is here: a phase's items and function are borrowed
 //! for the phase only, and the threads that use them live for the whole run, so the borrow
-//! is handed over as raw pointers. Soundness rests on these rules, kept by [`Crew::run`] and
-//! the worker loop: each item index falls to exactly one thread (the one whose swap of its
-//! `taken` flag found it clear), so no two threads hold
-//! `&mut` to the same item; a worker reads the job and uses it only between announcing
-//! itself in `busy` and leaving, and only if the phase is open (an even `epoch`, checked
-//! after announcing); `run` closes the phase (odd `epoch`) after every item is done and
-//! returns only once `busy` has drained, so no job, item or function is used after its
-//! borrow ends, and the next job is written while the phase is closed, when no worker
-//! reads it. (Found by the unit test below with more crew threads than host cores: a worker
-//! with no item of its own entered a finished phase after `run` had returned.)
+//! is handed over as raw pointers. Soundness rests on these rules, kept by [`Crew::run`]
+//! and the worker loop: each item index falls to exactly one thread (the one whose swap of
+//! its `taken` flag found it clear), so no two threads hold `&mut` to the same item; a
+//! worker reads the job and uses it only between announcing itself in `busy` and leaving,
+//! and only if the phase is open (an even `epoch`, checked after announcing); `run` closes
+//! the phase (odd `epoch`) after every item is done and returns only once `busy` has
+//! drained, so no job, item or function is used after its borrow ends, and the next job is
+//! written while the phase is closed, when no worker reads it. (Found by the unit test
+//! below with more crew threads than host cores: a worker with no item of its own entered a
+//! finished phase after `run` had returned.)
 
 #![allow(unsafe_code)]
 
@@ -187,9 +188,10 @@ struct Items<T>(*mut T);
 unsafe impl<T: Send> Sync for Items<T> {}
 
 impl Crew<'_> {
-    /// Applies `f` to every item, on the crew's threads and the caller's: an item goes to
-    /// crew thread `home(item) mod n` (the caller is 0), so that an item with the same home
-    /// in every phase stays in one host core's caches. Returns when all are done; a panic in
+    /// Applies `f` to every item, on the crew's threads and the caller's: an item goes first
+    /// to crew thread `home(item) mod n` (the caller is 0), so that an item with the same home
+    /// in every phase stays in one host core's caches, and to another thread only if that
+    /// one is done with its own items before this one is begun (see [`claim`]). Returns when all are done; a panic in
     /// `f` on a worker is raised again here. `inline` runs every item on the caller instead
     /// (for a phase too small to be worth handing out).
     pub(crate) fn run<T: Send>(
@@ -296,7 +298,7 @@ mod tests {
         use std::time::{Duration, Instant};
         let caller = std::thread::current().id();
         let by_others = AtomicUsize::new(0);
-        let mut waited = None;
+        let mut taken_by_worker = None;
         let mut items: Vec<u32> = (0..8).collect();
         scope(1, |crew| {
             crew.run(
@@ -317,11 +319,11 @@ mod tests {
                     *x += 100;
                 },
             );
-            waited = Some(by_others.load(Ordering::Acquire));
+            taken_by_worker = Some(by_others.load(Ordering::Acquire));
         })
         .expect("crew");
         assert!(
-            waited.unwrap() > 0,
+            taken_by_worker.unwrap() > 0,
             "the worker took none of the caller's items"
         );
         assert_eq!(
