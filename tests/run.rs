@@ -43,6 +43,17 @@ fn test_writer(path: &Path, name: &str) -> TraceWriter {
     .unwrap()
 }
 
+/// Writes thread 0's region of interest, `body`'s instructions, between its start and end
+/// markers, and finishes the trace.
+fn write_roi(mut w: TraceWriter, body: impl FnOnce(&mut TraceWriter)) {
+    w.marker(0, Marker::ThreadStart).unwrap();
+    w.marker(0, Marker::RoiBegin).unwrap();
+    body(&mut w);
+    w.marker(0, Marker::RoiEnd).unwrap();
+    w.marker(0, Marker::ThreadEnd).unwrap();
+    w.finish().unwrap();
+}
+
 fn comp(o: &RunOutcome, t: usize, c: Component) -> f64 {
     o.result.threads[t].stack.get(c)
 }
@@ -214,19 +225,16 @@ fn two_load_chase_trace(path: &Path, nodes: u64) {
         size: 8,
         write: false,
     };
-    w.marker(0, Marker::ThreadStart).unwrap();
-    w.marker(0, Marker::RoiBegin).unwrap();
-    let mut node = 0u64;
-    for i in 0..nodes {
-        w.inst(0, val, false, &[acc(base + node * 64 + 8)]).unwrap();
-        w.inst(0, next, false, &[acc(base + node * 64)]).unwrap();
-        node = order[node as usize];
-        w.inst(0, cmp, false, &[]).unwrap();
-        w.inst(0, br, i + 1 < nodes, &[]).unwrap();
-    }
-    w.marker(0, Marker::RoiEnd).unwrap();
-    w.marker(0, Marker::ThreadEnd).unwrap();
-    w.finish().unwrap();
+    write_roi(w, |w| {
+        let mut node = 0u64;
+        for i in 0..nodes {
+            w.inst(0, val, false, &[acc(base + node * 64 + 8)]).unwrap();
+            w.inst(0, next, false, &[acc(base + node * 64)]).unwrap();
+            node = order[node as usize];
+            w.inst(0, cmp, false, &[]).unwrap();
+            w.inst(0, br, i + 1 < nodes, &[]).unwrap();
+        }
+    });
 }
 
 #[test]
@@ -277,22 +285,19 @@ fn load_op_trace(path: &Path, n: u64, addr_srcs: Option<u8>) {
     let br = w.add_static(br).unwrap();
     let lines = 1u64 << 20;
     let order = sim_frontend::workloads::micro::chase_cycle(lines, 1, 0);
-    w.marker(0, Marker::ThreadStart).unwrap();
-    w.marker(0, Marker::RoiBegin).unwrap();
-    let mut line = 0u64;
-    for i in 0..n {
-        let a = sim_frontend::model::MemAccess {
-            addr: 0x4000_0000 + line * 64,
-            size: 8,
-            write: false,
-        };
-        w.inst(0, add, false, &[a]).unwrap();
-        w.inst(0, br, i + 1 < n, &[]).unwrap();
-        line = order[line as usize];
-    }
-    w.marker(0, Marker::RoiEnd).unwrap();
-    w.marker(0, Marker::ThreadEnd).unwrap();
-    w.finish().unwrap();
+    write_roi(w, |w| {
+        let mut line = 0u64;
+        for i in 0..n {
+            let a = sim_frontend::model::MemAccess {
+                addr: 0x4000_0000 + line * 64,
+                size: 8,
+                write: false,
+            };
+            w.inst(0, add, false, &[a]).unwrap();
+            w.inst(0, br, i + 1 < n, &[]).unwrap();
+            line = order[line as usize];
+        }
+    });
 }
 
 #[test]
@@ -350,16 +355,13 @@ fn chain_trace(path: &Path, n: u64, srcs: &[u8], addr: u8, dsts: &[u8]) {
     br.branch = BranchKind::Conditional;
     br.target = 0x1000;
     let br = w.add_static(br).unwrap();
-    w.marker(0, Marker::ThreadStart).unwrap();
-    w.marker(0, Marker::RoiBegin).unwrap();
-    for i in 0..n {
-        w.inst(0, mul, false, &[]).unwrap();
-        w.inst(0, add, false, &[]).unwrap();
-        w.inst(0, br, i + 1 < n, &[]).unwrap();
-    }
-    w.marker(0, Marker::RoiEnd).unwrap();
-    w.marker(0, Marker::ThreadEnd).unwrap();
-    w.finish().unwrap();
+    write_roi(w, |w| {
+        for i in 0..n {
+            w.inst(0, mul, false, &[]).unwrap();
+            w.inst(0, add, false, &[]).unwrap();
+            w.inst(0, br, i + 1 < n, &[]).unwrap();
+        }
+    });
 }
 
 #[test]
