@@ -1108,8 +1108,16 @@ impl Memory {
         // store, the line it upgrades): the access waits for it, charged to where it comes
         // from (an erased access reports that place as where it would have been served).
         // (The coherence actions above touched only copies off the path, so `tagged` stands.)
+        // A level beyond the one that serves the access does not delay it: its own copy may
+        // still be arriving when cores' accesses come out of time order, while the serving
+        // level's copy has arrived.
         let mut waited = false;
-        for (i, &n) in path.nodes.iter().enumerate().take(plen) {
+        for (i, &n) in path
+            .nodes
+            .iter()
+            .enumerate()
+            .take(hit.map_or(plen, |k| k + 1))
+        {
             if st[i] != INVALID
                 && let Some(slot) = tagged[i]
                 && let Some((wait, src)) = self.node(n).cache.pending(slot, t)
