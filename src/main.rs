@@ -138,8 +138,8 @@ struct RunArgs {
     host_threads: Option<usize>,
     /// How the engine orders the cores' work: `exact`, one core at a time (the reference), or
     /// `parallel`, rounds in which the cores run at once on the host threads up to their
-    /// next access beyond their L1s (docs/parallel.md: speed and differences). Each gives
-    /// the same results for any number of host threads.
+    /// next access beyond their L1s and private L2s (docs/parallel.md: speed and
+    /// differences). Each gives the same results for any number of host threads.
     #[arg(long, default_value = "exact", value_parser = model_name)]
     model: sim_core::Model,
     /// Cycles a core may run ahead of the slower ones before the engine interleaves them

@@ -34,7 +34,7 @@
 //! the core's clock is charged exactly once, so the stack sums to the elapsed cycles.
 
 use sim_frontend::model::{BranchKind, MemAccess, NO_SIDX, OpClass, StaticInst};
-use sim_memory::{Kind, Memory, Port, Private};
+use sim_memory::{Kind, Memory, Port, Private, Reach};
 
 use serde::{Deserialize, Serialize};
 
@@ -460,8 +460,14 @@ impl Core {
     }
 
     /// Whether instruction `sidx` of `tt` with accesses `mem_ops` can be executed with the
-    /// core's own part of the memory system `p` alone (see [`Private::serves`]): its fetch,
-    /// if it starts a new line, and each of its accesses hit the L1.
+    /// core's own part of the memory system `p` alone (see [`Private::reach`]): its fetch, if
+    /// it starts a new line, and each of its accesses are served by the core's L1s or its
+    /// private L2. Each is judged on the state before the instruction, which holds while it
+    /// executes (fetch, then loads, then stores) because an L1 hit changes nothing a later
+    /// access's reach depends on, while a fill from the L2 may evict what a later access hits
+    /// in the L1D. So only the last data access may come from the L2, and a fetch from the
+    /// L2, which acts on the L1D's copy of its line, only if no data access touches that
+    /// line.
     #[inline]
     pub fn private_ok(
         &self,
@@ -471,17 +477,49 @@ impl Core {
         mem_ops: &[MemAccess],
     ) -> bool {
         let s = tt.get(sidx);
-        if s.pc >> self.line_shift != self.last_fetch_line
-            && !p.serves(s.pc, s.size as u32, Kind::IFetch)
+        let kind = |a: &MemAccess| if a.write { Kind::Store } else { Kind::Load };
+        // Most instructions hit their L1s.
+        if (s.pc >> self.line_shift == self.last_fetch_line
+            || p.hits(s.pc, s.size as u32, Kind::IFetch))
+            && mem_ops
+                .iter()
+                .all(|a| p.hits(a.addr, a.size as u32, kind(a)))
         {
-            return false;
+            return true;
         }
-        mem_ops.iter().all(|a| {
-            p.serves(
-                a.addr,
-                a.size as u32,
-                if a.write { Kind::Store } else { Kind::Load },
-            )
+        self.private_ok_l2(p, s, mem_ops)
+    }
+
+    /// [`Core::private_ok`] for an instruction whose fetch or accesses miss the L1s.
+    #[inline(never)]
+    fn private_ok_l2(&self, p: &Private<'_>, s: &TimingInst, mem_ops: &[MemAccess]) -> bool {
+        let mut fetched = None;
+        let line = s.pc >> self.line_shift;
+        if line != self.last_fetch_line {
+            match p.reach(s.pc, s.pc, s.size as u32, Kind::IFetch) {
+                Reach::L1 => {}
+                Reach::L2 => fetched = Some(line),
+                Reach::Beyond => return false,
+            }
+        }
+        for (k, a) in mem_ops.iter().enumerate() {
+            let kind = if a.write { Kind::Store } else { Kind::Load };
+            match p.reach(s.pc, a.addr, a.size as u32, kind) {
+                Reach::L1 => {}
+                // Made last: no store after it, and a load only if no store at all, nor a
+                // load after it.
+                Reach::L2
+                    if mem_ops[k + 1..].iter().all(|b| !b.write)
+                        && (a.write
+                            || (k + 1 == mem_ops.len() && mem_ops.iter().all(|b| !b.write))) => {}
+                _ => return false,
+            }
+        }
+        fetched.is_none_or(|line| {
+            mem_ops.iter().all(|a| {
+                let end = a.addr.wrapping_add((a.size as u64).max(1) - 1);
+                a.addr >> self.line_shift != line && end >> self.line_shift != line
+            })
         })
     }
 

@@ -81,11 +81,11 @@ isim_names::indexed_enum! {
         #[default]
         Exact = "exact",
         /// Rounds: every runnable core runs on its own up to its next instruction that needs
-        /// more of the memory system than its L1s, or a marker, or the round's end in
-        /// simulated time (the smallest clock plus [`QUANTUM`]) — the cores of a round on as
-        /// many host threads as the run has — then those instructions (within [`SKEW`]
-        /// cycles of the earliest) and markers are done one at a time in simulated-time
-        /// order.
+        /// more of the memory system than its L1s and private L2, or a marker, or the
+        /// round's end in simulated time (the smallest clock plus [`QUANTUM`]) — the cores
+        /// of a round on as many host threads as the run has — then those instructions
+        /// (within [`SKEW`] cycles of the earliest) and markers are done one at a time in
+        /// simulated-time order.
         Parallel = "parallel",
     }
 }
@@ -504,7 +504,7 @@ enum Step {
 enum Stop {
     /// Its clock passed the round's end.
     Horizon,
-    /// Its next instruction needs more of the memory system than its L1s.
+    /// Its next instruction needs more of the memory system than its core's own part.
     Shared,
     /// It reached a marker (consumed).
     Marker(Marker),
@@ -914,10 +914,10 @@ impl<'t, O: Observer> Engine<'t, O> {
 
     /// One round of [`Model::Parallel`]: each runnable thread runs on its own (on the crew's
     /// threads) with its core's [`Private`] part of the memory system until its clock
-    /// passes `limit`, a marker, the end of its stream, or an instruction its L1s cannot serve
-    /// alone; then, on this thread, the observer hears each thread's instructions in thread
-    /// order, and the instructions and markers that stopped the threads are done in
-    /// simulated-time order (ties: thread id).
+    /// passes `limit`, a marker, the end of its stream, or an instruction that part cannot
+    /// serve alone ([`Core::private_ok`]); then, on this thread, the observer hears each
+    /// thread's instructions in thread order, and the instructions and markers that stopped
+    /// the threads are done in simulated-time order (ties: thread id).
     fn round(&mut self, tt: &TimingTable, limit: f64, crew: &Crew<'_>) -> Result<(), SimError> {
         let (roi_done, path) = (self.roi_done, self.trace_path);
         let n = self.threads.len();
@@ -1030,7 +1030,7 @@ impl<'t, O: Observer> Engine<'t, O> {
     }
 
     /// Whether thread `tid` can go on in this round's serial part: it is runnable within the
-    /// round, and its next record is an instruction that needs more than its core's L1s
+    /// round, and its next record is an instruction that needs more than its core's own part
     /// (decoded if its batch is spent: this once looked only at the records already decoded,
     /// so a burst stopped at every batch's end and results depended on the trace's chunks).
     fn shared_next(&mut self, tt: &TimingTable, tid: u32, limit: f64) -> Result<bool, SimError> {

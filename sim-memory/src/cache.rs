@@ -297,6 +297,19 @@ impl Cache {
         self.clear_sharers(slot);
     }
 
+    /// Gives up the copy in `slot` to another cache's request: invalidated (and counted), or
+    /// kept as a clean `S` copy (`invalidate` false).
+    #[inline]
+    pub fn give_up(&mut self, slot: usize, invalidate: bool) {
+        if invalidate {
+            self.invalidate(slot);
+            self.stats.invalidations += 1;
+        } else {
+            self.state[slot] = SHARED;
+            self.slots[slot].dirty = false;
+        }
+    }
+
     /// Installs `line` (not currently valid here) in state `st`; returns its slot and the
     /// valid line it displaced, if any. An invalid way is used before any valid one.
     pub fn fill(&mut self, line: u64, st: u8) -> (usize, Option<Victim>) {

@@ -222,13 +222,13 @@ pub struct Memory {
     /// Whether any prefetcher is enabled.
     prefetching: bool,
     /// During one access: whether it made the first use of a prefetched line in the L1D, L2.
-    first_use: [bool; 2],
+    pub(crate) first_use: [bool; 2],
     /// During one access: whether it missed (or, erased, would have missed) in the L1D, L2.
-    would_miss: [bool; 2],
+    pub(crate) would_miss: [bool; 2],
     /// Candidate lines of one prefetch decision, per level (reused).
-    candidates: [Vec<u64>; 2],
+    pub(crate) candidates: [Vec<u64>; 2],
     /// The misses per level of the last call of `slow` (for a prefetch's L2 trigger).
-    last_missed: [bool; 3],
+    pub(crate) last_missed: [bool; 3],
     /// Per-core counters.
     pub core_stats: Vec<CoreStats>,
 }
@@ -456,19 +456,25 @@ impl Memory {
                 n.cache.track_sharers(n.children.len());
             }
         }
-        // `Memory::privates` hands out the level-1 nodes in order as core 0's L1I, L1D, core
-        // 1's, ...
-        let mut l1s = nodes
+        // `Memory::privates` hands out the nodes of levels 1 and 2 in order as the first
+        // group's L2, its first core's L1I and L1D, its next core's, ..., the next group's L2.
+        let mut near = nodes
             .iter()
             .enumerate()
-            .filter(|(_, n)| n.level == 1)
+            .filter(|(_, n)| n.level <= 2)
             .map(|(i, _)| i as u32);
         assert!(
-            (0..cores)
-                .all(|c| l1s.next() == Some(ipath[c].nodes[0])
-                    && l1s.next() == Some(dpath[c].nodes[0])),
-            "the cores' L1s are built in core order"
+            (0..cores).all(|c| {
+                (c as u32 % cfg.l2_shared_by != 0 || near.next() == Some(ipath[c].nodes[1]))
+                    && near.next() == Some(ipath[c].nodes[0])
+                    && near.next() == Some(dpath[c].nodes[0])
+            }),
+            "each group's L2 is built before its cores' L1s, in core order"
         );
+        // A private L2 lists its core's L1I and L1D as sharers 0 and 1 (`Memory::privates`).
+        assert!((0..cores).all(|c| nodes[ipath[c].nodes[0] as usize].pos
+            == (c as u32 % cfg.l2_shared_by) * 2
+            && nodes[dpath[c].nodes[0] as usize].pos == (c as u32 % cfg.l2_shared_by) * 2 + 1));
         let line_bytes = line as u64;
         let buses = (0..cfg.sockets)
             .map(|_| {
@@ -520,20 +526,23 @@ impl Memory {
         &self.cfg
     }
 
-    /// Each core's own part ([`Private`]: its L1s, counters and L1D prefetcher), in core
-    /// order, borrowed apart so that cores can be simulated on several host threads at once.
+    /// Each core's own part ([`Private`]: its L1s, its L2 if private, its counters and
+    /// prefetchers), in core order, borrowed apart so that cores can be simulated on several
+    /// host threads at once.
     pub fn privates(&mut self) -> impl Iterator<Item = Private<'_>> {
-        // Nodes are built socket by socket, group by group, core by core, each core's L1I
-        // then L1D: the level-1 nodes in order are the cores' L1s in order (`Memory::new`
-        // checks it).
-        let mut l1s = self
+        // Nodes are built socket by socket, group by group (the group's L2, then its cores'
+        // L1I and L1D, core by core): the nodes of levels 1 and 2 in order are each group's
+        // L2 and its cores' L1s in order (`Memory::new` checks it).
+        let shared_by = self.cfg.l2_shared_by;
+        let mut near = self
             .nodes
             .iter_mut()
-            .filter(|n| n.level == 1)
+            .filter(|n| n.level <= 2)
             .map(|n| &mut n.cache);
-        let (erase, erasure, line_shift, prefetching) = (
+        let (erase, erasure, protocol, line_shift, prefetching) = (
             &self.erase[..],
             self.erasure,
+            self.cfg.protocol,
             self.line_shift,
             self.prefetching,
         );
@@ -541,36 +550,56 @@ impl Memory {
             .iter_mut()
             .zip(self.prefetchers.iter_mut())
             .enumerate()
-            .map(move |(core, (stats, pf))| Private {
-                core: core as u32,
-                l1i: l1s.next().expect("an L1I per core"),
-                l1d: l1s.next().expect("an L1D per core"),
-                stats,
-                prefetcher: &mut pf[0],
-                erase,
-                erasure,
-                line_shift,
-                prefetching,
+            .map(move |(core, (stats, prefetchers))| {
+                let l2 =
+                    (core as u32 % shared_by == 0).then(|| near.next().expect("an L2 per group"));
+                Private {
+                    core: core as u32,
+                    l1i: near.next().expect("an L1I per core"),
+                    l1d: near.next().expect("an L1D per core"),
+                    l2: l2.filter(|_| shared_by == 1),
+                    pos: [
+                        2 * (core as u32 % shared_by),
+                        2 * (core as u32 % shared_by) + 1,
+                    ],
+                    stats,
+                    prefetchers,
+                    erase,
+                    erasure,
+                    protocol,
+                    line_shift,
+                    prefetching,
+                }
             })
     }
 
     /// Core `core`'s own part (see [`Memory::privates`]).
     pub fn private(&mut self, core: u32) -> Private<'_> {
         let c = core as usize;
-        let (i, d) = (
+        let (i, d, l2) = (
             self.ipath[c].nodes[0] as usize,
             self.dpath[c].nodes[0] as usize,
+            self.ipath[c].nodes[1] as usize,
         );
-        debug_assert!(i < d, "a core's L1I is built before its L1D");
-        let (head, tail) = self.nodes.split_at_mut(d);
+        // The group's L2 is built before its cores' L1s, a core's L1I before its L1D.
+        assert!(
+            l2 < i && i < d,
+            "a core's L2, L1I and L1D are built in order"
+        );
+        let (head, tail) = self.nodes.split_at_mut(i);
+        let (l1i, rest) = tail.split_first_mut().expect("the L1I is a node");
+        let (l1d, l2) = (&mut rest[d - i - 1], &mut head[l2]);
         Private {
             core,
-            l1i: &mut head[i].cache,
-            l1d: &mut tail[0].cache,
+            l1i: &mut l1i.cache,
+            l1d: &mut l1d.cache,
+            l2: (self.cfg.l2_shared_by == 1).then_some(&mut l2.cache),
+            pos: [l1i.pos, l1d.pos],
             stats: &mut self.core_stats[c],
-            prefetcher: &mut self.prefetchers[c][0],
+            prefetchers: &mut self.prefetchers[c],
             erase: &self.erase,
             erasure: self.erasure,
+            protocol: self.cfg.protocol,
             line_shift: self.line_shift,
             prefetching: self.prefetching,
         }
@@ -878,14 +907,7 @@ impl Memory {
             let child = self.node(n).children[b];
             f.merge(self.walk(child, line, invalidate));
         }
-        let c = self.cache(n);
-        if invalidate {
-            c.invalidate(slot);
-            c.stats.invalidations += 1;
-        } else {
-            c.set_state(slot, SHARED);
-            c.set_dirty(slot, false);
-        }
+        self.cache(n).give_up(slot, invalidate);
         f
     }
 

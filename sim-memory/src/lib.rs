@@ -27,5 +27,5 @@ pub mod stats;
 pub use config::{Arbitration, CacheParams, MemoryConfig, Protocol, ReplacementKind};
 pub use hierarchy::{Erasure, Kind, MachineError, Memory, Outcome, Served};
 pub use prefetch::{PrefetchKind, PrefetchParams};
-pub use private::{Port, Private};
+pub use private::{Port, Private, Reach};
 pub use stats::{CacheStats, CoreStats};

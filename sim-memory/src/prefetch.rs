@@ -94,42 +94,9 @@ impl Prefetcher {
     #[inline]
     pub fn learn(&mut self, pc: u64, addr: u64) {
         if self.p.kind == PrefetchKind::Stride {
-            self.observe(pc, addr);
+            let i = slot_of(pc);
+            observe(&mut self.table[i], pc, addr);
         }
-    }
-
-    /// The stride table learns an access by `pc` to `addr`: the entry's index if `pc`
-    /// owned it already and moved by a non-zero stride (then in `stride`), which is when a
-    /// trigger may prefetch.
-    #[inline]
-    fn observe(&mut self, pc: u64, addr: u64) -> Option<usize> {
-        let i = (pc as usize ^ (pc >> 6) as usize) % ENTRIES;
-        let e = &mut self.table[i];
-        if e.pc != pc {
-            *e = Entry {
-                pc,
-                last: addr,
-                stride: 0,
-                confidence: 0,
-                ahead: None,
-                run: 0,
-            };
-            return None;
-        }
-        let d = addr.wrapping_sub(e.last) as i64;
-        e.last = addr;
-        if d == 0 {
-            return None;
-        }
-        if d == e.stride {
-            e.confidence = (e.confidence + 1).min(3);
-        } else {
-            e.stride = d;
-            e.confidence = 0;
-            e.ahead = None;
-            e.run = 0;
-        }
-        Some(i)
     }
 
     /// Trains on a demand access by `pc` to byte address `addr` (line `addr >> line_shift`)
@@ -145,67 +112,158 @@ impl Prefetcher {
         out: &mut Vec<u64>,
     ) {
         out.clear();
-        let line = addr >> line_shift;
+        self.decide(pc, addr, line_shift, trigger, |line| out.push(line));
+    }
+
+    /// [`Prefetcher::train`], handing each line to `emit` instead of a list.
+    #[inline]
+    pub fn decide(
+        &mut self,
+        pc: u64,
+        addr: u64,
+        line_shift: u32,
+        trigger: bool,
+        emit: impl FnMut(u64),
+    ) {
         match self.p.kind {
             PrefetchKind::None => {}
-            PrefetchKind::NextLine => {
-                if trigger {
-                    out.extend((1..=self.p.degree as u64).map(|k| line.wrapping_add(k)));
-                }
-            }
+            PrefetchKind::NextLine => next_lines(self.p, addr >> line_shift, trigger, emit),
             PrefetchKind::Stride => {
-                let Some(i) = self.observe(pc, addr) else {
-                    return;
-                };
-                let e = &mut self.table[i];
-                let d = e.stride;
-                if !trigger || e.confidence < 1 {
-                    return;
-                }
-                // Positions in units of the stride: lines for a stream (a stride under a
-                // line), bytes otherwise; only those beyond what was already prefetched.
-                let stream = d.abs() < 1i64 << line_shift;
-                let (cur, unit) = if stream {
-                    (line as i64, d.signum())
-                } else {
-                    (addr as i64, d)
-                };
-                // Ramp up: a quarter of the degree at the first trigger of a stride, then a
-                // half, three quarters and the whole, as streamers grow their distance while
-                // a stream lasts (a short run, like one row of a small matrix, is not
-                // overshot by the full degree).
-                e.run = (e.run + 1).min(4);
-                let degree = (self.p.degree as i64 * e.run as i64 / 4).max(1);
-                let first = match e.ahead {
-                    Some(a) => {
-                        let done = a.wrapping_sub(cur) / unit;
-                        if (0..degree).contains(&done) {
-                            done + 1
-                        } else if done >= degree {
-                            return;
-                        } else {
-                            1
-                        }
-                    }
-                    None => 1,
-                };
-                // Never across the 4 KiB page of the demand (hardware prefetchers see physical
-                // addresses, and the next virtual page may be anywhere).
-                let page = (addr >> PAGE_SHIFT) as i64;
-                let mut last = first - 1;
-                for k in first..=degree {
-                    let pos = cur.wrapping_add(unit.wrapping_mul(k)) as u64;
-                    let target = if stream { pos } else { pos >> line_shift };
-                    if ((target << line_shift) >> PAGE_SHIFT) as i64 != page {
-                        break;
-                    }
-                    out.push(target);
-                    last = k;
-                }
-                e.ahead = Some(cur.wrapping_add(unit.wrapping_mul(last)));
+                let i = slot_of(pc);
+                stride(
+                    self.p,
+                    &mut self.table[i],
+                    pc,
+                    addr,
+                    line_shift,
+                    trigger,
+                    emit,
+                );
             }
         }
     }
+
+    /// The lines a triggered [`Prefetcher::decide`] would ask for now, changing nothing.
+    #[inline]
+    pub fn peek(&self, pc: u64, addr: u64, line_shift: u32, emit: impl FnMut(u64)) {
+        match self.p.kind {
+            PrefetchKind::None => {}
+            PrefetchKind::NextLine => next_lines(self.p, addr >> line_shift, true, emit),
+            PrefetchKind::Stride => {
+                // The same decision on a copy of the only entry it would change.
+                let mut e = self.table[slot_of(pc)];
+                stride(self.p, &mut e, pc, addr, line_shift, true, emit);
+            }
+        }
+    }
+}
+
+/// The stride table's entry for `pc`.
+#[inline]
+fn slot_of(pc: u64) -> usize {
+    (pc as usize ^ (pc >> 6) as usize) % ENTRIES
+}
+
+/// The next-line prefetcher's decision: the `degree` lines after `line` if `trigger`.
+#[inline]
+fn next_lines(p: PrefetchParams, line: u64, trigger: bool, mut emit: impl FnMut(u64)) {
+    if trigger {
+        (1..=p.degree as u64).for_each(|k| emit(line.wrapping_add(k)));
+    }
+}
+
+/// Entry `e` (the table's slot of `pc`) learns an access by `pc` to `addr`: true if `pc`
+/// owned it already and moved by a non-zero stride (then in `stride`), which is when a
+/// trigger may prefetch.
+#[inline]
+fn observe(e: &mut Entry, pc: u64, addr: u64) -> bool {
+    if e.pc != pc {
+        *e = Entry {
+            pc,
+            last: addr,
+            stride: 0,
+            confidence: 0,
+            ahead: None,
+            run: 0,
+        };
+        return false;
+    }
+    let d = addr.wrapping_sub(e.last) as i64;
+    e.last = addr;
+    if d == 0 {
+        return false;
+    }
+    if d == e.stride {
+        e.confidence = (e.confidence + 1).min(3);
+    } else {
+        e.stride = d;
+        e.confidence = 0;
+        e.ahead = None;
+        e.run = 0;
+    }
+    true
+}
+
+/// The stride prefetcher's decision for an access by `pc` to `addr`, made on `pc`'s entry
+/// `e`: it learns the access and, if `trigger`, hands the lines to fetch to `emit`.
+#[inline]
+fn stride(
+    p: PrefetchParams,
+    e: &mut Entry,
+    pc: u64,
+    addr: u64,
+    line_shift: u32,
+    trigger: bool,
+    mut emit: impl FnMut(u64),
+) {
+    if !observe(e, pc, addr) {
+        return;
+    }
+    let d = e.stride;
+    if !trigger || e.confidence < 1 {
+        return;
+    }
+    let line = addr >> line_shift;
+    // Positions in units of the stride: lines for a stream (a stride under a line), bytes
+    // otherwise; only those beyond what was already prefetched.
+    let stream = d.abs() < 1i64 << line_shift;
+    let (cur, unit) = if stream {
+        (line as i64, d.signum())
+    } else {
+        (addr as i64, d)
+    };
+    // Ramp up: a quarter of the degree at the first trigger of a stride, then a half, three
+    // quarters and the whole, as streamers grow their distance while a stream lasts (a short
+    // run, like one row of a small matrix, is not overshot by the full degree).
+    e.run = (e.run + 1).min(4);
+    let degree = (p.degree as i64 * e.run as i64 / 4).max(1);
+    let first = match e.ahead {
+        Some(a) => {
+            let done = a.wrapping_sub(cur) / unit;
+            if (0..degree).contains(&done) {
+                done + 1
+            } else if done >= degree {
+                return;
+            } else {
+                1
+            }
+        }
+        None => 1,
+    };
+    // Never across the 4 KiB page of the demand (hardware prefetchers see physical addresses,
+    // and the next virtual page may be anywhere).
+    let page = (addr >> PAGE_SHIFT) as i64;
+    let mut last = first - 1;
+    for k in first..=degree {
+        let pos = cur.wrapping_add(unit.wrapping_mul(k)) as u64;
+        let target = if stream { pos } else { pos >> line_shift };
+        if ((target << line_shift) >> PAGE_SHIFT) as i64 != page {
+            break;
+        }
+        emit(target);
+        last = k;
+    }
+    e.ahead = Some(cur.wrapping_add(unit.wrapping_mul(last)));
 }
 
 #[cfg(test)]
@@ -326,6 +384,39 @@ mod tests {
                 format!("{:?}", b.table),
                 "{kind:?}"
             );
+        }
+    }
+
+    /// `peek` asks for the lines a triggered `train` asks for, and changes nothing.
+    #[test]
+    fn peeking_is_a_triggered_training_that_changes_nothing() {
+        for kind in [PrefetchKind::Stride, PrefetchKind::NextLine] {
+            let mut p = pf(kind, 4);
+            let mut out = Vec::new();
+            let (mut x, mut asked) = (0x1234_5678_9abc_def1u64, 0);
+            let mut addrs = [0x10_0000u64, 0x20_0000, 0x30_0000];
+            for i in 0..5_000u64 {
+                x ^= x << 13;
+                x ^= x >> 7;
+                x ^= x << 17;
+                let k = (x >> 40) as usize % 3;
+                addrs[k] = match x % 16 {
+                    0 => (x >> 20) & 0xff_ffc0,
+                    _ => addrs[k].wrapping_add([8, 64, 192][k]),
+                };
+                let (pc, addr) = (0x400 + 0x40 * k as u64, addrs[k]);
+                let before = format!("{:?}", p.table);
+                let mut peeked = Vec::new();
+                p.peek(pc, addr, 6, |l| peeked.push(l));
+                assert_eq!(before, format!("{:?}", p.table), "{kind:?} access {i}");
+                let trigger = (x >> 16) % 2 == 0;
+                p.train(pc, addr, 6, trigger, &mut out);
+                if trigger {
+                    assert_eq!(peeked, out, "{kind:?} access {i}");
+                    asked += out.len();
+                }
+            }
+            assert!(asked > 500, "{kind:?}: only {asked} lines asked for");
         }
     }
 }
