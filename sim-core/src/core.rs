@@ -376,6 +376,12 @@ pub struct Core {
     pub mispredictions: u64,
 }
 
+/// The kind of a data access.
+#[inline]
+fn data_kind(a: &MemAccess) -> Kind {
+    if a.write { Kind::Store } else { Kind::Load }
+}
+
 impl Core {
     /// A core with id `id` (its index in the memory system) starting at time `now`.
     pub fn new(params: CoreParams, id: u32, mem: &Memory, now: f64) -> Core {
@@ -477,13 +483,12 @@ impl Core {
         mem_ops: &[MemAccess],
     ) -> bool {
         let s = tt.get(sidx);
-        let kind = |a: &MemAccess| if a.write { Kind::Store } else { Kind::Load };
         // Most instructions hit their L1s.
         if (s.pc >> self.line_shift == self.last_fetch_line
             || p.hits(s.pc, s.size as u32, Kind::IFetch))
             && mem_ops
                 .iter()
-                .all(|a| p.hits(a.addr, a.size as u32, kind(a)))
+                .all(|a| p.hits(a.addr, a.size as u32, data_kind(a)))
         {
             return true;
         }
@@ -503,8 +508,7 @@ impl Core {
             }
         }
         for (k, a) in mem_ops.iter().enumerate() {
-            let kind = if a.write { Kind::Store } else { Kind::Load };
-            match p.reach(s.pc, a.addr, a.size as u32, kind) {
+            match p.reach(s.pc, a.addr, a.size as u32, data_kind(a)) {
                 Reach::L1 => {}
                 // Made last: no store after it, and a load only if no store at all, nor a
                 // load after it.

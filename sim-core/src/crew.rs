@@ -189,11 +189,11 @@ unsafe impl<T: Send> Sync for Items<T> {}
 
 impl Crew<'_> {
     /// Applies `f` to every item, on the crew's threads and the caller's: an item goes first
-    /// to crew thread `home(item) mod n` (the caller is 0), so that an item with the same home
-    /// in every phase stays in one host core's caches, and to another thread only if that
-    /// one is done with its own items before this one is begun (see [`claim`]). Returns when all are done; a panic in
-    /// `f` on a worker is raised again here. `inline` runs every item on the caller instead
-    /// (for a phase too small to be worth handing out).
+    /// to crew thread `home(item) mod n` (the caller is 0), so that an item with the same
+    /// home in every phase stays in one host core's caches, and to another thread only if
+    /// that one is done with its own items before this one is begun (see [`claim`]). Returns
+    /// when all are done; a panic in `f` on a worker is raised again here. `inline` runs
+    /// every item on the caller instead (for a phase too small to be worth handing out).
     pub(crate) fn run<T: Send>(
         &self,
         items: &mut [T],

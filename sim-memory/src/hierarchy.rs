@@ -35,7 +35,7 @@
 use crate::cache::{Cache, INVALID, MODIFIED, NO_PARENT, SHARED, Victim};
 use crate::config::{MemoryConfig, Protocol};
 use crate::prefetch::Prefetcher;
-use crate::private::Private;
+use crate::private::{L1_BITS, Private};
 use crate::slots::Slots;
 use crate::stats::{CacheStats, CoreStats};
 
@@ -471,10 +471,13 @@ impl Memory {
             }),
             "each group's L2 is built before its cores' L1s, in core order"
         );
-        // A private L2 lists its core's L1I and L1D as sharers 0 and 1 (`Memory::privates`).
-        assert!((0..cores).all(|c| nodes[ipath[c].nodes[0] as usize].pos
-            == (c as u32 % cfg.l2_shared_by) * 2
-            && nodes[dpath[c].nodes[0] as usize].pos == (c as u32 % cfg.l2_shared_by) * 2 + 1));
+        // A group's L2 lists its first core's L1I and L1D as sharers 0 and 1, its next core's
+        // as 2 and 3, ...: a private L2, its core's as `L1_BITS`.
+        assert!((0..cores).all(|c| {
+            let k = (c as u32 % cfg.l2_shared_by) * 2;
+            [ipath[c], dpath[c]].map(|p| nodes[p.nodes[0] as usize].pos)
+                == [k + L1_BITS[0], k + L1_BITS[1]]
+        }));
         let line_bytes = line as u64;
         let buses = (0..cfg.sockets)
             .map(|_| {
@@ -558,10 +561,6 @@ impl Memory {
                     l1i: near.next().expect("an L1I per core"),
                     l1d: near.next().expect("an L1D per core"),
                     l2: l2.filter(|_| shared_by == 1),
-                    pos: [
-                        2 * (core as u32 % shared_by),
-                        2 * (core as u32 % shared_by) + 1,
-                    ],
                     stats,
                     prefetchers,
                     erase,
@@ -594,7 +593,6 @@ impl Memory {
             l1i: &mut l1i.cache,
             l1d: &mut l1d.cache,
             l2: (self.cfg.l2_shared_by == 1).then_some(&mut l2.cache),
-            pos: [l1i.pos, l1d.pos],
             stats: &mut self.core_stats[c],
             prefetchers: &mut self.prefetchers[c],
             erase: &self.erase,

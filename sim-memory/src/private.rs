@@ -24,6 +24,10 @@ use crate::hierarchy::{Erasure, Kind, Memory, Outcome, Served, erased, l1_hit, l
 use crate::prefetch::Prefetcher;
 use crate::stats::CoreStats;
 
+/// The bits of a core's L1I and L1D in its private L2's sharer masks (`Memory::new` builds
+/// them so).
+pub(crate) const L1_BITS: [u32; 2] = [0, 1];
+
 /// How far from the core an access must go ([`Private::reach`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Reach {
@@ -73,8 +77,6 @@ pub struct Private<'m> {
     pub(crate) l1d: &'m mut Cache,
     /// The core's L2 when no other core shares it (else no access reaches [`Reach::L2`]).
     pub(crate) l2: Option<&'m mut Cache>,
-    /// The bit of the L1I and of the L1D in the L2's sharer masks.
-    pub(crate) pos: [u32; 2],
     pub(crate) stats: &'m mut CoreStats,
     /// The L1D's and the L2's prefetcher.
     pub(crate) prefetchers: &'m mut [Prefetcher; 2],
@@ -110,6 +112,16 @@ fn leaf_walk(c: &mut Cache, line: u64, invalidate: bool) -> (bool, bool) {
 }
 
 impl Private<'_> {
+    /// The L1 an access of `kind` goes to.
+    #[inline]
+    fn l1(&self, kind: Kind) -> &Cache {
+        if kind == Kind::IFetch {
+            self.l1i
+        } else {
+            self.l1d
+        }
+    }
+
     /// How far an access of `size` bytes at `addr` of `kind` by instruction `pc` must go
     /// from this core (see the module's doc): [`Reach::L1`] and [`Reach::L2`] are served by
     /// this part alone.
@@ -126,12 +138,7 @@ impl Private<'_> {
     /// the L1 with the permission it needs, and none is a prefetched line not used yet.
     #[inline]
     pub fn hits(&self, addr: u64, size: u32, kind: Kind) -> bool {
-        let write = kind == Kind::Store;
-        let l1: &Cache = if kind == Kind::IFetch {
-            self.l1i
-        } else {
-            self.l1d
-        };
+        let (l1, write) = (self.l1(kind), kind == Kind::Store);
         let ok = |line: u64| l1.plain_hit(line, write).is_some();
         let (first, last) = lines(addr, size, self.line_shift);
         ok(first) && (last == first || ok(last))
@@ -144,11 +151,7 @@ impl Private<'_> {
         let Some(l2) = self.l2.as_deref() else {
             return Reach::Beyond;
         };
-        let l1: &Cache = if kind == Kind::IFetch {
-            self.l1i
-        } else {
-            self.l1d
-        };
+        let l1 = self.l1(kind);
         // One line, not erased, a miss in the L1 (a hit that first uses a prefetched line
         // triggers the L1D prefetcher on a line of its own: left to the whole memory).
         if last != first
@@ -216,9 +219,9 @@ impl Private<'_> {
         let write = kind == Kind::Store;
         let l1d_data = self.l1d.params.data_latency as u64;
         let (l1, other, pos, other_pos) = if kind == Kind::IFetch {
-            (&mut *self.l1i, &mut *self.l1d, self.pos[0], self.pos[1])
+            (&mut *self.l1i, &mut *self.l1d, L1_BITS[0], L1_BITS[1])
         } else {
-            (&mut *self.l1d, &mut *self.l1i, self.pos[1], self.pos[0])
+            (&mut *self.l1d, &mut *self.l1i, L1_BITS[1], L1_BITS[0])
         };
         let l2 = self
             .l2
