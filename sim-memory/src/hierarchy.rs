@@ -660,7 +660,7 @@ impl Memory {
     /// One access of `size` bytes at `addr` by `core` at cycle `time`. An access that
     /// straddles two lines touches both and counts once: its latency is the larger of the
     /// two, its place the farther (in [`Served`] order), its flags the union.
-    #[inline]
+    #[inline(always)]
     pub fn access(
         &mut self,
         core: u32,

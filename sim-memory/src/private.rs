@@ -55,7 +55,7 @@ pub trait Port {
 }
 
 impl Port for Memory {
-    #[inline]
+    #[inline(always)]
     fn access(
         &mut self,
         core: u32,
