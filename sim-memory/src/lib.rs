@@ -16,6 +16,7 @@
 pub mod cache;
 pub mod callgrind;
 pub mod config;
+pub mod cycles;
 pub mod hierarchy;
 mod host;
 pub mod prefetch;

@@ -48,6 +48,7 @@
 //! earlier than the same core's previous ones adds only the slots beyond them).
 
 use crate::config::Arbitration;
+use crate::cycles::{to_f64, to_u64};
 
 /// Slots remembered ahead of the oldest one.
 pub const HORIZON: u64 = 1 << 16;
@@ -62,6 +63,8 @@ pub const STARVED_SHARE: f64 = 1.0 / 64.0;
 pub struct Slots {
     /// Cycles per slot.
     pub slot_cycles: f64,
+    /// `slot_cycles` rounded up: the latency of a transfer on an idle resource.
+    idle_cycles: u64,
     arbitration: Arbitration,
     base: u64,
     busy: Vec<u64>,
@@ -85,8 +88,10 @@ const WORDS: usize = (HORIZON / 64) as usize;
 impl Slots {
     /// A resource moving `bytes` per transfer at `bytes_per_cycle`, shared by `cores`.
     pub fn new(bytes: u64, bytes_per_cycle: f64, arbitration: Arbitration, cores: usize) -> Slots {
+        let slot_cycles = bytes as f64 / bytes_per_cycle;
         Slots {
-            slot_cycles: bytes as f64 / bytes_per_cycle,
+            slot_cycles,
+            idle_cycles: ceil(slot_cycles),
             arbitration,
             base: 0,
             busy: vec![0; WORDS],
@@ -202,11 +207,11 @@ impl Slots {
         match self.arbitration {
             Arbitration::Fifo => true,
             Arbitration::RoundRobin => {
-                self.last_slot[c] == 0 || s >= self.last_slot[c] + bound as u64
+                self.last_slot[c] == 0 || s >= self.last_slot[c] + to_u64(bound)
             }
             Arbitration::FixedPriority => {
                 // Weyl sequence: evenly spread, deterministic.
-                let u = (s as f64 * 0.618_033_988_749_895).fract();
+                let u = (to_f64(s) * 0.618_033_988_749_895).fract();
                 u >= bound
             }
         }
@@ -220,14 +225,14 @@ impl Slots {
         // The slot containing `t`: if it is free, the transfer starts at `t` itself.
         // (Truncation is the floor of a non-negative time; `f64::floor` is a libm call on
         // the x86-64 baseline, once per transfer.)
-        let mut s = (t as f64 / self.slot_cycles) as u64;
+        let mut s = to_u64(to_f64(t) / self.slot_cycles);
         if s < self.base {
             // Older than anything remembered: nothing to conflict with, so it is served as on
             // an idle resource. (Moving it forward to the horizon instead would return a
             // latency as long as the skew, which pushes the requester's clock further ahead
             // and makes the next request older still.)
             self.transfers += 1;
-            return t + ceil(self.slot_cycles);
+            return t + self.idle_cycles;
         }
         if s >= self.base + HORIZON / 2 {
             self.advance_to(s);
@@ -261,8 +266,8 @@ impl Slots {
         self.transfers += 1;
         // A transfer in the slot containing `t` ends one slot after `t` (`ideal`); one in a
         // later slot ends with that slot, which is later still.
-        let done = ceil((s + 1) as f64 * self.slot_cycles);
-        let ideal = t + ceil(self.slot_cycles);
+        let done = ceil(to_f64(s + 1) * self.slot_cycles);
+        let ideal = t + self.idle_cycles;
         self.wait_cycles += done.saturating_sub(ideal);
         done.max(ideal)
     }
@@ -272,8 +277,8 @@ impl Slots {
 /// call.
 #[inline]
 fn ceil(x: f64) -> u64 {
-    let f = x as u64;
-    f + ((f as f64) < x) as u64
+    let f = to_u64(x);
+    f + (to_f64(f) < x) as u64
 }
 
 #[cfg(test)]
