@@ -316,6 +316,31 @@ impl Cache {
         self.fill_at(line, st, self.find_tag(line))
     }
 
+    /// The first slot of the set starting at slot `base` whose state is `INVALID`, if any.
+    /// Eight states at a time: the zero bytes of a word of states (`INVALID` is 0), the
+    /// lowest of which the word arithmetic finds exactly. (Way by way, the search of a full
+    /// set was a third of a simulated DRAM miss's fills.)
+    #[inline]
+    fn first_invalid(&self, base: usize) -> Option<usize> {
+        const _: () = assert!(INVALID == 0);
+        const LOW_BITS: u64 = 0x0101_0101_0101_0101;
+        const HIGH_BITS: u64 = 0x8080_8080_8080_8080;
+        let mut words = self.state[base..base + self.ways].chunks_exact(8);
+        let mut at = base;
+        for w in &mut words {
+            let x = u64::from_le_bytes(w.try_into().expect("eight states"));
+            // The high bit of each zero byte, and perhaps of a byte above one (a borrow):
+            // the lowest is a zero byte.
+            let zero = x.wrapping_sub(LOW_BITS) & !x & HIGH_BITS;
+            if zero != 0 {
+                return Some(at + (zero.trailing_zeros() / 8) as usize);
+            }
+            at += 8;
+        }
+        let rest = words.remainder();
+        rest.iter().position(|&s| s == INVALID).map(|w| at + w)
+    }
+
     /// [`Cache::fill`] for a caller that has just looked the tag up: `tagged` is
     /// `self.find_tag(line)`.
     pub fn fill_at(&mut self, line: u64, st: u8, tagged: Option<usize>) -> (usize, Option<Victim>) {
@@ -324,7 +349,7 @@ impl Cache {
         let base = set * self.ways;
         let slot = match tagged {
             Some(s) => s,
-            None => match (base..base + self.ways).find(|&s| self.state[s] == INVALID) {
+            None => match self.first_invalid(base) {
                 Some(s) => s,
                 None => base + self.policy.victim(set),
             },
@@ -484,5 +509,52 @@ mod tests {
         }
         // A leaf cache has no masks.
         assert_eq!(cache().sharers(3), 0);
+    }
+
+    /// The word-at-a-time search for a free way finds what a way-by-way scan finds: sets of
+    /// 1 to 40 ways (whole words, a remainder, both), states drawn so that sets are empty,
+    /// full or anything between, in every set of the cache.
+    #[test]
+    fn the_free_way_search_is_a_scan_way_by_way() {
+        let mut x = 0x2545_f491_4f6c_dd1du64;
+        let mut rnd = move || {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x
+        };
+        let mut found = [0usize; 2];
+        for ways in 1..=40u32 {
+            let mut c = Cache::new(CacheParams {
+                size: 4 * ways as u64 * 64,
+                associativity: ways,
+                line_size: 64,
+                data_latency: 1,
+                tag_latency: 1,
+                replacement: ReplacementKind::Lru,
+            });
+            for round in 0..50 {
+                // The chance of a free way, from none (a full set: a quarter of the rounds)
+                // to all.
+                let free = if round % 4 == 0 { 0 } else { rnd() % 101 };
+                for st in c.state.iter_mut() {
+                    *st = if rnd() % 100 < free {
+                        INVALID
+                    } else {
+                        [SHARED, MODIFIED, 3, 0x80, 0xff][(rnd() % 5) as usize]
+                    };
+                }
+                for set in 0..4 {
+                    let base = set * ways as usize;
+                    let naive = (base..base + ways as usize).find(|&s| c.state[s] == INVALID);
+                    assert_eq!(c.first_invalid(base), naive, "{ways} ways, round {round}");
+                    found[naive.is_some() as usize] += 1;
+                }
+            }
+        }
+        assert!(
+            found.iter().all(|&n| n > 1000),
+            "both outcomes often: {found:?}"
+        );
     }
 }
