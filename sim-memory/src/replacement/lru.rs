@@ -42,11 +42,13 @@ impl Replacement for Lru {
 
     #[inline]
     fn victim(&mut self, set: usize) -> usize {
+        // The first way of the oldest stamp (stamps are distinct once set; never-touched ways
+        // share 0, and the first of them goes).
         let s = &self.stamp[set * self.ways..(set + 1) * self.ways];
-        let mut best = 0;
-        for w in 1..s.len() {
-            if s[w] < s[best] {
-                best = w;
+        let (mut best, mut oldest) = (0, s[0]);
+        for (w, &t) in s.iter().enumerate().skip(1) {
+            if t < oldest {
+                (best, oldest) = (w, t);
             }
         }
         best
