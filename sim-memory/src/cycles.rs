@@ -3,8 +3,8 @@
 //! baseline converts only signed integers: a `u64` cast compiles to six or seven
 //! instructions one way and about fifteen the other (with the saturation Rust defines),
 //! while cycle counts stay far below 2^63, where the signed conversion is the same and one
-//! instruction (with a range test, here, that sends other values to the cast itself). A DRAM miss converts about a dozen times (the bus's and the controller's
-//! slot calendars), a memory access of the core three times.
+//! instruction (a range test sends other values to the cast itself). The bus's and the DRAM
+//! controllers' slot calendars use them: a simulated DRAM miss converts about a dozen times.
 
 /// 2^63, the first value the signed conversions cannot hold.
 const TWO_63: f64 = 9_223_372_036_854_775_808.0;
