@@ -516,13 +516,7 @@ mod tests {
     /// full or anything between, in every set of the cache.
     #[test]
     fn the_free_way_search_is_a_scan_way_by_way() {
-        let mut x = 0x2545_f491_4f6c_dd1du64;
-        let mut rnd = move || {
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
-            x
-        };
+        let mut rnd = crate::xorshift(0x2545_f491_4f6c_dd1d);
         let mut found = [0usize; 2];
         for ways in 1..=40u32 {
             let mut c = Cache::new(CacheParams {

@@ -92,11 +92,9 @@ mod tests {
             );
             floats.extend([below, above, -below]);
         }
-        let mut r = 0x9e37_79b9_7f4a_7c15u64;
+        let mut rnd = crate::xorshift(0x9e37_79b9_7f4a_7c15);
         for _ in 0..1_000_000 {
-            r ^= r << 13;
-            r ^= r >> 7;
-            r ^= r << 17;
+            let r = rnd();
             ints.push(r >> (r % 64));
             floats.push(f64::from_bits(r));
             floats.push((r >> 11) as f64 / 3.0);

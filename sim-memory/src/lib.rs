@@ -25,6 +25,18 @@ pub mod replacement;
 pub mod slots;
 pub mod stats;
 
+/// A xorshift64 generator from `seed` (nonzero), for the tests' random inputs: each call
+/// returns the next state.
+#[cfg(test)]
+pub(crate) fn xorshift(mut x: u64) -> impl FnMut() -> u64 {
+    move || {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        x
+    }
+}
+
 pub use config::{Arbitration, CacheParams, MemoryConfig, Protocol, ReplacementKind};
 pub use hierarchy::{Erasure, Kind, MachineError, Memory, Outcome, Served};
 pub use prefetch::{PrefetchKind, PrefetchParams};

@@ -356,12 +356,10 @@ mod tests {
         ] {
             let (mut a, mut b) = (pf(kind, 4), pf(kind, 4));
             let (mut out_a, mut out_b) = (Vec::new(), Vec::new());
-            let mut x = 0x9e37_79b9_7f4a_7c15u64;
+            let mut rnd = crate::xorshift(0x9e37_79b9_7f4a_7c15);
             let mut addr = [0x10_0000u64, 0x20_0000, 0x30_0000];
             for i in 0..20_000u64 {
-                x ^= x << 13;
-                x ^= x >> 7;
-                x ^= x << 17;
+                let x = rnd();
                 let k = (x % 3) as usize;
                 addr[k] = match (x >> 8) % 8 {
                     0 => addr[k],
@@ -393,12 +391,10 @@ mod tests {
         for kind in [PrefetchKind::Stride, PrefetchKind::NextLine] {
             let mut p = pf(kind, 4);
             let mut out = Vec::new();
-            let (mut x, mut asked) = (0x1234_5678_9abc_def1u64, 0);
+            let (mut rnd, mut asked) = (crate::xorshift(0x1234_5678_9abc_def1), 0);
             let mut addrs = [0x10_0000u64, 0x20_0000, 0x30_0000];
             for i in 0..5_000u64 {
-                x ^= x << 13;
-                x ^= x >> 7;
-                x ^= x << 17;
+                let x = rnd();
                 let k = (x >> 40) as usize % 3;
                 addrs[k] = match x % 16 {
                     0 => (x >> 20) & 0xff_ffc0,

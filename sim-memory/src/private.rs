@@ -470,13 +470,7 @@ mod tests {
                 general.set_erasure([0x4010]);
             }
             let (mut served_l2, mut with_prefetch) = (0, 0);
-            let mut x = 0x2545_f491_4f6c_dd1du64;
-            let mut rand = move || {
-                x ^= x << 13;
-                x ^= x >> 7;
-                x ^= x << 17;
-                x
-            };
+            let mut rand = crate::xorshift(0x2545_f491_4f6c_dd1d);
             let mut times = [0u64; 4];
             let mut strided = [[0x10_0000u64; 4]; 4];
             for i in 0..60_000u64 {

@@ -291,13 +291,7 @@ mod tests {
     /// wrap-around and up to limits anywhere in the horizon.
     #[test]
     fn the_free_slot_search_is_a_scan_slot_by_slot() {
-        let mut x = 0x9e37_79b9_7f4a_7c15u64;
-        let mut rnd = move || {
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
-            x
-        };
+        let mut rnd = crate::xorshift(0x9e37_79b9_7f4a_7c15);
         for density in [0u64, 1, 50, 90, 99, 100] {
             let mut sl = Slots::new(64, 1.0, Arbitration::Fifo, 1);
             sl.base = rnd() % (1 << 30);
