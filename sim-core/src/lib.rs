@@ -14,6 +14,18 @@ pub mod engine;
 pub mod stack;
 pub mod tlb;
 
+/// A xorshift64 generator from `seed` (nonzero), for the tests' random inputs: each call
+/// returns the next state.
+#[cfg(test)]
+pub(crate) fn xorshift(mut x: u64) -> impl FnMut() -> u64 {
+    move || {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        x
+    }
+}
+
 pub use engine::{
     Engine, EngineConfig, Model, NoParts, Observer, RunResult, SimError, ThreadObserver,
     ThreadResult,

@@ -90,12 +90,10 @@ mod tests {
     #[test]
     fn global_history_captures_correlation_between_branches() {
         fn run(p: &mut dyn BranchPredictor) -> u32 {
-            let mut x = 0x9e37_79b9_7f4a_7c15u64;
+            let mut next = crate::xorshift(0x9e37_79b9_7f4a_7c15u64);
             let mut wrong_b = 0;
             for i in 0..5000 {
-                x ^= x << 13;
-                x ^= x >> 7;
-                x ^= x << 17;
+                let x = next();
                 let a = x & 1 == 1;
                 p.predict_and_update(0x2000, BranchKind::Conditional, a, 0x2100);
                 let w = p.predict_and_update(0x2040, BranchKind::Conditional, a, 0x2100);

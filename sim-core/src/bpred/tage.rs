@@ -669,13 +669,7 @@ mod tests {
     /// fold of its newest bits.
     #[test]
     fn folded_history_matches_a_fold_of_the_whole_history() {
-        let mut x = 0x2545_f491_4f6c_dd1du64;
-        let mut next = || {
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
-            x
-        };
+        let mut next = crate::xorshift(0x2545_f491_4f6c_dd1du64);
         let lengths = [1, 5, 9, 10, 11, 20, 22, 44, 130, 1024];
         for (index_bits, tag_bits) in [(10, 11), (0, 2), (1, 16), (31, 9)] {
             let mut f = Folds::new(&lengths, index_bits, tag_bits);

@@ -90,15 +90,8 @@ fn exits_in_window(n: usize) -> usize {
 
 /// A seeded xorshift64 stream of fair coin flips.
 fn coin_flips(seed: u64) -> Vec<bool> {
-    let mut x = seed;
-    (0..WARMUP + MEASURE)
-        .map(|_| {
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
-            x >> 63 == 1
-        })
-        .collect()
+    let mut next = crate::xorshift(seed);
+    (0..WARMUP + MEASURE).map(|_| next() >> 63 == 1).collect()
 }
 
 // --- always taken ------------------------------------------------------------------------
@@ -320,12 +313,10 @@ fn tage_learns_a_correlation_24_branches_back() {
     const K: u64 = 24;
     fn run(cfg: &BpredConfig) -> usize {
         let mut p = build(cfg);
-        let mut x = 0x9e37_79b9_7f4a_7c15u64;
+        let mut next = crate::xorshift(0x9e37_79b9_7f4a_7c15u64);
         let mut wrong_b = 0;
         for i in 0..5000 {
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
+            let x = next();
             let a = x >> 63 == 1;
             p.predict_and_update(0x2000, BranchKind::Conditional, a, 0x2100);
             for j in 1..K {
@@ -361,13 +352,11 @@ fn tage_learns_a_correlation_24_branches_back() {
 fn tage_stays_near_half_wrong_on_random_branches() {
     for seed in [3u64, 0xdead_beef_cafe_f00d] {
         let mut p = build(&tage_cfg());
-        let mut x = seed;
+        let mut next = crate::xorshift(seed);
         let (warmup, measured) = (5_000, 50_000);
         let mut wrong = 0;
         for i in 0..warmup + measured {
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
+            let x = next();
             let pc = 0x40_3000 + 0x40 * (i as u64 % 4);
             let w = p.predict_and_update(pc, BranchKind::Conditional, x >> 63 == 1, pc + 0x80);
             if i >= warmup && w {
@@ -389,12 +378,10 @@ fn tage_is_deterministic() {
     let mut a = build(&tage_cfg());
     let mut b = build(&tage_cfg());
     let mut c: Option<Predictor> = None;
-    let mut x = 11u64;
+    let mut next = crate::xorshift(11u64);
     let mut answers = Vec::new();
     for i in 0..400_000u64 {
-        x ^= x << 13;
-        x ^= x >> 7;
-        x ^= x << 17;
+        let x = next();
         let (pc, kind, taken, target) = match i % 10 {
             0..=5 => (LOOP_PC, BranchKind::Conditional, i % 37 != 36, LOOP_TARGET),
             6 => (
