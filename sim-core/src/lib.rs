@@ -11,6 +11,7 @@ pub mod bpred;
 pub mod core;
 mod crew;
 pub mod engine;
+mod sched;
 pub mod stack;
 pub mod tlb;
 
