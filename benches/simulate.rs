@@ -4,9 +4,10 @@
 //! exact model (the simulated threads' records decoded and their branches predicted ahead on
 //! the other host thread) and the parallel model (the cores simulated on the host threads
 //! between their accesses to the shared levels, `docs/parallel.md`). Inputs: every built-in
-//! workload at 8 threads, three at 16 threads and 10^8 instructions, and the example programs
-//! `blocked_lu.c` and `owner_barrier.c` traced at 4, 8 and 16 threads (when qemu-x86_64, gcc
-//! and the tracer libraries are there: `cargo build --release` first).
+//! workload at 8 threads, three at 16 threads and 10^8 instructions, pointer-chase at 64
+//! threads, and the example programs `blocked_lu.c` and `owner_barrier.c` traced at 4, 8 and
+//! 16 threads (when qemu-x86_64, gcc and the tracer libraries are there: `cargo build
+//! --release` first).
 //!
 //! Also the peak memory of `isim run` at 8, 64 and 256 threads and for longer runs.
 //!
@@ -80,17 +81,24 @@ fn main() {
         measure(name, &generate(dir.path(), name, name, 8, size), &cfg);
     }
     // One run of 10^8 instructions at 16 threads: compute-bound, L1-resident with a little
-    // sharing, and memory-bound.
-    for (name, size) in [
-        ("dep-chain", 600_000),
-        ("balanced", 98_304),
-        ("lu-owner", 80),
+    // sharing, and memory-bound; and one of many threads each missing all the time, whose
+    // turns in the exact model are an instruction or two long (the scheduler chooses the
+    // next thread that often).
+    for (name, threads, size) in [
+        ("dep-chain", 16, 600_000),
+        ("balanced", 16, 98_304),
+        ("lu-owner", 16, 80),
+        ("pointer-chase", 64, 65_536),
     ] {
-        let label = format!("{name}-t16");
+        let label = format!("{name}-t{threads}");
         if !keep(&label) {
             continue;
         }
-        measure(&label, &generate(dir.path(), &label, name, 16, size), &cfg);
+        measure(
+            &label,
+            &generate(dir.path(), &label, name, threads, size),
+            &cfg,
+        );
     }
     let isim = PathBuf::from(env!("CARGO_BIN_EXE_isim"));
     if keep("memory") {

@@ -5,8 +5,8 @@
 use std::path::{Path, PathBuf};
 
 use isim::run::{RunOutcome, RunRequest, run};
-use sim_core::{Component, Engine, EngineConfig};
-use sim_frontend::model::{BranchKind, Marker, OpClass, StaticInst, TraceMeta};
+use sim_core::{Component, Engine, EngineConfig, Model};
+use sim_frontend::model::{BranchKind, Marker, OpClass, Order, StaticInst, TraceMeta};
 use sim_frontend::{Trace, TraceWriter};
 
 fn root() -> PathBuf {
@@ -902,4 +902,155 @@ fn a_run_directory_replays_to_the_same_cycles() {
         .unwrap()
         .to_string();
     assert!(e.contains("not an isim run directory"), "{e}");
+}
+
+/// Every way a marker makes threads runnable or not, with the simulator's own semantics
+/// (no recorded order): creation, a condition variable's wait, its broadcast under the mutex
+/// (each woken thread then waits for it) and its signals with the mutex free (each woken
+/// thread takes it at once), contended mutexes, a barrier, the region of interest's end
+/// while the workers run (it drains their windows), and joins, over seven threads. In a debug
+/// build (the tests'), the engine checks on every turn that its scheduler's tree
+/// (`sim-core/src/sched.rs`) chose what a scan of every thread would, so a change the tree is
+/// not told of fails here. The run must also end, with each thread's instructions timed up
+/// to the region's end and the waits charged where they belong, the same on one and two host
+/// threads, in both models.
+#[test]
+fn the_scheduler_hears_of_every_thread_a_marker_wakes_or_blocks() {
+    const WORKERS: u32 = 6;
+    let dir = tempfile::tempdir().unwrap();
+    let p = dir.path().join("sync.itrace");
+    let mut w = test_writer(&p, "sync");
+    let op = w
+        .add_static({
+            let mut s = StaticInst::new(0x1000, 4, OpClass::IntAlu);
+            s.srcs = vec![8];
+            s.dsts = vec![9];
+            s
+        })
+        .unwrap();
+    let work = |w: &mut TraceWriter, t: u32, n: u64| {
+        for _ in 0..n {
+            w.inst(t, op, false, &[]).unwrap();
+        }
+    };
+    let lock = |addr| Marker::MutexLock {
+        addr,
+        order: Order::SIM,
+    };
+    let unlock = |addr| Marker::MutexUnlock { addr };
+    let (gate, gate_cond, counter) = (0x100, 0x200, 0x300);
+    let mut written = vec![0u64; WORKERS as usize + 1];
+    w.marker(0, Marker::ThreadStart).unwrap();
+    w.marker(0, Marker::RoiBegin).unwrap();
+    for c in 1..=WORKERS {
+        w.marker(0, Marker::ThreadCreate { child: c }).unwrap();
+        w.marker(c, Marker::ThreadStart).unwrap();
+        // Each worker waits at the gate at once; the main thread opens it much later.
+        w.marker(c, lock(gate)).unwrap();
+        w.marker(
+            c,
+            Marker::CondWait {
+                cond: gate_cond,
+                mutex: gate,
+                wake: Order::SIM,
+                relock: Order::SIM,
+            },
+        )
+        .unwrap();
+        w.marker(c, unlock(gate)).unwrap();
+        for k in 0..3 {
+            work(&mut w, c, 200 * c as u64 + 50 * k);
+            w.marker(c, lock(counter)).unwrap();
+            work(&mut w, c, 100);
+            w.marker(c, unlock(counter)).unwrap();
+            written[c as usize] += 200 * c as u64 + 50 * k + 100;
+        }
+        w.marker(
+            c,
+            Marker::Barrier {
+                id: 9,
+                participants: WORKERS,
+                lead: false,
+            },
+        )
+        .unwrap();
+        work(&mut w, c, 300 * c as u64);
+        written[c as usize] += 300 * c as u64;
+        w.marker(c, lock(gate)).unwrap();
+        w.marker(
+            c,
+            Marker::CondWait {
+                cond: gate_cond + 1,
+                mutex: gate,
+                wake: Order::SIM,
+                relock: Order::SIM,
+            },
+        )
+        .unwrap();
+        w.marker(c, unlock(gate)).unwrap();
+        // Still running when the main thread ends the region of interest, which drains
+        // every running core's window.
+        work(&mut w, c, 5_000);
+        written[c as usize] += 5_000;
+        w.marker(c, Marker::ThreadEnd).unwrap();
+    }
+    work(&mut w, 0, 20_000);
+    w.marker(0, lock(gate)).unwrap();
+    w.marker(0, Marker::CondBroadcast { cond: gate_cond })
+        .unwrap();
+    w.marker(0, unlock(gate)).unwrap();
+    // Long after every worker waits at the second gate, one signal each, the mutex free:
+    // each woken worker takes it at once.
+    work(&mut w, 0, 40_000);
+    for _ in 1..=WORKERS {
+        w.marker(
+            0,
+            Marker::CondSignal {
+                cond: gate_cond + 1,
+            },
+        )
+        .unwrap();
+    }
+    work(&mut w, 0, 1_000);
+    w.marker(0, Marker::RoiEnd).unwrap();
+    for c in 1..=WORKERS {
+        w.marker(0, Marker::ThreadJoin { child: c }).unwrap();
+    }
+    written[0] = 61_000;
+    w.marker(0, Marker::ThreadEnd).unwrap();
+    w.finish().unwrap();
+
+    let trace = Trace::open(&p).unwrap();
+    let cfg = engine_config();
+    let run = |model: Model, hosts: usize| {
+        Engine::new(&trace, &cfg, ())
+            .unwrap()
+            .model(model)
+            .host_threads(hosts)
+            .run(|_| {})
+            .unwrap()
+            .0
+    };
+    for model in [Model::Exact, Model::Parallel] {
+        let r = run(model, 1);
+        // Timed: everything before the region's end, so all of the main thread's, and of
+        // each worker's, all but part of its last 5,000.
+        assert_eq!(r.threads[0].instructions, written[0], "{model:?}");
+        for (c, (th, &all)) in r.threads.iter().zip(&written).enumerate().skip(1) {
+            let n = th.instructions;
+            assert!(n > all - 5_000 && n < all, "{c} {model:?}: {n} of {all}");
+        }
+        for c in 1..=WORKERS as usize {
+            let s = &r.threads[c].stack;
+            // Waited for the gate from its creation to the broadcast: most of the main
+            // thread's 20,000 instructions.
+            assert!(s.get(Component::SyncCond) > 1_000.0, "{c} {model:?}: {s:?}");
+        }
+        assert!(
+            (1..=WORKERS as usize).any(|c| r.threads[c].stack.get(Component::SyncBarrier) > 0.0),
+            "{model:?}"
+        );
+        let again = run(model, 2);
+        assert_eq!(format!("{r:?}"), format!("{again:?}"), "{model:?}");
+    }
 }

@@ -647,6 +647,11 @@ pub struct Engine<'t, O: Observer> {
     barriers: HashMap<u64, Vec<(u32, f64, bool)>>,
     /// Simulated time of each recorded release passed so far (NaN: not yet).
     releases: Vec<f64>,
+    /// Threads other than the running one whose clock or state a marker or a thread's end
+    /// changed since the scheduler's tree last heard (`sched.rs`): each is pushed where its
+    /// clock moves or it is made runnable or not (`resume`, `drain`, `lock`, `proceed`; a
+    /// condition's wake-up moves the clock, then locks).
+    touched: Vec<u32>,
     mutexes: HashMap<u64, MutexState>,
     conds: HashMap<u64, Vec<(f64, u32, u64)>>,
     obs: O,
@@ -720,6 +725,7 @@ impl<'t, O: Observer> Engine<'t, O> {
             roi_done: false,
             barriers: HashMap::new(),
             releases: Vec::new(),
+            touched: Vec::new(),
             mutexes: HashMap::new(),
             conds: HashMap::new(),
             obs,
@@ -878,12 +884,13 @@ impl<'t, O: Observer> Engine<'t, O> {
                 return Err(SimError::Deadlock(self.describe()));
             };
             self.obs.horizon(at);
-            // After a turn that may have changed more than the running thread's clock (a
-            // round, a marker, an end), the tree is rebuilt from every thread.
+            // The tree is told what changed: after a round, every thread; after a slice, its
+            // thread and the threads its marker or end made runnable or not (`touched`).
             match crew {
                 Some(crew) if self.roi_active && sched.runnable() > 1 => {
                     self.round(tt, at + self.quantum, crew)?;
                     sched.rebuild(clocks(&self.threads));
+                    self.touched.clear();
                 }
                 _ => {
                     let limit = if second.is_finite() {
@@ -894,15 +901,14 @@ impl<'t, O: Observer> Engine<'t, O> {
                     // A slice does a parked instruction as any other, with the whole memory.
                     self.threads[tid as usize].parked = false;
                     match self.slice(tt, tid, limit)? {
-                        Step::Quantum => sched.set(tid, self.threads[tid as usize].core.now),
-                        Step::End => {
-                            self.end_thread(tid);
-                            sched.rebuild(clocks(&self.threads));
-                        }
-                        Step::Marker(m) => {
-                            self.marker(tid, m);
-                            sched.rebuild(clocks(&self.threads));
-                        }
+                        Step::Quantum => {}
+                        Step::End => self.end_thread(tid),
+                        Step::Marker(m) => self.marker(tid, m),
+                    }
+                    // The thread, and those a marker or its end woke or blocked.
+                    for t in std::iter::once(tid).chain(self.touched.drain(..)) {
+                        let th = &self.threads[t as usize];
+                        sched.update(t, th.core.now, th.state == State::Runnable);
                     }
                 }
             }
@@ -1183,6 +1189,7 @@ impl<'t, O: Observer> Engine<'t, O> {
     }
 
     fn resume(&mut self, t: u32, at: f64, c: Component) {
+        self.touched.push(t);
         let timed = self.timed();
         let th = &mut self.threads[t as usize];
         if timed {
@@ -1198,6 +1205,7 @@ impl<'t, O: Observer> Engine<'t, O> {
     }
 
     fn drain(&mut self, tid: u32) -> f64 {
+        self.touched.push(tid);
         if self.timed() {
             self.threads[tid as usize].core.drain()
         } else {
@@ -1234,6 +1242,7 @@ impl<'t, O: Observer> Engine<'t, O> {
     }
 
     fn lock(&mut self, tid: u32, addr: u64, now: f64) {
+        self.touched.push(tid);
         let m = self.mutexes.entry(addr).or_default();
         if m.owner.is_none() {
             m.owner = Some(tid);
@@ -1463,6 +1472,7 @@ impl<'t, O: Observer> Engine<'t, O> {
     /// Passes the thread's pending edges whose releases have happened; blocks it at the first
     /// that has not, or makes it runnable.
     fn proceed(&mut self, tid: u32) {
+        self.touched.push(tid);
         for i in 0..2 {
             let Some((k, c)) = self.threads[tid as usize].pending.edges[i] else {
                 continue;

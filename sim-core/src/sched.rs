@@ -2,25 +2,25 @@
 //! (the lowest id among equals) and the smallest clock of the other runnable threads, kept
 //! in a tournament tree over the threads instead of found by a scan of every thread per
 //! turn. A memory-bound thread's turn ends after one or two instructions (a miss takes longer
-//! than the quantum), so at 64 threads the scan cost as much as the memory system's own
-//! work on some turns; the tree answers in `log2(threads)` steps and, after a turn that
-//! changed one thread's clock, updates in as many.
+//! than the quantum), so the scan grew with the threads: ~6 % of the host's time on
+//! pointer-chase at 64 threads. The tree answers in `log2(threads)` steps and, after a turn
+//! that moved one thread's clock, updates in as many.
 //!
 //! The tree is a cache of the threads' clocks and states: the engine tells it each change
-//! ([`Sched::set`] for one thread, [`Sched::rebuild`] after anything that may change
-//! several), and its answers are exactly those of the scan it replaces (a test compares them
-//! on random clocks and updates; the engine's debug builds compare them on every turn). Its
-//! methods are out of line: they run once per turn, and inlined they changed the code of
-//! the engine's instruction loop around them.
+//! ([`Sched::update`] for the thread that ran and each thread a marker woke or blocked,
+//! [`Sched::rebuild`] after a round, which changes most), and its answers are exactly those
+//! of the scan it replaces (a test compares them on random clocks and updates; the engine's
+//! debug builds compare them on every turn). Its methods are out of line: they run once per
+//! turn, and inlined they changed the code of the engine's instruction loop around them.
 
 /// See the module documentation.
-#[derive(Debug, Clone, Default)]
+#[derive(Debug)]
 pub(crate) struct Sched {
-    /// Leaves `p..2p`: each thread's clock if it can run, else infinity (also for the padding
-    /// past the last thread).
+    /// By thread id, padded to `p`: the thread's clock if it can run, else infinity (also
+    /// for the padding).
     clock: Vec<f64>,
-    /// Node `k` (1-based, children `2k` and `2k+1`; leaves from `p`): the thread whose clock
-    /// is the smallest under it, the lowest id among equals.
+    /// Node `k` (1-based, children `2k` and `2k+1`; leaf `p + t` for thread `t`, holding
+    /// `t`): the thread whose clock is the smallest under it, the lowest id among equals.
     win: Vec<u32>,
     /// Leaves: the thread count rounded up to a power of two (at least 1).
     p: usize,
@@ -76,16 +76,31 @@ impl Sched {
         }
     }
 
-    /// Thread `t`, runnable before and after, now has clock `now`.
+    /// Thread `t` now has clock `now` and can run or not (`can`): the path from its leaf to
+    /// the root is recomputed if that changed anything. After several updates, each node has
+    /// been computed last when every leaf under it held its new clock, so the tree is right.
     #[inline(never)]
-    pub(crate) fn set(&mut self, t: u32, now: f64) {
-        debug_assert!(self.clock[t as usize] < f64::INFINITY && now < f64::INFINITY);
-        self.clock[t as usize] = now;
-        let mut k = (self.p + t as usize) / 2;
+    pub(crate) fn update(&mut self, t: u32, now: f64, can: bool) {
+        debug_assert!(
+            !can || now < f64::INFINITY,
+            "a runnable thread's clock is finite"
+        );
+        let t = t as usize;
+        let c = if can { now } else { f64::INFINITY };
+        let old = self.clock[t];
+        if c != old {
+            self.runnable = self.runnable + can as usize - (old < f64::INFINITY) as usize;
+            self.clock[t] = c;
+            self.up(t);
+        }
+    }
+
+    /// Recomputes the winners on the path from leaf `t` to the root.
+    #[inline]
+    fn up(&mut self, t: usize) {
+        let mut k = (self.p + t) / 2;
         while k >= 1 {
-            let l = self.win[2 * k];
-            let r = self.win[2 * k + 1];
-            self.win[k] = self.pick(l, r);
+            self.win[k] = self.pick(self.win[2 * k], self.win[2 * k + 1]);
             k /= 2;
         }
     }
@@ -145,20 +160,40 @@ mod tests {
     use super::*;
 
     /// The tree answers what the scan answers, on every thread count from 1 to 70, with clocks
-    /// drawn from a few values (so that ties are common), threads that cannot run, and runs of
-    /// single-thread updates between rebuilds, as the engine does them.
+    /// drawn from a few values (so that ties are common) and threads that cannot run, after a
+    /// rebuild or updates of a few threads or of all (as after a marker or a round), and
+    /// after runs of single-thread updates, as the engine does them.
     #[test]
     fn the_tree_answers_what_the_scan_answers() {
+        /// A clock from a few values, and whether the thread can run (three times in four).
+        fn draw(next: &mut impl FnMut() -> u64) -> (f64, bool) {
+            ((next() % 8) as f64 * 0.5, next() % 4 != 0)
+        }
         let mut next = crate::xorshift(0x9e37_79b9_7f4a_7c15u64);
-        let (mut compared, mut ties, mut nobody) = (0u64, 0u64, 0u64);
+        let (mut compared, mut ties, mut nobody, mut updated) = (0u64, 0u64, 0u64, 0u64);
         for n in 1..=70usize {
             let mut s = Sched::new(n);
             let mut th: Vec<(f64, bool)> = vec![(0.0, false); n];
-            for _round in 0..40 {
-                for t in th.iter_mut() {
-                    *t = ((next() % 8) as f64 * 0.5, next() % 4 != 0);
+            for round in 0..60 {
+                if round % 3 == 0 {
+                    for t in th.iter_mut() {
+                        *t = draw(&mut next);
+                    }
+                    s.rebuild(th.iter().copied());
+                } else {
+                    // A few threads change (as at a marker), or all (as in a round).
+                    let k = if round % 3 == 1 {
+                        1 + (next() % 3) as usize
+                    } else {
+                        n
+                    };
+                    for _ in 0..k {
+                        let t = (next() % n as u64) as usize;
+                        th[t] = draw(&mut next);
+                        s.update(t as u32, th[t].0, th[t].1);
+                    }
+                    updated += 1;
                 }
-                s.rebuild(th.iter().copied());
                 assert_eq!(s.runnable(), th.iter().filter(|t| t.1).count());
                 for _ in 0..30 {
                     let want = scan(th.iter().copied());
@@ -174,16 +209,17 @@ mod tests {
                             // The engine's turn: the first thread's clock moves forward.
                             let now = at + (next() % 5) as f64 * 0.5;
                             th[t as usize].0 = now;
-                            s.set(t, now);
+                            s.update(t, now, true);
                         }
                     }
                 }
             }
         }
-        // The comparisons covered ties and the case of no runnable thread.
+        // The comparisons covered ties, the case of no runnable thread, and updates of
+        // several threads.
         assert!(
-            compared > 50_000 && ties > 1_000 && nobody > 10,
-            "{compared} {ties} {nobody}"
+            compared > 50_000 && ties > 1_000 && nobody > 10 && updated > 2_000,
+            "{compared} {ties} {nobody} {updated}"
         );
     }
 }
