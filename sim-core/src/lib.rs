@@ -15,17 +15,9 @@ mod sched;
 pub mod stack;
 pub mod tlb;
 
-/// A xorshift64 generator from `seed` (nonzero), for the tests' random inputs: each call
-/// returns the next state.
+/// The tests' random inputs come from sim-memory's generator.
 #[cfg(test)]
-pub(crate) fn xorshift(mut x: u64) -> impl FnMut() -> u64 {
-    move || {
-        x ^= x << 13;
-        x ^= x >> 7;
-        x ^= x << 17;
-        x
-    }
-}
+pub(crate) use sim_memory::xorshift;
 
 pub use engine::{
     Engine, EngineConfig, Model, NoParts, Observer, RunResult, SimError, ThreadObserver,

@@ -25,10 +25,10 @@ pub mod replacement;
 pub mod slots;
 pub mod stats;
 
-/// A xorshift64 generator from `seed` (nonzero), for the tests' random inputs: each call
-/// returns the next state.
-#[cfg(test)]
-pub(crate) fn xorshift(mut x: u64) -> impl FnMut() -> u64 {
+/// A xorshift64 generator from `seed` (nonzero), for the tests' random inputs (this crate's
+/// and sim-core's): each call returns the next state.
+#[doc(hidden)]
+pub fn xorshift(mut x: u64) -> impl FnMut() -> u64 {
     move || {
         x ^= x << 13;
         x ^= x >> 7;
