@@ -331,18 +331,27 @@ pub unsafe extern "C" fn pthread_join(thread: pthread_t, retval: *mut *mut c_voi
         c"pthread_join",
         unsafe extern "C" fn(pthread_t, *mut *mut c_void) -> c_int
     );
+    // The C library reuses a joined thread's handle for a later thread: the handle names the
+    // latest thread created with it, and a successful join forgets it.
     let seq = CREATED
         .lock()
         .unwrap()
         .iter()
+        .rev()
         .find(|e| e.0 == thread)
         .map(|e| e.1);
     if let Some(s) = seq {
         magic(Op::Join, s as u64, 0);
     }
     let r = unsafe { real(thread, retval) };
-    if seq.is_some() {
+    if let Some(s) = seq {
         done(r);
+        if r == 0 {
+            let mut created = CREATED.lock().unwrap();
+            if let Some(i) = created.iter().rposition(|e| e.1 == s) {
+                created.remove(i);
+            }
+        }
     }
     leave();
     r
