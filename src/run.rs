@@ -179,6 +179,18 @@ pub fn run(req: &RunRequest, progress: impl FnMut(u64)) -> Result<RunOutcome> {
         .model(req.model)
         .quantum(quantum(req.quantum));
     let (result, attribution) = engine.run(progress)?;
+    let late: Vec<String> = result
+        .threads
+        .iter()
+        .filter(|t| t.after_roi > 0)
+        .map(|t| format!("thread {} ({} instructions)", t.thread, t.after_roi))
+        .collect();
+    if !late.is_empty() {
+        notes.push(format!(
+            "warning: {} ran after the region of interest ended and were not timed",
+            late.join(", ")
+        ));
+    }
 
     // Outputs.
     let starts: Vec<(Option<String>, Option<String>)> = attribution
@@ -242,6 +254,7 @@ pub fn run(req: &RunRequest, progress: impl FnMut(u64)) -> Result<RunOutcome> {
                 stats: *stats,
             })
             .collect(),
+        sync: result.sync,
     };
     write_atomic(
         &partial.join(files::SUMMARY),

@@ -25,7 +25,14 @@ fn simulated_summary(trace: &Path, run: &Path) -> serde_json::Value {
         serde_json::from_str(&std::fs::read_to_string(run.join("summary.json")).unwrap()).unwrap();
     sum.as_object_mut().unwrap().remove("trace");
     // Fields summary.json gained after the stored summaries were written (each thread's start,
-    // for the thread groups); everything the stored ones hold must be unchanged.
+    // for the thread groups; the synchronization counts, zero in these traces' runs without
+    // mutexes); everything the stored ones hold must be unchanged.
+    let sync = sum
+        .as_object_mut()
+        .unwrap()
+        .remove("sync")
+        .expect("sync counts");
+    assert_eq!(sync["lock_acquisitions"], 0, "{sync}");
     for t in sum["threads"].as_array_mut().unwrap() {
         let t = t.as_object_mut().unwrap();
         assert!(t.remove("start_function").is_some(), "{t:?}");

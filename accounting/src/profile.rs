@@ -900,9 +900,11 @@ mod tests {
                 tlb_misses: 0,
                 page_walks: 0,
                 end: stack.total(),
+                after_roi: 0,
             }],
             memory_cores: Vec::new(),
             caches: Vec::new(),
+            sync: Default::default(),
         };
         c.finish(&result)
     }

@@ -815,6 +815,11 @@ impl Core {
         self.redirect = t;
     }
 
+    /// The core's id: its index in the memory system.
+    pub fn id(&self) -> u32 {
+        self.id
+    }
+
     /// The data TLB's first-level misses and page walks so far (0, 0 without a TLB).
     pub fn tlb_counts(&self) -> (u64, u64) {
         self.tlb.as_ref().map_or((0, 0), |t| (t.l1_misses, t.walks))

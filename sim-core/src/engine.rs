@@ -13,9 +13,24 @@
 //!
 //! **Synchronization** (each first drains the thread's window):
 //! * barrier: released when the last of `participants` threads arrives; every waiter resumes
-//!   at that time, the wait charged to `sync-barrier`;
-//! * mutex: a free mutex is taken at once; otherwise the thread queues and, at each unlock,
-//!   the mutex goes to the waiter that asked first in simulated time (wait: `sync-crit-sect`);
+//!   at that time, the wait charged to `sync-barrier`. A thread waiting at a barrier holds no
+//!   mutex: what it held is handed back at its arrival (a barrier built from a mutex and a
+//!   condition variable is entered holding its mutex), and its next unlock or condition wait
+//!   on that mutex releases nothing;
+//! * mutex (every mutex, with or without a recorded order): arbitrated in simulated time. A
+//!   request waits until no runnable thread is earlier in simulated time (ties: the lower id),
+//!   so the mutex goes first come, first served in simulated time; a free mutex is taken at
+//!   once, at the earliest after its last release; a held one passes at each unlock to the
+//!   waiter that asked first (wait: `sync-crit-sect`). Every acquisition is an atomic write
+//!   of the lock word through the memory system from the thread's core, so a hand-over costs
+//!   the lock line's move between cores (charged to `sync-crit-sect`); a release writes it
+//!   too, without waiting (a store).
+//!   Recursive acquisitions nest. A lock-order cycle among waiting threads (simulated time
+//!   ordered two acquisitions the other way round from a traced run that completed), or a
+//!   stall with every thread blocked and some waiting for a mutex, is broken by giving the
+//!   waiter the traced run let through first its mutex while the holder keeps it
+//!   (`SyncStats::lock_cycles_resolved`); markers without a recorded order are never forced,
+//!   so a hand-made trace that truly deadlocks still gets the watchdog's report;
 //! * condition wait releases the mutex and sleeps until a signal (one waiter, earliest first)
 //!   or broadcast (all), then re-acquires the mutex (wait until woken: `sync-cond`); a signal
 //!   with no waiter is lost, as in pthreads;
@@ -23,15 +38,20 @@
 //!   `imbalance-start`); join waits for the child's end (`sync-join`);
 //! * after a thread ends, the time until the last thread ends is `imbalance-end`.
 //!
-//! **Recorded order** (traced real programs: markers whose [`Order`] is not `SIM`). A mutex
-//! acquisition, a condition wake, its re-lock and a futex wake-up each wait for the
-//! [`Marker::Release`] of another thread that let them proceed in the traced run: the thread
-//! continues at the later of its own time and that release's simulated time, the wait
-//! charged to `sync-crit-sect` (locks and re-locks) or `sync-cond` (wakes, futex waits). No
-//! mutex is owned and no signal is lost: the recorded edges go forward in the traced run's
-//! time, so they never form a cycle and such a trace always replays to completion.
+//! **Recorded order** (traced real programs: markers whose [`Order`] is not `SIM`). A
+//! condition wake and a futex wake-up each wait for the [`Marker::Release`] of another thread
+//! that let them proceed in the traced run (which signal released which waiter is a data
+//! dependence): the thread continues at the later of its own time and that release's
+//! simulated time, the wait charged to `sync-cond`; a release that comes first in simulated
+//! time is not lost. A condition wait's re-lock is then a mutex request like any other. The
+//! recorded order of a mutex acquisition only ranks it for breaking a lock-order cycle.
 //! A barrier whose participant marked `lead` names the episode reports that participant's
 //! call site for everyone (an OpenMP fork, a barrier built from a condition variable).
+//!
+//! **Nothing is lost.** At the end every thread's stream must have been read to its end (a
+//! thread never created, or records after a thread's end, stop the run with
+//! [`SimError::Lost`]); instructions replayed without timing after the ROI ended are counted
+//! per thread ([`ThreadResult::after_roi`]).
 //!
 //! **Region of interest.** If thread 0's stream has an ROI-begin marker, records before it
 //! warm the caches and predictors without timing (all clocks stay at 0); records after the
@@ -261,6 +281,8 @@ pub enum SimError {
     Host(std::io::Error),
     /// No thread can make progress.
     Deadlock(String),
+    /// The run ended with records of some thread never replayed.
+    Lost(String),
 }
 
 impl std::fmt::Display for SimError {
@@ -275,6 +297,11 @@ impl std::fmt::Display for SimError {
             ),
             SimError::Host(e) => write!(f, "machine: cannot start a front-end host thread: {e}"),
             SimError::Deadlock(m) => write!(f, "deadlock: no thread can make progress\n{m}"),
+            SimError::Lost(m) => write!(
+                f,
+                "replay lost work: records of the trace were never replayed (a bug in isim \
+                 or a broken trace)\n{m}"
+            ),
         }
     }
 }
@@ -310,6 +337,9 @@ pub struct ThreadResult {
     pub page_walks: u64,
     /// When the thread ended (cycles from the ROI start).
     pub end: f64,
+    /// Instructions replayed without timing after the ROI ended (a thread still running when
+    /// the program's region of interest, by default `main`, was over).
+    pub after_roi: u64,
 }
 
 /// The result of a run.
@@ -323,6 +353,8 @@ pub struct RunResult {
     pub memory_cores: Vec<CoreStats>,
     /// Per-cache counters.
     pub caches: Vec<(String, CacheStats)>,
+    /// Synchronization counts.
+    pub sync: SyncStats,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -340,12 +372,14 @@ enum State {
 }
 
 /// The recorded edges a thread still has to pass before it continues, in order, with the
-/// component each wait is charged to, and what it waits on (for the watchdog).
+/// component each wait is charged to, what it waits on (for the watchdog), and the mutex it
+/// takes once they are passed (a condition wait's re-lock, arbitrated in simulated time).
 #[derive(Debug, Clone, Copy, Default)]
 struct Pending {
     edges: [Option<(u32, Component)>; 2],
     what: &'static str,
     addr: u64,
+    relock: Option<(u64, u32)>,
 }
 
 /// A batch of one thread's records and, for each, whether the thread's branch predictor
@@ -487,12 +521,64 @@ struct Thread<'t> {
     /// yet (the record at `pos`); it waits for a round's serial part.
     parked: bool,
     pending: Pending,
+    /// Instructions replayed without timing after the ROI ended.
+    after_roi: u64,
+    /// Mutexes the thread holds, in the order it took them.
+    held: Vec<u64>,
+    /// Mutexes it held when it arrived at a barrier: handed back there (a thread waiting at
+    /// a barrier holds no lock in replay, so a barrier built from a mutex and a condition
+    /// variable cannot stall on its own mutex), and its next unlock or condition wait on one
+    /// of them releases nothing.
+    owed: Vec<u64>,
+}
+
+/// A thread waiting for a mutex: when it asked (simulated time), who, and its rank for
+/// breaking a lock-order cycle (the recorded order's release index: the traced run's order;
+/// [`u32::MAX`] for a marker without a recorded order, which is never forced).
+#[derive(Debug, Clone, Copy)]
+struct Waiter {
+    at: f64,
+    tid: u32,
+    rank: u32,
 }
 
 #[derive(Default)]
 struct MutexState {
     owner: Option<u32>,
-    waiters: Vec<(f64, u32)>,
+    /// How many times the owner took it again without releasing it (recursive mutexes,
+    /// OpenMP nest locks).
+    depth: u32,
+    /// When it was last released: a thread whose request comes later in engine order but
+    /// earlier in simulated time still waits for that release.
+    free_at: f64,
+    waiters: Vec<Waiter>,
+    /// Threads given the mutex while another held it, to break a lock-order cycle that
+    /// simulated time created (their unlock releases nothing).
+    forced: Vec<u32>,
+}
+
+/// Synchronization counts of a run (`summary.json`'s `sync`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, serde::Deserialize)]
+pub struct SyncStats {
+    /// Mutex acquisitions (locks, successful trylocks, condition waits' re-locks) arbitrated
+    /// in simulated time.
+    pub lock_acquisitions: u64,
+    /// Of those, how many found the mutex held and waited.
+    pub lock_waits: u64,
+    /// Lock-order cycles that simulated time created (a thread waiting for a mutex whose
+    /// holder waits, directly or through other holders, for the first thread) or stalls with
+    /// every thread blocked and some waiting for a mutex, each resolved by giving one waiter
+    /// its mutex while the holder keeps it (the waiter that came first in the traced run).
+    pub lock_cycles_resolved: u64,
+}
+
+/// A waiter's rank for breaking a lock-order cycle ([`Waiter::rank`]): where the traced run
+/// let the acquisition through.
+fn rank(order: Order) -> u32 {
+    match order {
+        Order::SIM => u32::MAX,
+        o => o.release().unwrap_or(0),
+    }
 }
 
 /// Each thread's clock and whether it can run, in id order (what [`Sched`] orders).
@@ -562,6 +648,7 @@ impl<P: ThreadObserver> Lane<'_, '_, P> {
                     if roi_done {
                         th.pos += 1;
                         th.last_sidx = i.sidx;
+                        th.after_roi += 1;
                         continue;
                     }
                     let ops = b.mem_of(i);
@@ -656,6 +743,7 @@ pub struct Engine<'t, O: Observer> {
     conds: HashMap<u64, Vec<(f64, u32, u64)>>,
     obs: O,
     executed: u64,
+    sync: SyncStats,
 }
 
 fn has_roi_begin(trace: &Trace) -> Result<bool, TraceError> {
@@ -708,6 +796,9 @@ impl<'t, O: Observer> Engine<'t, O> {
                 active: t == 0,
                 parked: false,
                 pending: Pending::default(),
+                after_roi: 0,
+                held: Vec::new(),
+                owed: Vec::new(),
             });
         }
         Ok(Engine {
@@ -730,6 +821,7 @@ impl<'t, O: Observer> Engine<'t, O> {
             conds: HashMap::new(),
             obs,
             executed: 0,
+            sync: SyncStats::default(),
         })
     }
 
@@ -881,6 +973,16 @@ impl<'t, O: Observer> Engine<'t, O> {
                 {
                     break;
                 }
+                // Every thread is blocked and some wait for a mutex: a lock-order cycle
+                // through other waits (a barrier, a recorded wake) that simulated time made.
+                // Only a stall with no mutex waiter from a traced run is a deadlock.
+                if self.force_one(|_| true) {
+                    for t in self.touched.drain(..) {
+                        let th = &self.threads[t as usize];
+                        sched.update(t, th.core.now, th.state == State::Runnable);
+                    }
+                    continue;
+                }
                 return Err(SimError::Deadlock(self.describe()));
             };
             self.obs.horizon(at);
@@ -918,7 +1020,35 @@ impl<'t, O: Observer> Engine<'t, O> {
             }
         }
         progress(self.executed);
-        Ok(())
+        self.check_consumed(tt)
+    }
+
+    /// Every thread's stream must have been replayed to its end: a thread never created, or
+    /// records after a thread's end, are work the run would otherwise drop without a word.
+    fn check_consumed(&mut self, tt: &TimingTable) -> Result<(), SimError> {
+        let mut lost = String::new();
+        for tid in 0..self.threads.len() as u32 {
+            let path = self.trace_path;
+            let th = &mut self.threads[tid as usize];
+            let state = th.state;
+            if !th.ready(tid, tt, path)? {
+                continue;
+            }
+            let left = th.fed.batch.records.len() - th.pos;
+            let what = if state == State::NotCreated {
+                "was never created (no create marker of another thread reached it)"
+            } else {
+                "ended before the end of its stream"
+            };
+            lost.push_str(&format!(
+                "  thread {tid} {what}: at least {left} of its records were not replayed\n"
+            ));
+        }
+        if lost.is_empty() {
+            Ok(())
+        } else {
+            Err(SimError::Lost(lost))
+        }
     }
 
     /// One round of [`Model::Parallel`]: each runnable thread runs on its own (on the crew's
@@ -1072,6 +1202,7 @@ impl<'t, O: Observer> Engine<'t, O> {
         th.last_sidx = i.sidx;
         if !self.roi_active {
             // A marker done earlier in the round ended the ROI.
+            th.after_roi += 1;
             return;
         }
         let (c, b) = (&mut th.core, &th.fed.batch);
@@ -1165,6 +1296,8 @@ impl<'t, O: Observer> Engine<'t, O> {
                     th.last_sidx = i.sidx;
                     if !self.roi_done {
                         th.core.warm(&mut self.mem, tt, i.sidx, b.mem_of(i));
+                    } else {
+                        th.after_roi += 1;
                     }
                 }
                 &Record::Marker(m) => return Ok(Step::Marker(m)),
@@ -1241,23 +1374,110 @@ impl<'t, O: Observer> Engine<'t, O> {
         }
     }
 
-    fn lock(&mut self, tid: u32, addr: u64, now: f64) {
+    /// Whether another runnable thread is earlier in simulated time than `tid` at `now` (ties:
+    /// the lower id): a mutex request waits for those to catch up, so that mutexes go first
+    /// come, first served in simulated time, not in the order the scheduler's quantum let the
+    /// threads reach their markers.
+    fn someone_earlier(&self, tid: u32, now: f64) -> bool {
+        self.threads.iter().enumerate().any(|(u, th)| {
+            u as u32 != tid
+                && th.state == State::Runnable
+                && (th.core.now < now || (th.core.now == now && (u as u32) < tid))
+        })
+    }
+
+    /// The atomic write of a lock word by `tid`'s core at `at`, through the memory system:
+    /// its latency (0 when not timed). The traced program's own lock code ran inside the C
+    /// library, untraced; this is its one access that other cores see, so an acquisition
+    /// costs what moving the lock's cache line to this core costs (an L1 hit when it is
+    /// already here).
+    fn lock_word(&mut self, tid: u32, addr: u64, at: f64) -> f64 {
+        if !self.timed() {
+            return 0.0;
+        }
+        let core = self.threads[tid as usize].core.id();
+        let o = self.mem.access(
+            core,
+            0,
+            addr,
+            4,
+            sim_memory::Kind::Store,
+            sim_memory::cycles::to_u64(at),
+        );
+        o.latency as f64
+    }
+
+    /// Gives mutex `addr` to `tid` (drained, asking at its clock) when it is free at `at`:
+    /// the thread resumes once the lock word's line is here, the whole wait charged to
+    /// `sync-crit-sect` (to collectors, one wait: the thread is inside the lock call).
+    fn grant(&mut self, tid: u32, addr: u64, at: f64) {
+        self.sync.lock_acquisitions += 1;
+        let asked = self.threads[tid as usize].core.now;
+        if at > asked {
+            self.sync.lock_waits += 1;
+        }
+        let until = at.max(asked) + self.lock_word(tid, addr, at.max(asked));
+        if until > asked {
+            self.set_active(tid, asked, false);
+        }
+        self.threads[tid as usize].held.push(addr);
+        self.resume(tid, until, Component::SyncCritSect);
+    }
+
+    /// Thread `tid` (drained, its clock at `now`) asks for mutex `addr`; `rank` orders it
+    /// against other waiters if a lock-order cycle must be broken ([`Waiter::rank`]).
+    fn lock(&mut self, tid: u32, addr: u64, now: f64, rank: u32) {
         self.touched.push(tid);
         let m = self.mutexes.entry(addr).or_default();
-        if m.owner.is_none() {
-            m.owner = Some(tid);
-            self.threads[tid as usize].state = State::Runnable;
-            self.set_active(tid, now, true);
-        } else {
-            m.waiters.push((now, tid));
-            self.threads[tid as usize].state = State::Mutex(addr);
-            self.set_active(tid, now, false);
+        match m.owner {
+            Some(o) if o == tid => {
+                m.depth += 1;
+                self.threads[tid as usize].state = State::Runnable;
+                self.set_active(tid, now, true);
+            }
+            Some(_) => {
+                m.waiters.push(Waiter { at: now, tid, rank });
+                self.threads[tid as usize].state = State::Mutex(addr);
+                self.set_active(tid, now, false);
+                self.break_cycle(tid);
+            }
+            None => {
+                m.owner = Some(tid);
+                let at = now.max(m.free_at);
+                self.grant(tid, addr, at);
+            }
         }
     }
 
-    fn unlock(&mut self, addr: u64, now: f64) {
+    /// Thread `tid` (drained, at `now`) releases mutex `addr`; the next owner is the waiter
+    /// that asked first in simulated time (ties: the lower id).
+    fn unlock(&mut self, tid: u32, addr: u64) {
+        let th = &mut self.threads[tid as usize];
+        if let Some(i) = th.owed.iter().position(|&a| a == addr) {
+            // Handed back at a barrier already.
+            th.owed.remove(i);
+            return;
+        }
+        if let Some(i) = th.held.iter().rposition(|&a| a == addr) {
+            th.held.remove(i);
+        }
+        let m = self.mutexes.entry(addr).or_default();
+        if let Some(i) = m.forced.iter().position(|&t| t == tid) {
+            m.forced.remove(i);
+            return;
+        }
+        if m.owner == Some(tid) && m.depth > 0 {
+            m.depth -= 1;
+            return;
+        }
+        // A release is a store: it takes the line (an L1 hit when the thread took the lock
+        // on this core) and the thread does not wait for it.
+        let freed = self.threads[tid as usize].core.now;
+        self.lock_word(tid, addr, freed);
         let m = self.mutexes.entry(addr).or_default();
         m.owner = None;
+        m.depth = 0;
+        m.free_at = m.free_at.max(freed);
         if m.waiters.is_empty() {
             return;
         }
@@ -1265,11 +1485,69 @@ impl<'t, O: Observer> Engine<'t, O> {
             .waiters
             .iter()
             .enumerate()
-            .min_by(|a, b| a.1.0.total_cmp(&b.1.0).then(a.1.1.cmp(&b.1.1)))
+            .min_by(|a, b| a.1.at.total_cmp(&b.1.at).then(a.1.tid.cmp(&b.1.tid)))
             .expect("non-empty");
-        let (req, w) = m.waiters.remove(k);
-        m.owner = Some(w);
-        self.resume(w, req.max(now), Component::SyncCritSect);
+        let w = m.waiters.remove(k);
+        m.owner = Some(w.tid);
+        self.grant(w.tid, addr, w.at.max(freed));
+    }
+
+    /// Thread `tid` just blocked on a mutex: if the holders form a cycle back to it (each
+    /// holder waiting for a mutex held by the next), simulated time has ordered two
+    /// acquisitions the other way round from the traced run, which completed. Resolves it.
+    fn break_cycle(&mut self, tid: u32) {
+        let mut t = tid;
+        let mut cycle = vec![tid];
+        for _ in 0..self.threads.len() {
+            let State::Mutex(a) = self.threads[t as usize].state else {
+                return;
+            };
+            let Some(o) = self.mutexes.get(&a).and_then(|m| m.owner) else {
+                return;
+            };
+            if o == tid {
+                self.force_one(|w| cycle.contains(&w));
+                return;
+            }
+            cycle.push(o);
+            t = o;
+        }
+    }
+
+    /// Gives one waiting thread its mutex while the holder keeps it: among the waiters whose
+    /// markers carry a recorded order and that `eligible` admits, the one the traced run let
+    /// through first (smallest rank; then earliest request, lowest id). False if none.
+    fn force_one(&mut self, eligible: impl Fn(u32) -> bool) -> bool {
+        let mut best: Option<(u32, f64, u32, u64)> = None;
+        let mut addrs: Vec<u64> = self.mutexes.keys().copied().collect();
+        addrs.sort_unstable();
+        for a in addrs {
+            for w in &self.mutexes[&a].waiters {
+                if w.rank == u32::MAX || !eligible(w.tid) {
+                    continue;
+                }
+                let key = (w.rank, w.at, w.tid, a);
+                let better = best.is_none_or(|b| {
+                    (key.0, key.1, key.2)
+                        .partial_cmp(&(b.0, b.1, b.2))
+                        .is_some_and(|o| o.is_lt())
+                });
+                if better {
+                    best = Some(key);
+                }
+            }
+        }
+        let Some((_, at, w, a)) = best else {
+            return false;
+        };
+        let m = self.mutexes.get_mut(&a).expect("listed");
+        m.waiters.retain(|x| x.tid != w);
+        m.forced.push(w);
+        self.sync.lock_cycles_resolved += 1;
+        self.touched.push(w);
+        self.grant(w, a, at);
+        // The forced holder's unlock must release nothing: `held` says what it holds.
+        true
     }
 
     fn marker(&mut self, tid: u32, m: Marker) {
@@ -1309,7 +1587,13 @@ impl<'t, O: Observer> Engine<'t, O> {
                 participants,
                 lead,
             } => {
-                let now = self.drain(tid);
+                self.drain(tid);
+                // A thread waiting at a barrier holds no mutex (see `Thread::owed`).
+                while let Some(&a) = self.threads[tid as usize].held.last() {
+                    self.unlock(tid, a);
+                    self.threads[tid as usize].owed.push(a);
+                }
+                let now = self.threads[tid as usize].core.now;
                 let arrivals = self.barriers.entry(id).or_default();
                 arrivals.push((tid, now, lead));
                 if arrivals.len() as u32 >= participants {
@@ -1334,35 +1618,39 @@ impl<'t, O: Observer> Engine<'t, O> {
                     self.set_active(tid, now, false);
                 }
             }
-            Marker::MutexLock { addr, order } if order.recorded() => {
-                self.drain(tid);
-                self.ordered(
-                    tid,
-                    [
-                        (order, Component::SyncCritSect),
-                        (Order::NONE, Component::Base),
-                    ],
-                    "mutex",
-                    addr,
-                );
-            }
-            Marker::MutexLock { addr, .. } => {
+            Marker::MutexLock { addr, order } => {
+                // Arbitrated in simulated time whether or not the trace recorded an order:
+                // the traced run's order was the host's scheduling, not the machine's.
                 let now = self.drain(tid);
-                self.lock(tid, addr, now);
+                if self.timed() && self.someone_earlier(tid, now) {
+                    // Asked again once every runnable thread has caught up.
+                    self.threads[tid as usize].pos -= 1;
+                    return;
+                }
+                self.lock(tid, addr, now, rank(order));
             }
             Marker::CondWait {
-                cond, wake, relock, ..
+                cond,
+                mutex,
+                wake,
+                relock,
             } if wake.recorded() => {
+                // Releases the mutex, waits for the recorded wake (a data dependence: which
+                // signal released this waiter), then asks for the mutex in simulated time.
                 self.drain(tid);
+                self.unlock(tid, mutex);
                 self.ordered(
                     tid,
-                    [
-                        (wake, Component::SyncCond),
-                        (relock, Component::SyncCritSect),
-                    ],
+                    [(wake, Component::SyncCond), (Order::NONE, Component::Base)],
                     "condition",
                     cond,
                 );
+                if self.threads[tid as usize].state == State::Runnable {
+                    let now = self.threads[tid as usize].core.now;
+                    self.lock(tid, mutex, now, rank(relock));
+                } else {
+                    self.threads[tid as usize].pending.relock = Some((mutex, rank(relock)));
+                }
             }
             Marker::FutexWait { addr, wake } => {
                 self.drain(tid);
@@ -1388,12 +1676,13 @@ impl<'t, O: Observer> Engine<'t, O> {
                 }
             }
             Marker::MutexUnlock { addr } => {
-                let now = self.drain(tid);
-                self.unlock(addr, now);
+                self.drain(tid);
+                self.unlock(tid, addr);
             }
             Marker::CondWait { cond, mutex, .. } => {
-                let now = self.drain(tid);
-                self.unlock(mutex, now);
+                self.drain(tid);
+                self.unlock(tid, mutex);
+                let now = self.threads[tid as usize].core.now;
                 self.conds.entry(cond).or_default().push((now, tid, mutex));
                 self.threads[tid as usize].state = State::Cond(cond);
                 self.set_active(tid, now, false);
@@ -1422,7 +1711,7 @@ impl<'t, O: Observer> Engine<'t, O> {
                             self.obs.wait(w, Component::SyncCond, from, at);
                         }
                     }
-                    self.lock(w, mutex, at);
+                    self.lock(w, mutex, at, u32::MAX);
                 }
             }
             Marker::ThreadCreate { child } => {
@@ -1465,6 +1754,7 @@ impl<'t, O: Observer> Engine<'t, O> {
             edges: edges.map(|(o, c)| o.release().map(|k| (k, c))),
             what,
             addr,
+            relock: None,
         };
         self.proceed(tid);
     }
@@ -1490,6 +1780,10 @@ impl<'t, O: Observer> Engine<'t, O> {
         let th = &mut self.threads[tid as usize];
         th.state = State::Runnable;
         let now = th.core.now;
+        if let Some((mutex, rank)) = th.pending.relock.take() {
+            self.lock(tid, mutex, now, rank);
+            return;
+        }
         self.set_active(tid, now, true);
     }
 
@@ -1517,6 +1811,7 @@ impl<'t, O: Observer> Engine<'t, O> {
                 tlb_misses: th.core.tlb_counts().0,
                 page_walks: th.core.tlb_counts().1,
                 end: th.end,
+                after_roi: th.after_roi,
             });
         }
         let result = RunResult {
@@ -1524,6 +1819,7 @@ impl<'t, O: Observer> Engine<'t, O> {
             threads,
             memory_cores: self.mem.core_stats.clone(),
             caches: self.mem.cache_stats(),
+            sync: self.sync,
         };
         (result, self.obs)
     }

@@ -62,6 +62,11 @@ pub struct Summary {
     pub memory_cores: Vec<CoreStats>,
     /// Per cache instance.
     pub caches: Vec<CacheRow>,
+    /// Synchronization counts: mutex acquisitions arbitrated in simulated time, how many
+    /// waited, lock-order cycles resolved (absent in summaries written before isim counted
+    /// them: zeros).
+    #[serde(default)]
+    pub sync: sim_core::engine::SyncStats,
 }
 
 fn is_exact(m: &sim_core::Model) -> bool {
