@@ -1,0 +1,491 @@
+//! Analytic oracles of mutex arbitration in simulated time (issue 42): P threads × N
+//! iterations of {W instructions of private work; lock; C instructions; unlock}, written as
+//! a trace by hand (markers with a recorded order, as the tracer writes them, so the engine
+//! cannot lean on it) and simulated at P = 2, 4, 8 and 16:
+//! * P·(C + hand-over) ≪ W: the lock is nearly always free: lock waiting and the lock
+//!   word's moves together ≤ 2 % of every thread's cycles, and the run within 3 % of one
+//!   thread's (the threads run in lockstep, the worst case: they all ask at once);
+//! * C ≫ W: the lock serializes everything: the run within 10 % of N·P·(C + hand-over);
+//! * in between: within 10 % of a small first-come-first-served lock model written here,
+//!   which knows nothing of the engine (event by event: each thread's request time, the
+//!   lock's free time, the hand-over).
+//!
+//! The instructions are independent one-cycle ALU operations, so a thread runs W of them in
+//! W / width cycles (width: `[core] dispatch_width` of the config). The hand-over — the lock
+//! word's cache line moving from the releasing core to the acquiring one through the
+//! coherence model — is measured once by a two-thread probe, and the reference model uses it.
+//!
+//! A lock-order inversion that the traced run did not deadlock on replays to completion, its
+//! resolution counted in `summary.json`.
+
+mod common;
+
+use std::path::Path;
+use std::process::Command;
+
+use serde_json::Value;
+use sim_frontend::TraceWriter;
+use sim_frontend::model::{BranchKind, Marker, OpClass, Order, SrcLoc, StaticInst, TraceMeta};
+
+const LOCK: u64 = 0x7000_1000;
+const WIDTH: f64 = 4.0; // configs/default.toml: dispatch_width
+
+/// Writes the lock program: thread 0 creates threads 1..P, each thread (0 included) runs
+/// `n` × {`w` ALU; lock; `c` ALU; unlock}, then thread 0 joins the others.
+fn lock_trace(path: &Path, p: u32, n: u32, w: u32, c: u32) {
+    let meta = TraceMeta {
+        isa: "x86-64".into(),
+        workload: format!("lock P={p} N={n} W={w} C={c}"),
+        params: vec![],
+        producer: "tests/locks.rs".into(),
+    };
+    let mut tw = TraceWriter::create(path, meta).unwrap();
+    let alu = tw
+        .add_static(StaticInst {
+            pc: 0x1000,
+            size: 4,
+            class: OpClass::IntAlu,
+            branch: BranchKind::None,
+            target: 0,
+            srcs: vec![],
+            addr_srcs: None,
+            dsts: vec![],
+            mem: vec![],
+            block_start: true,
+            loc: SrcLoc {
+                function: SrcLoc::UNKNOWN,
+                file: SrcLoc::UNKNOWN,
+                line: 0,
+            },
+        })
+        .unwrap();
+    tw.marker(0, Marker::ThreadStart).unwrap();
+    tw.marker(0, Marker::RoiBegin).unwrap();
+    for t in 1..p {
+        tw.marker(0, Marker::ThreadCreate { child: t }).unwrap();
+    }
+    for t in 0..p {
+        if t > 0 {
+            tw.marker(t, Marker::ThreadStart).unwrap();
+        }
+        for _ in 0..n {
+            for _ in 0..w {
+                tw.inst(t, alu, false, &[]).unwrap();
+            }
+            // A recorded order the engine must not follow: "after nothing".
+            tw.marker(
+                t,
+                Marker::MutexLock {
+                    addr: LOCK,
+                    order: Order::NONE,
+                },
+            )
+            .unwrap();
+            for _ in 0..c {
+                tw.inst(t, alu, false, &[]).unwrap();
+            }
+            tw.marker(t, Marker::MutexUnlock { addr: LOCK }).unwrap();
+        }
+        if t > 0 {
+            tw.marker(t, Marker::ThreadEnd).unwrap();
+        }
+    }
+    for t in 1..p {
+        tw.marker(0, Marker::ThreadJoin { child: t }).unwrap();
+    }
+    tw.marker(0, Marker::RoiEnd).unwrap();
+    tw.marker(0, Marker::ThreadEnd).unwrap();
+    tw.finish().unwrap();
+}
+
+/// Simulates a trace on `configs/default.toml`; returns `summary.json`.
+fn simulate(trace: &Path, out: &Path) -> Value {
+    let o = Command::new(env!("CARGO_BIN_EXE_isim"))
+        .current_dir(common::root())
+        .args(["run", "--config", "configs/default.toml", "--trace"])
+        .arg(trace)
+        .arg("--out")
+        .arg(out)
+        .output()
+        .unwrap();
+    assert!(
+        o.status.success(),
+        "isim run {}: {}",
+        trace.display(),
+        String::from_utf8_lossy(&o.stderr)
+    );
+    serde_json::from_str(&std::fs::read_to_string(out.join("summary.json")).unwrap()).unwrap()
+}
+
+fn run(p: u32, n: u32, w: u32, c: u32) -> Value {
+    let dir = tempfile::tempdir().unwrap();
+    let trace = dir.path().join("t.itrace");
+    lock_trace(&trace, p, n, w, c);
+    simulate(&trace, &dir.path().join("run"))
+}
+
+fn cycles(s: &Value) -> f64 {
+    s["cycles"].as_f64().unwrap()
+}
+
+/// Share of thread `t`'s cycles in `sync-crit-sect`.
+fn lock_share(s: &Value, t: usize) -> f64 {
+    let th = &s["threads"][t];
+    th["stack"]["sync-crit-sect"].as_f64().unwrap_or(0.0) / th["cycles"].as_f64().unwrap()
+}
+
+/// The hand-over: what a contended acquisition costs beyond the wait for the release, from a
+/// probe where two threads alternate on the lock with no other work (C = 0, W = 0): each
+/// iteration then costs one hand-over per thread.
+fn hand_over() -> f64 {
+    let n = 200;
+    let s = run(2, n, 0, 0);
+    let h = cycles(&s) / (2 * n) as f64;
+    assert!(
+        (5.0..500.0).contains(&h),
+        "a hand-over of {h} cycles is no cache-line transfer"
+    );
+    h
+}
+
+/// First come, first served, event by event, as the lock program runs: every thread wants
+/// the lock after `w` cycles of work; whoever asks first (ties: the lower id) gets it when it
+/// is free, `h` cycles later if another core released it last; the critical section takes
+/// `c` cycles. Returns the time the last thread finishes.
+fn fcfs_model(p: usize, n: usize, w: f64, c: f64, h: f64) -> f64 {
+    let mut ask: Vec<f64> = vec![w; p]; // when each thread next asks
+    let mut left = vec![n; p];
+    let mut free = 0.0f64;
+    let mut last: Option<usize> = None;
+    let mut end = 0.0f64;
+    while let Some(t) = (0..p)
+        .filter(|&t| left[t] > 0)
+        .min_by(|&a, &b| ask[a].total_cmp(&ask[b]).then(a.cmp(&b)))
+    {
+        let moved = if last == Some(t) || last.is_none() {
+            0.0
+        } else {
+            h
+        };
+        let got = ask[t].max(free) + moved;
+        free = got + c;
+        last = Some(t);
+        left[t] -= 1;
+        ask[t] = free + w;
+        end = end.max(free);
+    }
+    end
+}
+
+#[test]
+fn a_rarely_taken_lock_costs_almost_nothing_at_2_to_16_threads() {
+    let (n, w, c) = (10, 60_000, 8);
+    let one = cycles(&run(1, n, w, c));
+    for p in [2u32, 4, 8, 16] {
+        let s = run(p, n, w, c);
+        let ratio = cycles(&s) / one;
+        assert!(
+            (0.97..=1.03).contains(&ratio),
+            "P={p}: run {} cycles against one thread's {one}: ratio {ratio:.3}",
+            cycles(&s)
+        );
+        for t in 0..p as usize {
+            let share = lock_share(&s, t);
+            assert!(
+                share <= 0.02,
+                "P={p}: thread {t} waits {share:.3} for the lock"
+            );
+        }
+        assert_eq!(
+            s["sync"]["lock_acquisitions"].as_u64(),
+            Some((p * n) as u64),
+            "P={p}"
+        );
+    }
+}
+
+#[test]
+fn a_lock_held_far_longer_than_the_work_between_serializes_every_thread() {
+    let h = hand_over();
+    let (n, w, c) = (10u32, 40u32, 4000u32);
+    for p in [2u32, 4, 8, 16] {
+        let s = run(p, n, w, c);
+        let expect = (n * p) as f64 * (c as f64 / WIDTH + h);
+        let ratio = cycles(&s) / expect;
+        assert!(
+            (0.9..=1.1).contains(&ratio),
+            "P={p}: run {} cycles, N·P·(C + hand-over) = {expect:.0}: ratio {ratio:.3}",
+            cycles(&s)
+        );
+    }
+}
+
+#[test]
+fn a_lock_in_between_follows_a_first_come_first_served_model() {
+    let h = hand_over();
+    for (p, n, w, c) in [
+        (2u32, 30u32, 2000u32, 800u32),
+        (4, 30, 2000, 600),
+        (8, 20, 4000, 400),
+        (16, 10, 8000, 400),
+    ] {
+        let s = run(p, n, w, c);
+        let model = fcfs_model(
+            p as usize,
+            n as usize,
+            w as f64 / WIDTH,
+            c as f64 / WIDTH,
+            h,
+        );
+        let ratio = cycles(&s) / model;
+        assert!(
+            (0.9..=1.1).contains(&ratio),
+            "P={p} N={n} W={w} C={c}: run {} cycles, FCFS model {model:.0}: ratio {ratio:.3}",
+            cycles(&s)
+        );
+    }
+}
+
+/// Two threads take two mutexes in opposite orders, as a program does whose traced run
+/// happened not to deadlock (the recorded orders say thread 1 went first). Simulated time
+/// makes them meet: the replay ends anyway, and says it resolved one cycle.
+#[test]
+fn a_lock_order_inversion_that_ran_to_completion_replays_to_completion() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("inv.itrace");
+    let meta = TraceMeta {
+        isa: "x86-64".into(),
+        workload: "lock-order inversion (traced)".into(),
+        params: vec![],
+        producer: "tests/locks.rs".into(),
+    };
+    let mut tw = TraceWriter::create(&path, meta).unwrap();
+    let alu = tw
+        .add_static(StaticInst {
+            pc: 0x1000,
+            size: 4,
+            class: OpClass::IntAlu,
+            branch: BranchKind::None,
+            target: 0,
+            srcs: vec![],
+            addr_srcs: None,
+            dsts: vec![],
+            mem: vec![],
+            block_start: true,
+            loc: SrcLoc {
+                function: SrcLoc::UNKNOWN,
+                file: SrcLoc::UNKNOWN,
+                line: 0,
+            },
+        })
+        .unwrap();
+    let (a, b) = (0xa000u64, 0xb000u64);
+    tw.marker(0, Marker::ThreadStart).unwrap();
+    tw.marker(0, Marker::RoiBegin).unwrap();
+    tw.marker(0, Marker::ThreadCreate { child: 1 }).unwrap();
+    tw.marker(1, Marker::ThreadStart).unwrap();
+    // Traced: thread 1 took b then a and released both (releases 0 and 1), then thread 0
+    // took a (after release 1) and b (after release 0).
+    let ranks = [
+        (Order::after(1), Order::after(0)),
+        (Order::NONE, Order::NONE),
+    ];
+    for (t, first, second) in [(0u32, a, b), (1, b, a)] {
+        let (o1, o2) = ranks[t as usize];
+        tw.marker(
+            t,
+            Marker::MutexLock {
+                addr: first,
+                order: o1,
+            },
+        )
+        .unwrap();
+        for _ in 0..200 {
+            tw.inst(t, alu, false, &[]).unwrap();
+        }
+        tw.marker(
+            t,
+            Marker::MutexLock {
+                addr: second,
+                order: o2,
+            },
+        )
+        .unwrap();
+        tw.marker(t, Marker::MutexUnlock { addr: second }).unwrap();
+        if t == 1 {
+            tw.marker(t, Marker::Release { index: 0 }).unwrap();
+        }
+        tw.marker(t, Marker::MutexUnlock { addr: first }).unwrap();
+        if t == 1 {
+            tw.marker(t, Marker::Release { index: 1 }).unwrap();
+        }
+    }
+    tw.marker(1, Marker::ThreadEnd).unwrap();
+    tw.marker(0, Marker::ThreadJoin { child: 1 }).unwrap();
+    tw.marker(0, Marker::RoiEnd).unwrap();
+    tw.marker(0, Marker::ThreadEnd).unwrap();
+    tw.finish().unwrap();
+    let s = simulate(&path, &dir.path().join("run"));
+    assert_eq!(s["sync"]["lock_cycles_resolved"].as_u64(), Some(1));
+    assert_eq!(s["instructions"].as_u64(), Some(400));
+}
+
+// ---- Traced programs: the host's scheduling of the traced run must not show. ----
+
+/// Traces `program args` with `isim trace` (`pinned`: under `taskset -c 0`, so that QEMU runs
+/// every thread on one host CPU; `hog`: beside a busy process on the other CPUs) and
+/// simulates it; returns the run's `summary.json` and the trace's `--json` summary.
+fn trace_and_run(program: &Path, args: &[&str], way: &str, dir: &Path) -> (Value, Value) {
+    let trace = dir.join(format!("{way}.itrace"));
+    let isim = env!("CARGO_BIN_EXE_isim");
+    let mut cmd = if way == "pinned" {
+        let mut c = Command::new("taskset");
+        c.args(["-c", "0", isim]);
+        c
+    } else {
+        Command::new(isim)
+    };
+    cmd.env("ISIM_TRACER_DIR", common::tracer_libs())
+        .args(["trace", "--json", "-o"])
+        .arg(&trace)
+        .arg("--")
+        .arg(program)
+        .args(args);
+    let mut hog = (way == "hog").then(|| {
+        Command::new("sh")
+            .args(["-c", "i=0; while [ $i -lt 100000000 ]; do i=$((i+1)); done"])
+            .spawn()
+            .unwrap()
+    });
+    let o = cmd.output().unwrap();
+    if let Some(h) = &mut hog {
+        let _ = h.kill();
+        let _ = h.wait();
+    }
+    assert!(
+        o.status.success(),
+        "isim trace ({way}) {program:?}: {}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    let out = String::from_utf8_lossy(&o.stdout);
+    let json = out.find("\n{\n").map_or(&*out, |i| &out[i + 1..]);
+    let traced: Value = serde_json::from_str(json).unwrap();
+    let run = simulate(&trace, &dir.join(format!("run-{way}")));
+    (run, traced)
+}
+
+/// Share of a thread's cycles in the sync components.
+fn sync_share(s: &Value, t: usize) -> f64 {
+    let th = &s["threads"][t];
+    let st = th["stack"].as_object().unwrap();
+    let sync: f64 = st
+        .iter()
+        .filter(|(k, _)| k.starts_with("sync-"))
+        .map(|(_, v)| v.as_f64().unwrap())
+        .sum();
+    sync / th["cycles"].as_f64().unwrap()
+}
+
+/// Statically partitioned lock programs (each thread's work does not depend on the
+/// interleaving), traced normally, pinned to one host CPU and beside a CPU hog: the run
+/// cycles agree within 1 % and every thread's sync share within 1 point.
+#[test]
+fn lock_programs_time_the_same_however_the_host_ran_the_traced_program() {
+    if !common::tools_present(&["qemu-x86_64", "gcc", "taskset"]) {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let ex = common::root().join("examples/c");
+    let lock_counter = common::compile(dir.path(), "lock_counter", &ex.join("lock_counter.c"), &[]);
+    let mutex_counter = common::example(dir.path(), "mutex_counter");
+    let cond_barrier = common::example(dir.path(), "cond_barrier");
+    for (prog, args) in [
+        (&lock_counter, vec!["-t", "4", "-w", "1000", "-i", "60"]),
+        (&lock_counter, vec!["-t", "2"]),
+        (&mutex_counter, vec!["-t", "4", "-i", "100"]),
+        (&cond_barrier, vec!["-t", "4"]),
+    ] {
+        let runs: Vec<Value> = ["normal", "pinned", "hog"]
+            .iter()
+            .map(|way| trace_and_run(prog, &args, way, dir.path()).0)
+            .collect();
+        let base = &runs[0];
+        for (way, r) in ["pinned", "hog"].iter().zip(&runs[1..]) {
+            let ratio = cycles(r) / cycles(base);
+            assert!(
+                (0.99..=1.01).contains(&ratio),
+                "{prog:?} {args:?}: {way} run {} cycles against {}: ratio {ratio:.4}",
+                cycles(r),
+                cycles(base)
+            );
+            let n = base["threads"].as_array().unwrap().len();
+            for t in 0..n {
+                let (a, b) = (sync_share(base, t), sync_share(r, t));
+                assert!(
+                    (a - b).abs() <= 0.01,
+                    "{prog:?} {args:?}: thread {t} sync {a:.3} normally, {b:.3} {way}"
+                );
+            }
+        }
+    }
+}
+
+/// The counter program scales: at 2, 4 and 8 threads, each thread's private work (~80,000
+/// instructions between critical sections) dominates and the lock is nearly always free, so
+/// the run is within 5 % of one thread's.
+#[test]
+fn the_counter_program_scales_in_replay() {
+    if !common::tools_present(&["qemu-x86_64", "gcc"]) {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let ex = common::root().join("examples/c");
+    let prog = common::compile(dir.path(), "lock_counter", &ex.join("lock_counter.c"), &[]);
+    let one = cycles(
+        &trace_and_run(
+            &prog,
+            &["-t", "1", "-w", "20000", "-i", "20"],
+            "normal",
+            dir.path(),
+        )
+        .0,
+    );
+    for p in ["2", "4", "8"] {
+        let sub = dir.path().join(p);
+        std::fs::create_dir_all(&sub).unwrap();
+        let (s, _) = trace_and_run(&prog, &["-t", p, "-w", "20000", "-i", "20"], "normal", &sub);
+        let ratio = cycles(&s) / one;
+        assert!(
+            ratio <= 1.05,
+            "{p} threads: run {} cycles against one thread's {one}: ratio {ratio:.3}",
+            cycles(&s)
+        );
+    }
+}
+
+/// Threads created and joined in rounds (the C library reuses the handles and stacks): every
+/// traced instruction of every thread is replayed with timing.
+#[test]
+fn threads_created_in_rounds_replay_every_traced_instruction() {
+    if !common::tools_present(&["qemu-x86_64", "gcc"]) {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let ex = common::root().join("examples/c");
+    let prog = common::compile(dir.path(), "join_rounds", &ex.join("join_rounds.c"), &[]);
+    let (run, traced) = trace_and_run(&prog, &["-r", "4", "-t", "3"], "normal", dir.path());
+    let traced: Vec<u64> = traced["threads"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["instructions"].as_u64().unwrap())
+        .collect();
+    let replayed: Vec<u64> = run["threads"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["instructions"].as_u64().unwrap())
+        .collect();
+    assert_eq!(traced.len(), 13, "main and 4 rounds of 3 threads");
+    assert_eq!(replayed, traced);
+}
