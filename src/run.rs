@@ -146,21 +146,44 @@ pub fn run(req: &RunRequest, progress: impl FnMut(u64)) -> Result<RunOutcome> {
         }
     };
     let trace = Trace::open(&trace_path)?;
+    // Threads take a core when created and give it back when they end: the machine needs as
+    // many cores as threads can be alive at once (`Trace::max_alive`), not one per thread.
     let n = trace.thread_count();
+    let alive = |trace: &Trace| -> Result<u32> {
+        if n <= 1 {
+            return Ok(n);
+        }
+        Ok(trace.max_alive()?)
+    };
     match req.cores {
         Some(c) => {
             if c < n {
-                bail!("--cores {c} is smaller than the trace's {n} threads (one thread per core)");
+                let a = alive(&trace)?;
+                if c < a {
+                    bail!(
+                        "--cores {c} is smaller than the {a} threads of the trace that can be \
+                         alive at once (one running thread per core)"
+                    );
+                }
             }
             machine = machine.with_cores(c)?;
         }
         None if n > machine.total_cores() => {
             let before = machine.total_cores();
-            machine = machine.with_cores(n)?;
-            notes.push(format!(
-                "note: the trace has {n} threads and the machine {before} cores: resized to {} sockets x {} cores",
-                machine.system.sockets, machine.system.cores_per_socket
-            ));
+            let a = alive(&trace)?;
+            if a > before {
+                machine = machine.with_cores(a)?;
+                notes.push(format!(
+                    "note: the trace has {n} threads, up to {a} alive at once, and the machine \
+                     {before} cores: resized to {} sockets x {} cores",
+                    machine.system.sockets, machine.system.cores_per_socket
+                ));
+            } else {
+                notes.push(format!(
+                    "note: the trace has {n} threads but at most {a} alive at once: they share \
+                     the machine's {before} cores, a created thread taking the lowest free one"
+                ));
+            }
         }
         None => {}
     }
@@ -208,6 +231,7 @@ pub fn run(req: &RunRequest, progress: impl FnMut(u64)) -> Result<RunOutcome> {
         .iter()
         .map(|t| ThreadSummary {
             thread: t.thread,
+            core: Some(t.core),
             start_function: starts.get(t.thread as usize).and_then(|s| s.0.clone()),
             start_location: starts.get(t.thread as usize).and_then(|s| s.1.clone()),
             instructions: t.instructions,

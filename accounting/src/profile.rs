@@ -892,6 +892,7 @@ mod tests {
             cycles: stack.total(),
             threads: vec![sim_core::ThreadResult {
                 thread: 0,
+                core: 0,
                 instructions: seq.len() as u64,
                 cycles: stack.total(),
                 stack,

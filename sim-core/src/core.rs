@@ -820,6 +820,11 @@ impl Core {
         self.id
     }
 
+    /// Moves this (not yet started) thread's window onto core `id` of the memory system.
+    pub fn set_id(&mut self, id: u32) {
+        self.id = id;
+    }
+
     /// The data TLB's first-level misses and page walks so far (0, 0 without a TLB).
     pub fn tlb_counts(&self) -> (u64, u64) {
         self.tlb.as_ref().map_or((0, 0), |t| (t.l1_misses, t.walks))

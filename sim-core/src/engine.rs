@@ -1,5 +1,8 @@
-//! The multicore engine: one trace thread per core, advanced in simulated time, with
-//! synchronization replayed by simulated semantics.
+//! The multicore engine: trace threads on cores, advanced in simulated time, with
+//! synchronization replayed by simulated semantics. The main thread runs on core 0; a created
+//! thread takes the lowest-numbered core no running thread holds, and gives it back when it
+//! ends (more threads alive at once than cores is an error: `isim run` sizes the machine by
+//! `Trace::max_alive`).
 //!
 //! **Scheduling** ([`Model`]). In the exact model, the runnable thread with the smallest
 //! clock (ties: lowest id) runs until its clock passes the next smallest clock by the quantum
@@ -270,9 +273,9 @@ pub enum SimError {
     Machine(sim_memory::MachineError),
     /// A parameter of the branch predictor breaks its rule.
     Predictor(crate::bpred::ParamError),
-    /// The trace has more threads than the machine has cores.
+    /// More threads are alive at once than the machine has cores.
     TooManyThreads {
-        /// Threads of the trace.
+        /// Threads alive at once (counting the one being created).
         threads: u32,
         /// Cores of the machine.
         cores: u32,
@@ -293,7 +296,8 @@ impl std::fmt::Display for SimError {
             SimError::Predictor(e) => write!(f, "machine: branch_predictor.{e}"),
             SimError::TooManyThreads { threads, cores } => write!(
                 f,
-                "machine: the trace has {threads} threads but the machine has {cores} cores (one thread per core)"
+                "machine: {threads} threads of the trace are alive at once but the machine has \
+                 {cores} cores (one running thread per core)"
             ),
             SimError::Host(e) => write!(f, "machine: cannot start a front-end host thread: {e}"),
             SimError::Deadlock(m) => write!(f, "deadlock: no thread can make progress\n{m}"),
@@ -319,8 +323,12 @@ impl From<TraceError> for SimError {
 /// Per-thread results.
 #[derive(Debug, Clone, Serialize)]
 pub struct ThreadResult {
-    /// Thread id (= core id).
+    /// Thread id.
     pub thread: u32,
+    /// The core it ran on: the main thread core 0, a created thread the lowest-numbered core
+    /// that no running thread held when it was created (a core is freed when its thread
+    /// ends).
+    pub core: u32,
     /// Instructions executed in the ROI.
     pub instructions: u64,
     /// Cycles from the ROI start to the end of the run (the same for every thread).
@@ -744,6 +752,10 @@ pub struct Engine<'t, O: Observer> {
     obs: O,
     executed: u64,
     sync: SyncStats,
+    /// Per core: whether no running thread holds it.
+    core_free: Vec<bool>,
+    /// An error found inside a marker (no free core), returned by the scheduling loop.
+    failed: Option<SimError>,
 }
 
 fn has_roi_begin(trace: &Trace) -> Result<bool, TraceError> {
@@ -768,8 +780,8 @@ impl<'t, O: Observer> Engine<'t, O> {
     pub fn new(trace: &'t Trace, cfg: &EngineConfig, obs: O) -> Result<Self, SimError> {
         let n = trace.thread_count();
         let cores = cfg.memory.cores();
-        if n > cores {
-            return Err(SimError::TooManyThreads { threads: n, cores });
+        if cores == 0 && n > 0 {
+            return Err(SimError::TooManyThreads { threads: 1, cores });
         }
         let mut mem = Memory::new(cfg.memory.clone()).map_err(SimError::Machine)?;
         mem.set_erasure(cfg.erase.iter().copied());
@@ -785,7 +797,8 @@ impl<'t, O: Observer> Engine<'t, O> {
                 })),
                 fed: Fed::default(),
                 pos: 0,
-                core: Core::new(cfg.core.clone(), t, &mem, 0.0),
+                // The main thread runs on core 0; the others take a free core when created.
+                core: Core::new(cfg.core.clone(), 0, &mem, 0.0),
                 state: if t == 0 {
                     State::Runnable
                 } else {
@@ -822,6 +835,8 @@ impl<'t, O: Observer> Engine<'t, O> {
             obs,
             executed: 0,
             sync: SyncStats::default(),
+            core_free: (0..cores).map(|c| c != 0 || n == 0).collect(),
+            failed: None,
         })
     }
 
@@ -1014,6 +1029,9 @@ impl<'t, O: Observer> Engine<'t, O> {
                     }
                 }
             }
+            if let Some(e) = self.failed.take() {
+                return Err(e);
+            }
             if self.executed >= reported + (1 << 20) {
                 reported = self.executed;
                 progress(reported);
@@ -1062,15 +1080,22 @@ impl<'t, O: Observer> Engine<'t, O> {
         let n = self.threads.len();
         let mut parts = self.obs.parts().map(Vec::into_iter);
         // Lanes for the threads that can run: runnable, not parked, within the round.
+        // Each core's private part, taken by the thread running on that core.
+        let mut privates: Vec<Option<Private<'_>>> = self.mem.privates().map(Some).collect();
         let mut lanes: Vec<Lane<'_, 't, O::Part<'_>>> = self
             .threads
             .iter_mut()
-            .zip(self.mem.privates())
             .zip(self.done.iter_mut().zip(self.stacks.iter_mut()))
             .enumerate()
-            .filter_map(|(tid, ((th, mem), (done, stacks)))| {
+            .filter_map(|(tid, (th, (done, stacks)))| {
                 let part = parts.as_mut().and_then(Iterator::next);
-                (th.state == State::Runnable && !th.parked && th.core.now <= limit).then(|| Lane {
+                let runs = th.state == State::Runnable && !th.parked && th.core.now <= limit;
+                let mem = if runs {
+                    privates[th.core.id() as usize].take()
+                } else {
+                    None
+                };
+                mem.map(|mem| Lane {
                     tid: tid as u32,
                     part,
                     before: th.core.instructions,
@@ -1186,9 +1211,12 @@ impl<'t, O: Observer> Engine<'t, O> {
         let Record::Inst(i) = &th.fed.batch.records[th.pos] else {
             return Ok(false);
         };
-        Ok(!th
-            .core
-            .private_ok(&self.mem.private(tid), tt, i.sidx, th.fed.batch.mem_of(i)))
+        Ok(!th.core.private_ok(
+            &self.mem.private(th.core.id()),
+            tt,
+            i.sidx,
+            th.fed.batch.mem_of(i),
+        ))
     }
 
     /// Executes the instruction a thread stopped at in a round, with the whole memory system.
@@ -1354,6 +1382,8 @@ impl<'t, O: Observer> Engine<'t, O> {
         }
         th.state = State::Done;
         th.end = end;
+        let core = th.core.id() as usize;
+        self.core_free[core] = true;
         if self.timed() {
             self.obs.thread_end(tid, end);
         }
@@ -1721,6 +1751,21 @@ impl<'t, O: Observer> Engine<'t, O> {
                     .get(child as usize)
                     .is_some_and(|c| c.state == State::NotCreated)
                 {
+                    // The lowest-numbered free core.
+                    let Some(core) = self.core_free.iter().position(|&f| f) else {
+                        let alive = self
+                            .threads
+                            .iter()
+                            .filter(|t| !matches!(t.state, State::NotCreated | State::Done))
+                            .count() as u32;
+                        self.failed = Some(SimError::TooManyThreads {
+                            threads: alive + 1,
+                            cores: self.core_free.len() as u32,
+                        });
+                        return;
+                    };
+                    self.core_free[core] = false;
+                    self.threads[child as usize].core.set_id(core as u32);
                     if self.timed() {
                         self.obs.thread_start(child, now);
                     }
@@ -1803,6 +1848,7 @@ impl<'t, O: Observer> Engine<'t, O> {
             th.core.wait_until(end, c);
             threads.push(ThreadResult {
                 thread: i as u32,
+                core: th.core.id(),
                 instructions: th.core.instructions,
                 cycles: end,
                 stack: th.core.stack,

@@ -78,6 +78,10 @@ fn is_exact(m: &sim_core::Model) -> bool {
 pub struct ThreadSummary {
     /// Thread id.
     pub thread: u32,
+    /// The core it ran on (absent in summaries written before threads were mapped to cores
+    /// over time, when thread `t` ran on core `t`).
+    #[serde(default)]
+    pub core: Option<u32>,
     /// The function where the thread's own code starts (`Attribution::starts`: its first timed
     /// instruction that is the program's own): a created thread's start routine (past a
     /// runtime's trampolines), `main` for a program's main thread; absent when unknown (no
@@ -223,6 +227,7 @@ mod tests {
         }
         let t = ThreadSummary {
             thread: 3,
+            core: Some(2),
             start_function: Some("worker".into()),
             start_location: Some("w.c:3".into()),
             instructions: 10,

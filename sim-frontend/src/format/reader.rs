@@ -22,7 +22,7 @@ use super::{
     TRAILER_LEN, TRAILER_MAGIC, VERSION, chunk_header_len,
 };
 use crate::error::TraceError;
-use crate::model::{Batch, Program, TraceMeta};
+use crate::model::{Batch, Marker, Program, Record, TraceMeta};
 
 /// An open trace: its header, tables and thread directory. Streams borrow it.
 pub struct Trace {
@@ -206,6 +206,38 @@ impl Trace {
     /// Number of threads.
     pub fn thread_count(&self) -> u32 {
         self.threads.len() as u32
+    }
+
+    /// An upper bound on how many threads are alive at once, in any replay: 1 (the main
+    /// thread) plus, for each thread, the most children it has created and not yet joined at
+    /// any point of its stream (a child joined by its creator has ended before the creator
+    /// goes on; one joined elsewhere, or never, counts as alive to the end). A program that
+    /// creates and joins threads in rounds of R needs R + 1 cores, not one per thread ever
+    /// created. Reads every stream (markers only matter, but the records are decoded).
+    pub fn max_alive(&self) -> Result<u32, TraceError> {
+        let mut total = 1u32;
+        let mut b = Batch::default();
+        for t in 0..self.thread_count() {
+            let mut s = self.stream(t)?;
+            let mut alive: Vec<u32> = Vec::new();
+            let mut most = 0usize;
+            while s.next_batch(&mut b)? {
+                for r in &b.records {
+                    match r {
+                        Record::Marker(Marker::ThreadCreate { child }) => {
+                            alive.push(*child);
+                            most = most.max(alive.len());
+                        }
+                        Record::Marker(Marker::ThreadJoin { child }) => {
+                            alive.retain(|c| c != child);
+                        }
+                        _ => {}
+                    }
+                }
+            }
+            total = total.saturating_add(most as u32);
+        }
+        Ok(total.min(self.thread_count().max(1)))
     }
 
     /// Control-flow tables (for consumers that follow `sidx`s themselves).
