@@ -332,7 +332,11 @@ fn trace_and_run(program: &Path, args: &[&str], way: &str, dir: &Path) -> (Value
     } else {
         Command::new(isim)
     };
+    // OpenMP programs run four threads. The environment is otherwise the test's own, the
+    // same in every way: its size moves the stack, and with it stack-allocated locks across
+    // cache lines (a property of the program's layout, as natively, not of the host).
     cmd.env("ISIM_TRACER_DIR", common::tracer_libs())
+        .env("OMP_NUM_THREADS", "4")
         .args(["trace", "--json", "-o"])
         .arg(&trace)
         .arg("--")
@@ -374,14 +378,33 @@ fn sync_share(s: &Value, t: usize) -> f64 {
 }
 
 /// Statically partitioned lock programs (each thread's work does not depend on the
-/// interleaving), traced normally, pinned to one host CPU and beside a CPU hog: the run
+/// interleaving) in C, OpenMP (`critical` and locks) and C++ (`std::mutex` per object), traced
+/// normally, pinned to one host CPU and beside a CPU hog: the run
 /// cycles agree within 1 % and every thread's sync share within 1 point.
 #[test]
 fn lock_programs_time_the_same_however_the_host_ran_the_traced_program() {
-    if !common::tools_present(&["qemu-x86_64", "gcc", "taskset"]) {
+    if !common::tools_present(&["qemu-x86_64", "gcc", "g++", "taskset"]) {
         return;
     }
     let dir = tempfile::tempdir().unwrap();
+    let omp_critical = common::compile(
+        dir.path(),
+        "omp_critical",
+        &common::root().join("examples/omp/omp_critical.c"),
+        &["-fopenmp"],
+    );
+    let object_locks = dir.path().join("object_locks");
+    let o = Command::new("g++")
+        .args(["-std=c++17", "-g", "-O2", "-pthread", "-o"])
+        .arg(&object_locks)
+        .arg(common::root().join("examples/cpp/object_locks.cpp"))
+        .output()
+        .unwrap();
+    assert!(
+        o.status.success(),
+        "g++: {}",
+        String::from_utf8_lossy(&o.stderr)
+    );
     let ex = common::root().join("examples/c");
     let lock_counter = common::compile(dir.path(), "lock_counter", &ex.join("lock_counter.c"), &[]);
     let mutex_counter = common::example(dir.path(), "mutex_counter");
@@ -391,6 +414,8 @@ fn lock_programs_time_the_same_however_the_host_ran_the_traced_program() {
         (&lock_counter, vec!["-t", "2"]),
         (&mutex_counter, vec!["-t", "4", "-i", "100"]),
         (&cond_barrier, vec!["-t", "4"]),
+        (&omp_critical, vec!["-n", "1000"]),
+        (&object_locks, vec!["4", "200"]),
     ] {
         let runs: Vec<Value> = ["normal", "pinned", "hog"]
             .iter()
@@ -451,7 +476,7 @@ fn the_counter_program_scales_in_replay() {
 }
 
 /// Threads created and joined in rounds (the C library reuses the handles and stacks): every
-/// traced instruction of every thread is replayed with timing.
+/// traced instruction of every thread is replayed with timing, and the threads share the cores.
 #[test]
 fn threads_created_in_rounds_replay_every_traced_instruction() {
     if !common::tools_present(&["qemu-x86_64", "gcc"]) {
@@ -475,4 +500,18 @@ fn threads_created_in_rounds_replay_every_traced_instruction() {
         .collect();
     assert_eq!(traced.len(), 13, "main and 4 rounds of 3 threads");
     assert_eq!(replayed, traced);
+    // Never more than 4 alive at once: each round's threads take the cores the previous
+    // round's gave back (the lowest free ones), and the machine is not resized.
+    let cores: Vec<u64> = run["threads"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["core"].as_u64().unwrap())
+        .collect();
+    assert_eq!(cores, [0, 1, 2, 3, 1, 2, 3, 1, 2, 3, 1, 2, 3]);
+    assert_eq!(
+        run["cores"].as_u64(),
+        Some(8),
+        "configs/default.toml's 8 cores"
+    );
 }
