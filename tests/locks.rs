@@ -25,33 +25,10 @@ use std::process::Command;
 
 use serde_json::Value;
 use sim_frontend::TraceWriter;
-use sim_frontend::model::{BranchKind, Marker, OpClass, Order, SrcLoc, StaticInst, TraceMeta};
+use sim_frontend::model::{Marker, Order, TraceMeta};
 
 const LOCK: u64 = 0x7000_1000;
 const WIDTH: f64 = 4.0; // configs/default.toml: dispatch_width
-
-/// Declares the one static instruction of the hand-made traces: an ALU operation with no
-/// operands, which a core dispatches at its full width.
-fn alu_inst(tw: &mut TraceWriter) -> u32 {
-    tw.add_static(StaticInst {
-        pc: 0x1000,
-        size: 4,
-        class: OpClass::IntAlu,
-        branch: BranchKind::None,
-        target: 0,
-        srcs: vec![],
-        addr_srcs: None,
-        dsts: vec![],
-        mem: vec![],
-        block_start: true,
-        loc: SrcLoc {
-            function: SrcLoc::UNKNOWN,
-            file: SrcLoc::UNKNOWN,
-            line: 0,
-        },
-    })
-    .unwrap()
-}
 
 /// Writes the lock program: thread 0 creates threads 1..P, each thread (0 included) runs
 /// `n` × {`w` ALU; lock; `c` ALU; unlock}, then thread 0 joins the others.
@@ -63,7 +40,7 @@ fn lock_trace(path: &Path, p: u32, n: u32, w: u32, c: u32) {
         producer: "tests/locks.rs".into(),
     };
     let mut tw = TraceWriter::create(path, meta).unwrap();
-    let alu = alu_inst(&mut tw);
+    let alu = common::alu_inst(&mut tw);
     tw.marker(0, Marker::ThreadStart).unwrap();
     tw.marker(0, Marker::RoiBegin).unwrap();
     for t in 1..p {
@@ -265,7 +242,7 @@ fn a_lock_order_inversion_that_ran_to_completion_replays_to_completion() {
         producer: "tests/locks.rs".into(),
     };
     let mut tw = TraceWriter::create(&path, meta).unwrap();
-    let alu = alu_inst(&mut tw);
+    let alu = common::alu_inst(&mut tw);
     let (a, b) = (0xa000u64, 0xb000u64);
     tw.marker(0, Marker::ThreadStart).unwrap();
     tw.marker(0, Marker::RoiBegin).unwrap();

@@ -25,7 +25,7 @@ use std::process::{Command, Output};
 
 use serde_json::Value;
 use sim_frontend::TraceWriter;
-use sim_frontend::model::{BranchKind, Marker, OpClass, Order, SrcLoc, StaticInst, TraceMeta};
+use sim_frontend::model::{Marker, Order, TraceMeta};
 
 use common::{compile, root, tools_present, tracer_libs};
 
@@ -329,25 +329,7 @@ fn a_truly_deadlocking_trace_gets_the_watchdogs_report() {
         producer: "tests/sync_property.rs".into(),
     };
     let mut w = TraceWriter::create(&path, meta).unwrap();
-    let alu = w
-        .add_static(StaticInst {
-            pc: 0x1000,
-            size: 4,
-            class: OpClass::IntAlu,
-            branch: BranchKind::None,
-            target: 0,
-            srcs: vec![],
-            addr_srcs: None,
-            dsts: vec![],
-            mem: vec![],
-            block_start: true,
-            loc: SrcLoc {
-                function: SrcLoc::UNKNOWN,
-                file: SrcLoc::UNKNOWN,
-                line: 0,
-            },
-        })
-        .unwrap();
+    let alu = common::alu_inst(&mut w);
     let (a, b) = (0xa000u64, 0xb000u64);
     let lock = |addr| Marker::MutexLock {
         addr,

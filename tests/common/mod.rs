@@ -123,3 +123,27 @@ pub fn example(dir: &Path, name: &str) -> PathBuf {
         &[],
     )
 }
+
+/// Declares the one static instruction of a hand-made trace: an ALU operation at 0x1000 with
+/// no operands, which a core dispatches at its full width. Returns its static index.
+pub fn alu_inst(w: &mut sim_frontend::TraceWriter) -> u32 {
+    use sim_frontend::model::{BranchKind, OpClass, SrcLoc, StaticInst};
+    w.add_static(StaticInst {
+        pc: 0x1000,
+        size: 4,
+        class: OpClass::IntAlu,
+        branch: BranchKind::None,
+        target: 0,
+        srcs: vec![],
+        addr_srcs: None,
+        dsts: vec![],
+        mem: vec![],
+        block_start: true,
+        loc: SrcLoc {
+            function: SrcLoc::UNKNOWN,
+            file: SrcLoc::UNKNOWN,
+            line: 0,
+        },
+    })
+    .unwrap()
+}

@@ -1,6 +1,8 @@
 //! Turns the synchronization markers of a capture into the trace's markers with the traced
-//! run's happens-before edges, so that replay never deadlocks and keeps the recorded control
-//! flow consistent (docs/tracing.md, "How synchronization replays").
+//! run's happens-before edges (docs/tracing.md, "How synchronization replays"). Replay keeps
+//! the wake edges (which signal or futex wake released which waiter: a data dependence); a
+//! mutex acquisition's edge only ranks it for breaking a lock-order cycle, since replay
+//! arbitrates mutexes in simulated time.
 //!
 //! **Input.** Per thread, every raw marker in program order with its sequence number (the
 //! plugin numbers all threads' markers from one counter at the moment they happen; a blocking
@@ -8,15 +10,17 @@
 //!
 //! **Edges.** Each blocking operation gets the event that let it proceed in the traced run:
 //! * a mutex acquisition (lock, successful trylock, the re-lock at the end of a condition
-//!   wait, OpenMP `critical` and locks) waits for the latest release of that mutex (unlock, or
-//!   a condition wait's release) before the acquisition;
+//!   wait, OpenMP `critical` and locks) follows the latest release of that mutex (unlock, or
+//!   a condition wait's release) before the acquisition; a lock call that failed (EDEADLK of
+//!   an error-checking mutex) took nothing and is left out;
 //! * a condition wait waits for the earliest signal or broadcast of its condition between its
 //!   start and its return that no earlier-woken waiter took (a signal wakes one waiter, a
 //!   broadcast all); none (a timeout, a spurious wake) means no edge;
 //! * a futex wait that returned 0 waits, alike, for a wake of its address in that interval.
 //!
 //! Every edge goes from a smaller to a larger sequence number, as does program order, so the
-//! edges can never form a cycle: a trace of a run that completed replays to completion.
+//! edges alone never form a cycle (mutexes arbitrated in simulated time can; the engine breaks
+//! such a cycle by these ranks).
 //! Barriers (pthread, OpenMP, and barriers built from a condition variable) are replayed by
 //! their participant count: in the traced run every participant arrived before any left,
 //! which keeps them consistent with the edges.
@@ -79,6 +83,13 @@ impl Plan {
             _ => &[],
         }
     }
+}
+
+/// Whether a lock call that returned `ret` holds the mutex: on success, and on a robust
+/// mutex's `EOWNERDEAD` (the previous owner died; the caller now owns it).
+fn acquired(ret: i64) -> bool {
+    const EOWNERDEAD: i64 = 130;
+    ret == 0 || ret == EOWNERDEAD
 }
 
 /// Where one event is: thread, raw marker index.
@@ -147,7 +158,9 @@ pub fn plan(marks: &[Vec<RawMark>], simple: &mut Simple<'_>) -> Plan {
             let b = blocking(at);
             match m.op {
                 Op::MutexLock => {
-                    if let Some(b) = b {
+                    if let Some(b) = b
+                        && acquired(b.ret)
+                    {
                         mutex_events.push((b.done_seq, Ev::Acquire, m.args[0], at));
                     }
                 }
@@ -380,8 +393,9 @@ pub fn plan(marks: &[Vec<RawMark>], simple: &mut Simple<'_>) -> Plan {
             match m.op {
                 Op::MutexLock => {
                     // A lock that never returned (the process ended while it waited) is left
-                    // out: the thread ends there.
-                    if b.is_some() {
+                    // out: the thread ends there. So is one that failed (an error-checking
+                    // mutex's EDEADLK): the thread did not take the mutex.
+                    if b.is_some_and(|b| acquired(b.ret)) {
                         v.push(Marker::MutexLock {
                             addr: a0,
                             order: order_of(lock_edge.get(&at)),
@@ -491,6 +505,34 @@ mod tests {
 
     fn none(_: u32, _: Op, _: [u64; 3]) -> Option<Marker> {
         None
+    }
+
+    /// An error-checking mutex locked twice by its owner: the second call returns EDEADLK
+    /// and takes nothing, so it is no acquisition (replay would otherwise count the mutex
+    /// held twice); a robust mutex's EOWNERDEAD is one (the caller owns it).
+    #[test]
+    fn a_lock_call_that_failed_is_no_acquisition() {
+        const M: u64 = 0x10;
+        const EDEADLK: u64 = 35;
+        const EOWNERDEAD: u64 = 130;
+        let t0 = vec![
+            mk(Op::MutexLock, [M, 0, 0], 0),
+            done(1),
+            mk(Op::MutexLock, [M, 0, 0], 2),
+            mk(Op::Done, [EDEADLK, 0, 0], 3),
+            mk(Op::MutexUnlock, [M, 0, 0], 4),
+            done(5),
+            mk(Op::MutexLock, [M, 0, 0], 6),
+            mk(Op::Done, [EOWNERDEAD, 0, 0], 7),
+        ];
+        let p = plan(&[t0], &mut none);
+        let lock = Marker::MutexLock {
+            addr: M,
+            order: Order::NONE,
+        };
+        assert_eq!(p.at(0, 0), &[lock]);
+        assert_eq!(p.at(0, 2), &[], "EDEADLK took nothing");
+        assert_eq!(p.at(0, 6), &[lock], "EOWNERDEAD owns the mutex");
     }
 
     /// The classic barrier: thread 1 waits (releasing the mutex), thread 0 arrives last and
