@@ -492,3 +492,58 @@ fn threads_created_in_rounds_replay_every_traced_instruction() {
         "configs/default.toml's 8 cores"
     );
 }
+
+/// 50 traces of a Rust `thread::scope` program: in none is a thread cut or an event lost,
+/// however the race between a scoped thread's exit path and `main`'s return and exit goes
+/// (a thread still running traced code at the exit writes itself out; one that ends after
+/// `main` returned still ends whole).
+#[test]
+fn fifty_traces_of_a_rust_scope_program_lose_no_events() {
+    if !common::tools_present(&["qemu-x86_64", "rustc"]) {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let exe = dir.path().join("scope_threads");
+    let o = Command::new("rustc")
+        .args(["-C", "opt-level=2", "-g", "--edition", "2021", "-o"])
+        .arg(&exe)
+        .arg(common::root().join("examples/rust/scope_threads.rs"))
+        .output()
+        .unwrap();
+    assert!(
+        o.status.success(),
+        "rustc: {}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    for i in 0..50 {
+        let sub = dir.path().join(i.to_string());
+        std::fs::create_dir_all(&sub).unwrap();
+        let (run, traced) = trace_and_run(&exe, &[], "normal", &sub);
+        let threads = traced["threads"].as_array().unwrap();
+        assert_eq!(threads.len(), 9, "trace {i}: main and 8 scoped threads");
+        for t in threads {
+            assert_eq!(t["cut"], false, "trace {i}: thread {} cut", t["thread"]);
+            assert!(
+                t["instructions"].as_u64().unwrap() > 1000,
+                "trace {i}: thread {} lost its work",
+                t["thread"]
+            );
+        }
+        for w in traced["warnings"].as_array().unwrap() {
+            let w = w.as_str().unwrap();
+            assert!(
+                !w.contains("still running") && !w.contains("may be missing"),
+                "trace {i}: {w}"
+            );
+        }
+        let traced_total: u64 = threads
+            .iter()
+            .map(|t| t["instructions"].as_u64().unwrap())
+            .sum();
+        assert_eq!(
+            run["instructions"].as_u64(),
+            Some(traced_total),
+            "trace {i}: every traced instruction replayed"
+        );
+    }
+}

@@ -529,7 +529,7 @@ fn second_pass(ctx: &Ctx, t: u32, mut enc: ThreadEncoder) -> Result<ThreadOut, T
         put_marker(&mut enc, &mut ts, m)?;
     }
     let whole = ended
-        || matches!(state, "ended" | "crashed" | "exited" | "parked")
+        || matches!(state, "ended" | "crashed" | "exited" | "parked" | "stopped")
         || (t == 0 && state == "exec");
     if !whole {
         ts.cut = true;

@@ -114,6 +114,16 @@ struct Statics {
 static GLOBAL: OnceLock<Global> = OnceLock::new();
 /// Set when the program has finished `main` or exited: nothing more is recorded.
 static STOPPED: AtomicBool = AtomicBool::new(false);
+/// Set by the thread that ends the process (`exit_group`): every other thread still running
+/// traced code writes itself out at its next instruction (state `stopped`: complete up to that
+/// moment) instead of dying with its buffer unwritten. A scoped Rust thread, for one, tells
+/// its scope it is done and then runs its own exit path while `main` returns and exits.
+static EXITING: AtomicBool = AtomicBool::new(false);
+/// Threads whose capture file is open.
+static OPEN: AtomicU32 = AtomicU32::new(0);
+/// How long the exiting thread waits for the others to write themselves out. A thread blocked
+/// in a system call of traced code cannot, and is cut as before.
+const EXIT_WAIT: std::time::Duration = std::time::Duration::from_millis(200);
 /// Set once the main thread has been given thread number 0.
 static MAIN_SEEN: AtomicBool = AtomicBool::new(false);
 /// Set in a child process made by `fork`: it must not write to the parent's capture.
@@ -199,7 +209,10 @@ impl ThreadState {
         self.buf.reserve(FLUSH_AT + 64);
         let path = g.dir.join(format!("t{tid}.raw"));
         match File::create(&path) {
-            Ok(f) => self.file = Some(f),
+            Ok(f) => {
+                self.file = Some(f);
+                OPEN.fetch_add(1, Ordering::AcqRel);
+            }
             Err(e) => {
                 write_failed(format!("cannot create {}: {e}", path.display()));
                 self.failed = true;
@@ -236,7 +249,9 @@ impl ThreadState {
     fn close(&mut self, state: &'static str) {
         self.flush();
         self.recording = false;
-        self.file = None;
+        if self.file.take().is_some() {
+            OPEN.fetch_sub(1, Ordering::AcqRel);
+        }
         self.buf = Vec::new();
         if let Some(g) = GLOBAL.get()
             && let Some(e) = g
@@ -324,6 +339,13 @@ fn say(s: &str) {
 
 extern "C" fn on_exec(vcpu: c_uint, udata: *mut c_void) {
     with_state(vcpu, |t| {
+        if EXITING.load(Ordering::Relaxed) {
+            // The process is ending: this thread's events so far are all it will have.
+            if t.tid != u32::MAX && t.file.is_some() {
+                t.finish("stopped");
+            }
+            return;
+        }
         if t.recording {
             t.exec(udata as usize as u32);
             if t.buf.len() >= FLUSH_AT {
@@ -404,18 +426,36 @@ fn syscall_entry(vcpu: c_uint, num: i64, args: [u64; 6]) {
             write_out_parked(vcpu);
         }
         with_state(vcpu, |t| {
-            if num == SYS_EXIT_GROUP && t.tid != u32::MAX && t.file.is_some() {
-                // The process ends here; the at-exit callback cannot name this thread.
+            if (num == SYS_EXIT_GROUP || num == SYS_EXIT) && t.tid != u32::MAX && t.file.is_some() {
+                // The process, or this thread, ends here; the at-exit callback cannot name
+                // this thread, and a thread that has exited records nothing more.
                 t.finish("exited");
             } else {
                 t.flush();
             }
         });
+        if num == SYS_EXIT_GROUP && !FORKED_CHILD.load(Ordering::Relaxed) {
+            // Threads still running traced code write themselves out (see `EXITING`).
+            EXITING.store(true, Ordering::Release);
+            let since = std::time::Instant::now();
+            while OPEN.load(Ordering::Acquire) > 0 && since.elapsed() < EXIT_WAIT {
+                std::thread::sleep(std::time::Duration::from_micros(100));
+            }
+        }
     }
     let Some(op) = Op::from_syscall(num) else {
         return;
     };
     if STOPPED.load(Ordering::Relaxed) {
+        // `main` has returned, but a thread that was still finishing (a scoped Rust thread
+        // runs its exit path after telling its scope it is done) still ends whole.
+        if op == Op::ThreadEnd {
+            with_state(vcpu, |t| {
+                if t.tid != u32::MAX && t.file.is_some() {
+                    t.finish("ended");
+                }
+            });
+        }
         return;
     }
     with_state(vcpu, |t| {
