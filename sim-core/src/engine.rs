@@ -387,7 +387,7 @@ struct Pending {
     edges: [Option<(u32, Component)>; 2],
     what: &'static str,
     addr: u64,
-    relock: Option<(u64, u32)>,
+    relock: Option<(u64, Order)>,
 }
 
 /// A batch of one thread's records and, for each, whether the thread's branch predictor
@@ -531,6 +531,9 @@ struct Thread<'t> {
     pending: Pending,
     /// Instructions replayed without timing after the ROI ended.
     after_roi: u64,
+    /// A marker to do before the thread's next record: a mutex request that waits for
+    /// earlier threads to catch up, or a condition wait's re-lock.
+    pending_marker: Option<Marker>,
     /// Mutexes the thread holds, in the order it took them.
     held: Vec<u64>,
     /// Mutexes it held when it arrived at a barrier: handed back there (a thread waiting at
@@ -644,6 +647,9 @@ impl<P: ThreadObserver> Lane<'_, '_, P> {
     ) -> Stop {
         let th = &mut *self.th;
         debug_assert!(th.state == State::Runnable && !th.parked);
+        if let Some(m) = th.pending_marker.take() {
+            return Stop::Marker(m);
+        }
         while th.core.now <= limit {
             match th.ready(self.tid, tt, path) {
                 Ok(true) => {}
@@ -810,6 +816,7 @@ impl<'t, O: Observer> Engine<'t, O> {
                 parked: false,
                 pending: Pending::default(),
                 after_roi: 0,
+                pending_marker: None,
                 held: Vec::new(),
                 owed: Vec::new(),
             });
@@ -1202,7 +1209,11 @@ impl<'t, O: Observer> Engine<'t, O> {
     fn shared_next(&mut self, tt: &TimingTable, tid: u32, limit: f64) -> Result<bool, SimError> {
         let path = self.trace_path;
         let th = &mut self.threads[tid as usize];
-        if !self.roi_active || th.state != State::Runnable || th.core.now > limit {
+        if !self.roi_active
+            || th.state != State::Runnable
+            || th.core.now > limit
+            || th.pending_marker.is_some()
+        {
             return Ok(false);
         }
         if !th.ready(tid, tt, path)? {
@@ -1280,6 +1291,9 @@ impl<'t, O: Observer> Engine<'t, O> {
     #[inline(never)]
     fn slice(&mut self, tt: &TimingTable, tid: u32, limit: f64) -> Result<Step, SimError> {
         let th = &mut self.threads[tid as usize];
+        if let Some(m) = th.pending_marker.take() {
+            return Ok(Step::Marker(m));
+        }
         while th.core.now <= limit {
             if !th.ready(tid, tt, self.trace_path)? {
                 return Ok(Step::End);
@@ -1654,7 +1668,7 @@ impl<'t, O: Observer> Engine<'t, O> {
                 let now = self.drain(tid);
                 if self.timed() && self.someone_earlier(tid, now) {
                     // Asked again once every runnable thread has caught up.
-                    self.threads[tid as usize].pos -= 1;
+                    self.threads[tid as usize].pending_marker = Some(m);
                     return;
                 }
                 self.lock(tid, addr, now, rank(order));
@@ -1675,11 +1689,15 @@ impl<'t, O: Observer> Engine<'t, O> {
                     "condition",
                     cond,
                 );
-                if self.threads[tid as usize].state == State::Runnable {
-                    let now = self.threads[tid as usize].core.now;
-                    self.lock(tid, mutex, now, rank(relock));
+                let th = &mut self.threads[tid as usize];
+                if th.state == State::Runnable {
+                    // Asked for like any lock, in the thread's next turn.
+                    th.pending_marker = Some(Marker::MutexLock {
+                        addr: mutex,
+                        order: relock,
+                    });
                 } else {
-                    self.threads[tid as usize].pending.relock = Some((mutex, rank(relock)));
+                    th.pending.relock = Some((mutex, relock));
                 }
             }
             Marker::FutexWait { addr, wake } => {
@@ -1825,9 +1843,10 @@ impl<'t, O: Observer> Engine<'t, O> {
         let th = &mut self.threads[tid as usize];
         th.state = State::Runnable;
         let now = th.core.now;
-        if let Some((mutex, rank)) = th.pending.relock.take() {
-            self.lock(tid, mutex, now, rank);
-            return;
+        if let Some((addr, order)) = th.pending.relock.take() {
+            // The re-lock of a condition wait: a mutex request in the thread's next turn, so
+            // that it waits for earlier threads like any other.
+            th.pending_marker = Some(Marker::MutexLock { addr, order });
         }
         self.set_active(tid, now, true);
     }

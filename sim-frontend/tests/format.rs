@@ -776,3 +776,57 @@ fn long_streams_of_indirect_branches_round_trip_through_both_writer_apis() {
         }
     }
 }
+
+/// `Trace::max_alive` bounds the threads alive at once by the create/join structure: main
+/// (thread 0) creates 1 and 2, joins both, creates 3 and 4, joins 3; thread 4 creates 5 and
+/// never joins it. At most main + 2 of its children + thread 4's child are alive: 4, though
+/// the trace has 6 threads. A trace with one thread needs one core.
+#[test]
+fn max_alive_counts_children_created_and_not_yet_joined() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("rounds.itrace");
+    let meta = TraceMeta {
+        isa: "x86-64".into(),
+        workload: "rounds".into(),
+        params: vec![],
+        producer: "sim-frontend/tests/format.rs".into(),
+    };
+    let mut w = TraceWriter::create(&path, meta).unwrap();
+    let m = |w: &mut TraceWriter, t: u32, mk: Marker| w.marker(t, mk).unwrap();
+    m(&mut w, 0, Marker::ThreadStart);
+    for c in [1, 2] {
+        m(&mut w, 0, Marker::ThreadCreate { child: c });
+    }
+    for c in [1, 2] {
+        m(&mut w, 0, Marker::ThreadJoin { child: c });
+    }
+    for c in [3, 4] {
+        m(&mut w, 0, Marker::ThreadCreate { child: c });
+    }
+    m(&mut w, 0, Marker::ThreadJoin { child: 3 });
+    m(&mut w, 4, Marker::ThreadCreate { child: 5 });
+    for t in 0..6 {
+        if t > 0 {
+            m(&mut w, t, Marker::ThreadStart);
+        }
+        m(&mut w, t, Marker::ThreadEnd);
+    }
+    w.finish().unwrap();
+    let t = Trace::open(&path).unwrap();
+    assert_eq!(t.thread_count(), 6);
+    assert_eq!(t.max_alive().unwrap(), 4);
+
+    let one = dir.path().join("one.itrace");
+    workloads::find("balanced")
+        .unwrap()
+        .generate(
+            &Params {
+                threads: 1,
+                size: 64,
+                seed: 1,
+            },
+            &one,
+        )
+        .unwrap();
+    assert_eq!(Trace::open(&one).unwrap().max_alive().unwrap(), 1);
+}
