@@ -147,18 +147,13 @@ pub fn run(req: &RunRequest, progress: impl FnMut(u64)) -> Result<RunOutcome> {
     };
     let trace = Trace::open(&trace_path)?;
     // Threads take a core when created and give it back when they end: the machine needs as
-    // many cores as threads can be alive at once (`Trace::max_alive`), not one per thread.
+    // many cores as threads can be alive at once (`Trace::max_alive`, which reads the whole
+    // trace: asked only when the trace has more threads than the cores in question).
     let n = trace.thread_count();
-    let alive = |trace: &Trace| -> Result<u32> {
-        if n <= 1 {
-            return Ok(n);
-        }
-        Ok(trace.max_alive()?)
-    };
     match req.cores {
         Some(c) => {
             if c < n {
-                let a = alive(&trace)?;
+                let a = trace.max_alive()?;
                 if c < a {
                     bail!(
                         "--cores {c} is smaller than the {a} threads of the trace that can be \
@@ -170,7 +165,7 @@ pub fn run(req: &RunRequest, progress: impl FnMut(u64)) -> Result<RunOutcome> {
         }
         None if n > machine.total_cores() => {
             let before = machine.total_cores();
-            let a = alive(&trace)?;
+            let a = trace.max_alive()?;
             if a > before {
                 machine = machine.with_cores(a)?;
                 notes.push(format!(

@@ -380,14 +380,12 @@ enum State {
 }
 
 /// The recorded edges a thread still has to pass before it continues, in order, with the
-/// component each wait is charged to, what it waits on (for the watchdog), and the mutex it
-/// takes once they are passed (a condition wait's re-lock, arbitrated in simulated time).
+/// component each wait is charged to, and what it waits on (for the watchdog).
 #[derive(Debug, Clone, Copy, Default)]
 struct Pending {
     edges: [Option<(u32, Component)>; 2],
     what: &'static str,
     addr: u64,
-    relock: Option<(u64, Order)>,
 }
 
 /// A batch of one thread's records and, for each, whether the thread's branch predictor
@@ -531,8 +529,9 @@ struct Thread<'t> {
     pending: Pending,
     /// Instructions replayed without timing after the ROI ended.
     after_roi: u64,
-    /// A marker to do before the thread's next record: a mutex request that waits for
-    /// earlier threads to catch up, or a condition wait's re-lock.
+    /// A marker to do before the thread's next record, once it runs again: a mutex request
+    /// that waits for earlier threads to catch up, or a condition wait's re-lock (set when
+    /// the wait begins, done once the recorded wake has let the thread go).
     pending_marker: Option<Marker>,
     /// Mutexes the thread holds, in the order it took them.
     held: Vec<u64>,
@@ -758,8 +757,8 @@ pub struct Engine<'t, O: Observer> {
     obs: O,
     executed: u64,
     sync: SyncStats,
-    /// Per core: whether no running thread holds it.
-    core_free: Vec<bool>,
+    /// Cores of the machine (a created thread takes the lowest one no running thread holds).
+    cores: u32,
     /// An error found inside a marker (no free core), returned by the scheduling loop.
     failed: Option<SimError>,
 }
@@ -842,7 +841,7 @@ impl<'t, O: Observer> Engine<'t, O> {
             obs,
             executed: 0,
             sync: SyncStats::default(),
-            core_free: (0..cores).map(|c| c != 0 || n == 0).collect(),
+            cores,
             failed: None,
         })
     }
@@ -1396,8 +1395,6 @@ impl<'t, O: Observer> Engine<'t, O> {
         }
         th.state = State::Done;
         th.end = end;
-        let core = th.core.id() as usize;
-        self.core_free[core] = true;
         if self.timed() {
             self.obs.thread_end(tid, end);
         }
@@ -1493,7 +1490,7 @@ impl<'t, O: Observer> Engine<'t, O> {
         }
     }
 
-    /// Thread `tid` (drained, at `now`) releases mutex `addr`; the next owner is the waiter
+    /// Thread `tid` (drained) releases mutex `addr` at its clock; the next owner is the waiter
     /// that asked first in simulated time (ties: the lower id).
     fn unlock(&mut self, tid: u32, addr: u64) {
         let th = &mut self.threads[tid as usize];
@@ -1562,26 +1559,20 @@ impl<'t, O: Observer> Engine<'t, O> {
     /// markers carry a recorded order and that `eligible` admits, the one the traced run let
     /// through first (smallest rank; then earliest request, lowest id). False if none.
     fn force_one(&mut self, eligible: impl Fn(u32) -> bool) -> bool {
-        let mut best: Option<(u32, f64, u32, u64)> = None;
-        let mut addrs: Vec<u64> = self.mutexes.keys().copied().collect();
-        addrs.sort_unstable();
-        for a in addrs {
-            for w in &self.mutexes[&a].waiters {
-                if w.rank == u32::MAX || !eligible(w.tid) {
-                    continue;
-                }
-                let key = (w.rank, w.at, w.tid, a);
-                let better = best.is_none_or(|b| {
-                    (key.0, key.1, key.2)
-                        .partial_cmp(&(b.0, b.1, b.2))
-                        .is_some_and(|o| o.is_lt())
-                });
-                if better {
-                    best = Some(key);
-                }
-            }
-        }
-        let Some((_, at, w, a)) = best else {
+        // A thread waits for one mutex at a time, so (rank, time, thread) names one waiter
+        // whatever order the map is visited in.
+        let best = self
+            .mutexes
+            .iter()
+            .flat_map(|(&a, m)| m.waiters.iter().map(move |w| (a, *w)))
+            .filter(|(_, w)| w.rank != u32::MAX && eligible(w.tid))
+            .min_by(|(_, x), (_, y)| {
+                x.rank
+                    .cmp(&y.rank)
+                    .then(x.at.total_cmp(&y.at))
+                    .then(x.tid.cmp(&y.tid))
+            });
+        let Some((a, Waiter { at, tid: w, .. })) = best else {
             return false;
         };
         let m = self.mutexes.get_mut(&a).expect("listed");
@@ -1589,8 +1580,8 @@ impl<'t, O: Observer> Engine<'t, O> {
         m.forced.push(w);
         self.sync.lock_cycles_resolved += 1;
         self.touched.push(w);
+        // Its unlock releases nothing (`MutexState::forced`).
         self.grant(w, a, at);
-        // The forced holder's unlock must release nothing: `held` says what it holds.
         true
     }
 
@@ -1689,16 +1680,11 @@ impl<'t, O: Observer> Engine<'t, O> {
                     "condition",
                     cond,
                 );
-                let th = &mut self.threads[tid as usize];
-                if th.state == State::Runnable {
-                    // Asked for like any lock, in the thread's next turn.
-                    th.pending_marker = Some(Marker::MutexLock {
-                        addr: mutex,
-                        order: relock,
-                    });
-                } else {
-                    th.pending.relock = Some((mutex, relock));
-                }
+                // The re-lock: a mutex request like any other, in the thread's next turn.
+                self.threads[tid as usize].pending_marker = Some(Marker::MutexLock {
+                    addr: mutex,
+                    order: relock,
+                });
             }
             Marker::FutexWait { addr, wake } => {
                 self.drain(tid);
@@ -1769,20 +1755,22 @@ impl<'t, O: Observer> Engine<'t, O> {
                     .get(child as usize)
                     .is_some_and(|c| c.state == State::NotCreated)
                 {
-                    // The lowest-numbered free core.
-                    let Some(core) = self.core_free.iter().position(|&f| f) else {
-                        let alive = self
-                            .threads
-                            .iter()
-                            .filter(|t| !matches!(t.state, State::NotCreated | State::Done))
-                            .count() as u32;
+                    // The lowest-numbered core no running thread holds.
+                    let mut held = vec![false; self.cores as usize];
+                    let mut alive = 0;
+                    for t in &self.threads {
+                        if !matches!(t.state, State::NotCreated | State::Done) {
+                            held[t.core.id() as usize] = true;
+                            alive += 1;
+                        }
+                    }
+                    let Some(core) = held.iter().position(|&h| !h) else {
                         self.failed = Some(SimError::TooManyThreads {
                             threads: alive + 1,
-                            cores: self.core_free.len() as u32,
+                            cores: self.cores,
                         });
                         return;
                     };
-                    self.core_free[core] = false;
                     self.threads[child as usize].core.set_id(core as u32);
                     if self.timed() {
                         self.obs.thread_start(child, now);
@@ -1817,7 +1805,6 @@ impl<'t, O: Observer> Engine<'t, O> {
             edges: edges.map(|(o, c)| o.release().map(|k| (k, c))),
             what,
             addr,
-            relock: None,
         };
         self.proceed(tid);
     }
@@ -1843,11 +1830,6 @@ impl<'t, O: Observer> Engine<'t, O> {
         let th = &mut self.threads[tid as usize];
         th.state = State::Runnable;
         let now = th.core.now;
-        if let Some((addr, order)) = th.pending.relock.take() {
-            // The re-lock of a condition wait: a mutex request in the thread's next turn, so
-            // that it waits for earlier threads like any other.
-            th.pending_marker = Some(Marker::MutexLock { addr, order });
-        }
         self.set_active(tid, now, true);
     }
 

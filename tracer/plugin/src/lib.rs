@@ -222,6 +222,11 @@ impl ThreadState {
         g.threads.lock().unwrap().push((tid, "running"));
     }
 
+    /// A thread is being recorded into its own capture file (started, not yet finished).
+    fn is_open(&self) -> bool {
+        self.tid != u32::MAX && self.file.is_some()
+    }
+
     fn flush(&mut self) {
         if self.buf.is_empty() {
             return;
@@ -301,7 +306,7 @@ fn write_out_parked(me: c_uint) {
             // SAFETY: the owner parked this state (it writes nothing until it claims it back,
             // which now fails), so this thread is its only user.
             let t = unsafe { &mut *STATES.0[i].get() };
-            if t.tid != u32::MAX && t.file.is_some() {
+            if t.is_open() {
                 t.close("parked");
             }
         }
@@ -341,7 +346,7 @@ extern "C" fn on_exec(vcpu: c_uint, udata: *mut c_void) {
     with_state(vcpu, |t| {
         if EXITING.load(Ordering::Relaxed) {
             // The process is ending: this thread's events so far are all it will have.
-            if t.tid != u32::MAX && t.file.is_some() {
+            if t.is_open() {
                 t.finish("stopped");
             }
             return;
@@ -409,7 +414,7 @@ fn syscall_entry(vcpu: c_uint, num: i64, args: [u64; 6]) {
     if (num == SYS_EXECVE || num == SYS_EXECVEAT) && !FORKED_CHILD.load(Ordering::Relaxed) {
         // The process image is about to be replaced: save what was recorded.
         with_state(vcpu, |t| {
-            if t.tid != u32::MAX && t.file.is_some() {
+            if t.is_open() {
                 t.finish("exec");
             }
         });
@@ -422,11 +427,8 @@ fn syscall_entry(vcpu: c_uint, num: i64, args: [u64; 6]) {
     ) {
         // The process or thread may end without another callback (a signal to itself, a
         // thread exit that bypasses the wrapper): write out what is buffered.
-        if num == SYS_EXIT_GROUP && !FORKED_CHILD.load(Ordering::Relaxed) {
-            write_out_parked(vcpu);
-        }
         with_state(vcpu, |t| {
-            if (num == SYS_EXIT_GROUP || num == SYS_EXIT) && t.tid != u32::MAX && t.file.is_some() {
+            if (num == SYS_EXIT_GROUP || num == SYS_EXIT) && t.is_open() {
                 // The process, or this thread, ends here; the at-exit callback cannot name
                 // this thread, and a thread that has exited records nothing more.
                 t.finish("exited");
@@ -435,7 +437,9 @@ fn syscall_entry(vcpu: c_uint, num: i64, args: [u64; 6]) {
             }
         });
         if num == SYS_EXIT_GROUP && !FORKED_CHILD.load(Ordering::Relaxed) {
-            // Threads still running traced code write themselves out (see `EXITING`).
+            // The threads parked in untraced calls are written out here; those still running
+            // traced code write themselves out (see `EXITING`).
+            write_out_parked(vcpu);
             EXITING.store(true, Ordering::Release);
             let since = std::time::Instant::now();
             while OPEN.load(Ordering::Acquire) > 0 && since.elapsed() < EXIT_WAIT {
@@ -451,7 +455,7 @@ fn syscall_entry(vcpu: c_uint, num: i64, args: [u64; 6]) {
         // runs its exit path after telling its scope it is done) still ends whole.
         if op == Op::ThreadEnd {
             with_state(vcpu, |t| {
-                if t.tid != u32::MAX && t.file.is_some() {
+                if t.is_open() {
                     t.finish("ended");
                 }
             });
@@ -465,7 +469,7 @@ fn syscall_entry(vcpu: c_uint, num: i64, args: [u64; 6]) {
             }
             Op::ThreadStart if t.tid == u32::MAX => t.start(a1 as u32),
             Op::Resume => {
-                if t.tid != u32::MAX && !t.failed && t.file.is_some() {
+                if t.is_open() && !t.failed {
                     t.recording = true;
                 }
                 return;
@@ -529,7 +533,7 @@ extern "C" fn on_syscall_ret(_id: PluginId, vcpu: c_uint, num: i64, ret: i64) {
     if num == SYS_FUTEX {
         if claim(vcpu) {
             with_state(vcpu, |t| {
-                if t.futex_wait && t.tid != u32::MAX && t.file.is_some() {
+                if t.futex_wait && t.is_open() {
                     t.futex_wait = false;
                     t.mark(Op::Done, &[ret as u64]);
                 }
