@@ -126,8 +126,25 @@ pub struct TraceReport {
     pub hand_barrier_conds: usize,
     /// Spin-wait loops traced as work.
     pub spin_loops: Vec<SpinLine>,
+    /// Locks built on futexes, replayed as mutexes.
+    pub futex_locks: FutexLockLine,
     /// Warnings.
     pub warnings: Vec<String>,
+}
+
+/// The futex locks of the summary (`sim_frontend::tracer::futexlock`).
+#[derive(Debug, Clone, Copy, Default, Serialize)]
+pub struct FutexLockLine {
+    /// Lock words recognised.
+    pub words: usize,
+    /// Their acquisitions.
+    pub acquisitions: u64,
+    /// Acquisitions that failed at least once first in the traced run.
+    pub contended: u64,
+    /// Instructions of lock attempts (and releases) replaced by mutex markers.
+    pub replaced_instructions: u64,
+    /// Futex words updated atomically whose history is not a lock's (left alone).
+    pub rejected: usize,
 }
 
 /// A spin-wait loop of the summary.
@@ -501,6 +518,13 @@ fn report(
             / (capture_seconds + convert_seconds).max(1e-9),
         hand_barriers: s.hand_barriers,
         hand_barrier_conds: s.hand_barrier_conds,
+        futex_locks: FutexLockLine {
+            words: s.futex_locks.words,
+            acquisitions: s.futex_locks.acquisitions,
+            contended: s.futex_locks.contended,
+            replaced_instructions: s.futex_locks.replaced_instructions,
+            rejected: s.futex_locks.rejected,
+        },
         spin_loops: s
             .spin_loops
             .iter()
@@ -584,6 +608,23 @@ impl TraceReport {
                 s,
                 "barriers built from {} condition variable(s): {} episodes (counted under barrier)",
                 self.hand_barrier_conds, self.hand_barriers
+            );
+        }
+        let f = &self.futex_locks;
+        if f.words > 0 {
+            let _ = writeln!(
+                s,
+                "locks built on futexes: {} word(s), {} acquisitions ({} contended in the traced \
+                 run), replayed as mutexes; {} instructions of attempts and releases replaced",
+                f.words, f.acquisitions, f.contended, f.replaced_instructions
+            );
+        }
+        if f.rejected > 0 {
+            let _ = writeln!(
+                s,
+                "note: {} futex word(s) updated atomically are not locks (their history is not \
+                 0 = free, taken and freed by one thread) and replay as traced",
+                f.rejected
             );
         }
         for w in &self.warnings {

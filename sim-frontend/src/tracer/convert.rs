@@ -23,6 +23,7 @@ use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
 
 use super::decode::{Decoded, X86Decoder};
+use super::futexlock::{self, Atomic, Locks};
 use super::raw::{self, Op, Word};
 use super::srcmap::{Resolver, parse_modules};
 use super::sync::{self, RawMark};
@@ -88,6 +89,24 @@ pub struct Summary {
     pub hand_barrier_conds: usize,
     /// Spin-wait loops (`pause` instructions) traced as work, most pauses first.
     pub spin_loops: Vec<SpinLoop>,
+    /// Locks built on futexes, replayed as mutexes (see `futexlock.rs`).
+    pub futex_locks: FutexLocks,
+}
+
+/// Locks built on futexes that the conversion recognised (see `futexlock.rs`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct FutexLocks {
+    /// Lock words.
+    pub words: usize,
+    /// Their acquisitions.
+    pub acquisitions: u64,
+    /// Acquisitions that failed at least once first in the traced run.
+    pub contended: u64,
+    /// Instructions of their attempts (failed tries, spinning, the acquiring instruction) and
+    /// releasing instructions, replaced by mutex markers.
+    pub replaced_instructions: u64,
+    /// Futex words updated atomically whose history is not a lock's (left alone).
+    pub rejected: usize,
 }
 
 /// A spin-wait loop found in the trace.
@@ -261,6 +280,10 @@ impl Conv<'_> {
 struct FirstPass {
     /// Its markers.
     marks: Vec<RawMark>,
+    /// Per marker, the instructions before it.
+    mark_at: Vec<u64>,
+    /// Its atomic instructions with their values (for `futexlock`).
+    atomics: Vec<Atomic>,
     /// The kept static instructions it executes, in the order it first does, each with the
     /// accesses of that first execution (merged as written).
     statics: Vec<(u32, Vec<MemAccess>)>,
@@ -276,6 +299,8 @@ fn first_pass(dir: &Path, t: u32, raw_tid: u32, hot: &[Hot]) -> Result<FirstPass
     let mut rd = raw::RawReader::new(file);
     let mut out = FirstPass {
         marks: Vec::new(),
+        mark_at: Vec::new(),
+        atomics: Vec::new(),
         statics: Vec::new(),
         sections: Vec::new(),
     };
@@ -284,9 +309,16 @@ fn first_pass(dir: &Path, t: u32, raw_tid: u32, hot: &[Hot]) -> Result<FirstPass
     // The first execution being collected: its index in `out.statics`.
     let mut collecting: Option<usize> = None;
     let mut in_dropped = false;
+    // Instructions so far, the last one's raw index and its last access.
+    let mut execs = 0u64;
+    let mut last_raw = 0u32;
+    let mut last_addr = 0u64;
+    let mut last_size = 0u8;
     while let Some(w) = rd.next_word() {
         match w {
             Word::Exec(raw) => {
+                execs += 1;
+                last_raw = raw;
                 let Some(h) = hot.get(raw as usize) else {
                     // Pass 2 reports it with its place.
                     collecting = None;
@@ -308,6 +340,8 @@ fn first_pass(dir: &Path, t: u32, raw_tid: u32, hot: &[Hot]) -> Result<FirstPass
                 }
             }
             Word::Mem { addr, size, store } => {
+                last_addr = addr;
+                last_size = size;
                 if let Some(i) = collecting
                     && !in_dropped
                 {
@@ -318,7 +352,16 @@ fn first_pass(dir: &Path, t: u32, raw_tid: u32, hot: &[Hot]) -> Result<FirstPass
                     });
                 }
             }
+            Word::Value { value, seq } => out.atomics.push(Atomic {
+                at: execs.saturating_sub(1),
+                raw: last_raw,
+                addr: last_addr,
+                size: last_size,
+                value,
+                seq,
+            }),
             Word::Mark(op) => {
+                out.mark_at.push(execs);
                 out.marks.push(RawMark {
                     op,
                     args: [rd.args[0], rd.args[1], rd.args[2]],
@@ -349,6 +392,7 @@ struct Ctx<'a> {
     tids: &'a [u32],
     hot: &'a [Hot],
     plan: &'a sync::Plan,
+    locks: &'a Locks,
     sidx: &'a [u32],
     sections: &'a HashMap<String, u32>,
     states: &'a HashMap<u32, String>,
@@ -368,6 +412,8 @@ impl Ctx<'_> {
 struct ThreadOut {
     ts: ThreadSummary,
     dropped: u64,
+    /// Instructions of futex-lock attempts left out (see `futexlock`).
+    lock_spin: u64,
     spins: HashMap<u32, (u64, u64, u32)>,
 }
 
@@ -415,6 +461,7 @@ fn second_pass(ctx: &Ctx, t: u32, mut enc: ThreadEncoder) -> Result<ThreadOut, T
     let mut out = ThreadOut {
         ts: ThreadSummary::default(),
         dropped: 0,
+        lock_spin: 0,
         spins: HashMap::new(),
     };
     let mut ts = ThreadSummary::default();
@@ -442,6 +489,12 @@ fn second_pass(ctx: &Ctx, t: u32, mut enc: ThreadEncoder) -> Result<ThreadOut, T
     let mut mark_no = 0usize;
     // Spin-wait detection: instructions since the thread's last `pause`.
     let mut since_pause = u64::MAX;
+    // Futex-lock edits: the next one, and the end of the one being applied.
+    let edits = &ctx.locks.edits[t as usize];
+    let raw_index = &ctx.locks.raw_index[t as usize];
+    let mut next_edit = 0usize;
+    let mut skip_to = 0u64;
+    let mut execs = 0u64;
     loop {
         let Some(w) = rd.next_word() else {
             if let Some(e) = rd.error.take() {
@@ -459,6 +512,35 @@ fn second_pass(ctx: &Ctx, t: u32, mut enc: ThreadEncoder) -> Result<ThreadOut, T
                         format!("instruction #{raw} is missing from static.bin"),
                     ));
                 };
+                let pos = execs;
+                execs += 1;
+                if let Some(e) = edits.get(next_edit)
+                    && e.start <= pos
+                {
+                    // A lock's attempt or a release starts here: the instruction before it
+                    // is complete, then the lock markers take the place of what follows.
+                    next_edit += 1;
+                    skip_to = e.end;
+                    if let Some(p) = cur.take() {
+                        let ph = ctx.hot[p as usize];
+                        merge_pieces(&mut mem, ph.widest as u32);
+                        put_inst(ctx, &mut enc, &mut ts, p, ph, &mem, Some(h.pc))?;
+                    }
+                    for m in queued.drain(..) {
+                        put_marker(&mut enc, &mut ts, m)?;
+                    }
+                    for k in e.first..e.first + e.count {
+                        for &m in ctx.plan.at(t as usize, k as usize) {
+                            put_marker(&mut enc, &mut ts, m)?;
+                        }
+                    }
+                    mem.clear();
+                }
+                if pos < skip_to {
+                    out.lock_spin += 1;
+                    in_dropped = true;
+                    continue;
+                }
                 if !h.keep {
                     out.dropped += 1;
                     in_dropped = true;
@@ -497,8 +579,9 @@ fn second_pass(ctx: &Ctx, t: u32, mut enc: ThreadEncoder) -> Result<ThreadOut, T
                     });
                 }
             }
+            Word::Value { .. } => {}
             Word::Mark(op) => {
-                let k = mark_no;
+                let k = raw_index.get(mark_no).copied().unwrap_or(u32::MAX) as usize;
                 mark_no += 1;
                 ended |= matches!(op, Op::ThreadEnd | Op::MainEnd);
                 let named = match op {
@@ -736,6 +819,8 @@ pub fn convert(dir: &Path, out: &Path, opts: &Options) -> Result<Summary, TraceE
         first_pass(dir, t as u32, tids[t], &hot)
     })?;
     let mut marks: Vec<Vec<RawMark>> = Vec::with_capacity(tids.len());
+    let mut mark_at: Vec<Vec<u64>> = Vec::with_capacity(tids.len());
+    let mut atomics: Vec<Vec<Atomic>> = Vec::with_capacity(tids.len());
     // Static indices, function, file and section names are numbered in the order a serial
     // pass over thread 0, then thread 1, … meets them, whatever the host threads' timing.
     for f in &firsts {
@@ -750,7 +835,15 @@ pub fn convert(dir: &Path, out: &Path, opts: &Options) -> Result<Summary, TraceE
     }
     for f in firsts {
         marks.push(f.marks);
+        mark_at.push(f.mark_at);
+        atomics.push(f.atomics);
     }
+    // Locks built on futexes become mutex markers (futexlock.rs).
+    let locks = futexlock::find(marks, &mark_at, &atomics, |raw| {
+        futexlock::swaps(&statics[raw as usize].code)
+    });
+    drop(atomics);
+    let marks = &locks.marks;
     let mut saw_roi_marker = false;
     let plan = {
         let roi = opts.roi;
@@ -798,7 +891,7 @@ pub fn convert(dir: &Path, out: &Path, opts: &Options) -> Result<Summary, TraceE
                 _ => None,
             }
         };
-        sync::plan(&marks, &mut simple)
+        sync::plan(marks, &mut simple)
     };
     // Pass 2, every thread on its own host thread again: its records, encoded into its own
     // chunks (the thread directory says where each went).
@@ -807,6 +900,7 @@ pub fn convert(dir: &Path, out: &Path, opts: &Options) -> Result<Summary, TraceE
         tids: &tids,
         hot: &hot,
         plan: &plan,
+        locks: &locks,
         sidx: &c.sidx,
         sections: &c.sections,
         states: &states,
@@ -829,6 +923,7 @@ pub fn convert(dir: &Path, out: &Path, opts: &Options) -> Result<Summary, TraceE
     let mut spins: HashMap<u32, (u64, u64, u32)> = HashMap::new();
     for (t, o) in outs.into_iter().enumerate() {
         c.summary.dropped_instructions += o.dropped;
+        c.summary.futex_locks.replaced_instructions += o.lock_spin;
         for (raw, (n, insts, mask)) in o.spins {
             let e = spins.entry(raw).or_insert((0, 0, 0));
             e.0 += n;
@@ -867,6 +962,10 @@ pub fn convert(dir: &Path, out: &Path, opts: &Options) -> Result<Summary, TraceE
         ));
         c.summary.spin_loops.push(line);
     }
+    c.summary.futex_locks.words = locks.words;
+    c.summary.futex_locks.acquisitions = locks.acquisitions;
+    c.summary.futex_locks.contended = locks.contended;
+    c.summary.futex_locks.rejected = locks.rejected;
     if plan.hand_barriers > 0 {
         c.summary.hand_barriers = plan.hand_barriers;
         c.summary.hand_barrier_conds = plan.hand_barrier_conds;

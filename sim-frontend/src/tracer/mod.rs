@@ -5,6 +5,7 @@
 
 pub mod convert;
 pub mod decode;
+pub mod futexlock;
 pub mod inside;
 /// The raw capture protocol (the `isim-trace-protocol` crate, shared with the plugin and the
 /// interposition library).

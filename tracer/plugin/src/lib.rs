@@ -78,6 +78,7 @@ unsafe extern "C" {
     fn qemu_plugin_mem_size_shift(info: u32) -> c_uint;
     fn qemu_plugin_mem_is_store(info: u32) -> bool;
     fn qemu_plugin_outs(s: *const c_char);
+    fn dlsym(handle: *mut c_void, symbol: *const c_char) -> *mut c_void;
 }
 
 /// The plugin API version this plugin was written against (QEMU checks it at load time).
@@ -151,6 +152,93 @@ const FLUSH_AT: usize = 1 << 20;
 /// guest thread at the moment of the call, so the numbers follow the traced run's real order.
 static SEQ: AtomicU64 = AtomicU64::new(0);
 
+/// Taken by every atomic read-modify-write instruction of the process from just before it
+/// executes until its memory access has been reported, so that the value the plugin reads
+/// right after the access is the one that instruction left (no other atomic instruction can
+/// change the word in between), and the values of one word, in sequence order, are its
+/// history. A spin lock, because it is held across two callbacks; waiting is bounded
+/// ([`ATOMIC_PATIENCE`]) so that an instruction whose access never comes (a fault) cannot
+/// stop the others.
+static ATOMIC: AtomicBool = AtomicBool::new(false);
+/// How long an atomic instruction waits for [`ATOMIC`] before it runs without it (its value
+/// may then be another's: the converter checks every word's history and leaves alone a word
+/// whose history is not a lock's).
+const ATOMIC_PATIENCE: std::time::Duration = std::time::Duration::from_millis(20);
+/// Where QEMU keeps the host address of guest address 0 (its exported `guest_base`, set when
+/// it loads the program, after the plugin): user mode maps guest memory at one offset, so the
+/// plugin can read a guest word after an access. `None` if QEMU does not export it; then no
+/// values are recorded.
+static GUEST_BASE: OnceLock<Option<usize>> = OnceLock::new();
+
+fn atomic_lock(t: &mut ThreadState) {
+    if t.atomic_held {
+        return;
+    }
+    let mut spins = 0u32;
+    let mut since: Option<std::time::Instant> = None;
+    while ATOMIC
+        .compare_exchange_weak(false, true, Ordering::Acquire, Ordering::Relaxed)
+        .is_err()
+    {
+        spins += 1;
+        if spins < 256 {
+            std::hint::spin_loop();
+            continue;
+        }
+        let start = *since.get_or_insert_with(std::time::Instant::now);
+        if start.elapsed() > ATOMIC_PATIENCE {
+            return;
+        }
+        std::thread::yield_now();
+    }
+    t.atomic_held = true;
+}
+
+fn atomic_unlock(t: &mut ThreadState) {
+    if t.atomic_held {
+        t.atomic_held = false;
+        ATOMIC.store(false, Ordering::Release);
+    }
+}
+
+/// Whether `code` is an atomic read-modify-write of memory: a `lock` prefix, or `xchg` with a
+/// memory operand (atomic without the prefix).
+fn atomic_rmw(code: &[u8]) -> bool {
+    let mut i = 0;
+    while let Some(&b) = code.get(i) {
+        match b {
+            0xf0 => return true,
+            0x26 | 0x2e | 0x36 | 0x3e | 0x64 | 0x65 | 0x66 | 0x67 | 0xf2 | 0xf3 | 0x40..=0x4f => {
+                i += 1
+            }
+            0x86 | 0x87 => return code.get(i + 1).is_some_and(|m| m >> 6 != 3),
+            _ => return false,
+        }
+    }
+    false
+}
+
+/// Reads the guest word of `1 << shift` bytes at `vaddr`, zero-extended.
+fn guest_word(vaddr: u64, shift: u32) -> Option<u64> {
+    let at = (*GUEST_BASE.get()?)?;
+    // SAFETY: `at` is the address of QEMU's `guest_base` variable, fixed once the program is
+    // loaded (before any guest instruction runs).
+    let base = unsafe { std::ptr::read_volatile(at as *const usize) };
+    let p = base.wrapping_add(vaddr as usize);
+    // SAFETY: the guest has just accessed these bytes at this address (user mode maps guest
+    // memory at `guest_base`, and the mapping cannot go away while the accessing thread is
+    // in this callback); volatile, since other threads may write the word.
+    unsafe {
+        Some(match shift {
+            0 => std::ptr::read_volatile(p as *const u8) as u64,
+            1 => std::ptr::read_volatile(p as *const u16) as u64,
+            2 => std::ptr::read_volatile(p as *const u32) as u64,
+            3 => std::ptr::read_volatile(p as *const u64),
+            _ => return None,
+        })
+    }
+}
+
 /// Per vCPU: whether another thread may write out this one's buffer at process exit.
 /// [`ACTIVE`]: only the owner touches it. [`PARKED`]: the owner is inside an untraced call
 /// (a synchronization wait, an idle thread pool) and writes nothing until it claims the state
@@ -164,6 +252,8 @@ const TAKEN: u8 = 2;
 struct ThreadState {
     /// Flags of this thread's last `clone` call (to tell a fork from a thread creation).
     clone_flags: u64,
+    /// This thread holds [`ATOMIC`] (between an atomic instruction's start and its access).
+    atomic_held: bool,
     /// A futex wait of traced code is in progress (its result becomes a `Done` marker).
     futex_wait: bool,
     tid: u32,
@@ -179,6 +269,7 @@ impl ThreadState {
     const fn new() -> Self {
         ThreadState {
             clone_flags: 0,
+            atomic_held: false,
             futex_wait: false,
             tid: u32::MAX,
             recording: false,
@@ -381,6 +472,32 @@ extern "C" fn on_mem(vcpu: c_uint, info: u32, vaddr: u64, _udata: *mut c_void) {
     })
 }
 
+/// An atomic instruction starts: take [`ATOMIC`], then as [`on_exec`].
+extern "C" fn on_exec_atomic(vcpu: c_uint, udata: *mut c_void) {
+    with_state(vcpu, atomic_lock);
+    on_exec(vcpu, udata);
+}
+
+/// An atomic instruction's access: as [`on_mem`], then its value and sequence number, and
+/// [`ATOMIC`] released.
+extern "C" fn on_mem_atomic(vcpu: c_uint, info: u32, vaddr: u64, udata: *mut c_void) {
+    on_mem(vcpu, info, vaddr, udata);
+    with_state(vcpu, |t| {
+        if !t.atomic_held {
+            return;
+        }
+        if t.recording {
+            // SAFETY: a plain query of the opaque info word.
+            let shift = unsafe { qemu_plugin_mem_size_shift(info) };
+            if let Some(v) = guest_word(vaddr, shift) {
+                let seq = SEQ.fetch_add(1, Ordering::SeqCst);
+                t.enc.value(&mut t.buf, v, seq);
+            }
+        }
+        atomic_unlock(t);
+    })
+}
+
 #[allow(clippy::too_many_arguments)]
 extern "C" fn on_syscall(
     _id: PluginId,
@@ -395,6 +512,8 @@ extern "C" fn on_syscall(
     _a7: u64,
     _a8: u64,
 ) {
+    // An atomic instruction whose access never came (it faulted) holds the lock no longer.
+    with_state(vcpu, atomic_unlock);
     if !claim(vcpu) {
         return;
     }
@@ -554,6 +673,9 @@ extern "C" fn on_syscall_ret(_id: PluginId, vcpu: c_uint, num: i64, ret: i64) {
         // In the child: stop recording, and never write to the parent's files.
         FORKED_CHILD.store(true, Ordering::Relaxed);
         STOPPED.store(true, Ordering::Relaxed);
+        // Only this thread exists in the child: a lock another thread held at the fork has no
+        // owner here.
+        ATOMIC.store(false, Ordering::Release);
         with_state(vcpu, |t| {
             t.recording = false;
             t.file = None;
@@ -634,10 +756,17 @@ extern "C" fn on_trans(_id: PluginId, tb: *mut Tb) {
             }
         };
         let udata = idx as usize as *mut c_void;
+        // SAFETY: QEMU guarantees `size` readable bytes at `data`.
+        let atomic = atomic_rmw(unsafe { std::slice::from_raw_parts(data, size) });
+        let (exec_cb, mem_cb): (UdataCb, MemCb) = if atomic {
+            (on_exec_atomic, on_mem_atomic)
+        } else {
+            (on_exec, on_mem)
+        };
         // SAFETY: registering callbacks on an instruction of the block being translated.
         unsafe {
-            qemu_plugin_register_vcpu_insn_exec_cb(insn, on_exec, CB_NO_REGS, udata);
-            qemu_plugin_register_vcpu_mem_cb(insn, on_mem, CB_NO_REGS, MEM_RW, udata);
+            qemu_plugin_register_vcpu_insn_exec_cb(insn, exec_cb, CB_NO_REGS, udata);
+            qemu_plugin_register_vcpu_mem_cb(insn, mem_cb, CB_NO_REGS, MEM_RW, udata);
         }
     }
 }
@@ -711,6 +840,10 @@ pub unsafe extern "C" fn qemu_plugin_install(
     if GLOBAL.set(g).is_err() {
         return 1;
     }
+    // SAFETY: looks up a data symbol of the QEMU executable (RTLD_DEFAULT is the null handle
+    // in glibc); it is read only when guest code runs.
+    let at = unsafe { dlsym(std::ptr::null_mut(), c"guest_base".as_ptr()) };
+    let _ = GUEST_BASE.set((!at.is_null()).then_some(at as usize));
     // SAFETY: registering this plugin's callbacks.
     unsafe {
         qemu_plugin_register_vcpu_tb_trans_cb(id, on_trans);

@@ -142,6 +142,11 @@ impl Op {
 ///   `address − last` and its last the address. Slots start at (0, 0).
 /// * **mark** (`2`): bits 2–7 = the [`Op`], then [`Op::nargs`] arguments and the marker's
 ///   sequence number, 8 bytes little-endian each.
+/// * **value** (`3`, the byte `3` alone, then two LEB128 numbers): the value in memory just
+///   after the last access of an atomic read-modify-write instruction (`lock`-prefixed, or
+///   `xchg` with memory), and a sequence number from the markers' counter. The plugin reads it
+///   while it holds a lock that every atomic instruction of the process takes, so the values
+///   of one address, in sequence order, are the history of that word under atomic updates.
 pub mod word {
     /// Kind of an exec event.
     pub const EXEC: u8 = 0;
@@ -149,6 +154,8 @@ pub mod word {
     pub const MEM: u8 = 1;
     /// Kind of a marker.
     pub const MARK: u8 = 2;
+    /// Kind of an atomic instruction's value.
+    pub const VALUE: u8 = 3;
     /// Mem: the access is at its predicted address.
     pub const HIT: u8 = 1 << 6;
 }
@@ -251,6 +258,13 @@ impl RawEncoder {
         slot.0 = addr;
     }
 
+    /// The value at the last access of an atomic instruction after it, and its sequence number.
+    pub fn value(&mut self, buf: &mut Vec<u8>, value: u64, seq: u64) {
+        buf.push(word::VALUE);
+        put_leb(buf, value);
+        put_leb(buf, seq);
+    }
+
     /// A marker with its arguments (the first [`Op::nargs`]) and sequence number.
     pub fn mark(&mut self, buf: &mut Vec<u8>, op: Op, args: &[u64], seq: u64) {
         buf.push((op as u8) << 2 | word::MARK);
@@ -281,6 +295,14 @@ pub enum Word {
     /// happened before another's in the traced run, its number is smaller. The converter
     /// derives replay's happens-before edges from these numbers.
     Mark(Op),
+    /// The value in memory after the preceding atomic instruction's access, with a sequence
+    /// number from the markers' counter (see [`word`]).
+    Value {
+        /// The value (the access's size, zero-extended).
+        value: u64,
+        /// Its sequence number.
+        seq: u64,
+    },
 }
 
 /// Decodes the words of a raw file held in memory (see [`RawReader`]), with each marker's
@@ -312,8 +334,8 @@ pub struct RawReader<R> {
     pub error: Option<String>,
 }
 
-/// The longest exec or mem event: a kind byte and a 64-bit LEB128 value.
-const MAX_EVENT: usize = 11;
+/// The longest exec, mem or value event: a kind byte and two 64-bit LEB128 numbers.
+const MAX_EVENT: usize = 21;
 
 impl<R: std::io::Read> RawReader<R> {
     /// A reader over `inner`.
@@ -441,6 +463,12 @@ impl<R: std::io::Read> RawReader<R> {
                     size: 1u8 << ((b >> 2) & 7),
                     store: (b >> 5) & 1 == 1,
                 })
+            }
+            word::VALUE if b == word::VALUE => {
+                let value = self.leb(&mut p)?;
+                let seq = self.leb(&mut p)?;
+                self.pos = p;
+                Some(Word::Value { value, seq })
             }
             _ => self.mark(b),
         }
@@ -570,6 +598,19 @@ mod tests {
                         None,
                     ));
                     ends.push(b.len());
+                    if i % 7 == 0 {
+                        // An atomic's value: small, and the largest a word can hold.
+                        let v = if i % 14 == 0 { u64::MAX } else { i };
+                        e.value(&mut b, v, 1 << 40 | i);
+                        want.push((
+                            Word::Value {
+                                value: v,
+                                seq: 1 << 40 | i,
+                            },
+                            None,
+                        ));
+                        ends.push(b.len());
+                    }
                 }
             }
             if i % 50 == 0 {
@@ -596,13 +637,18 @@ mod tests {
         };
         assert_eq!(read(&b), want);
         // The common events are one byte each: 3 execs and a strided load per iteration,
-        // the random store apart.
-        assert!(b.len() < 200 * 4 + 200 * 11 + 4 * 80, "{} bytes", b.len());
+        // the random store and the values apart.
+        assert!(
+            b.len() < 200 * 4 + 200 * 11 + 4 * 80 + 29 * 21,
+            "{} bytes",
+            b.len()
+        );
         for cut in 0..b.len() {
             let n = ends.iter().take_while(|&&e| e <= cut).count();
             assert_eq!(read(&b[..cut]), want[..n], "cut at {cut}");
         }
-        assert!(decode(&[3], |_, _| {}).is_err());
+        // Kind 3 is a value event only as the byte 3 itself.
+        assert!(decode(&[7], |_, _| {}).is_err());
         assert_eq!(Op::from_syscall(SYS_BASE + 6), Some(Op::Barrier));
         assert_eq!(Op::from_syscall(60), None);
     }

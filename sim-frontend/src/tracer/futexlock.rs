@@ -1,0 +1,538 @@
+//! Locks built directly on futexes (Rust's `std::sync::Mutex`, glibc's internal locks behind
+//! `malloc` and `stdio`, hand-built futex mutexes), found in the atomic instructions of a
+//! capture and turned into mutex markers, so that replay arbitrates them in simulated time
+//! like pthread mutexes (docs/tracing.md, "How synchronization replays").
+//!
+//! **Input.** Per thread: its raw markers with the number of instructions executed before
+//! each, and its atomic read-modify-write instructions (`lock`-prefixed, `xchg` with memory)
+//! with the address, the value the word held just after, and a sequence number from the
+//! markers' counter (the plugin takes one lock around every atomic instruction of the
+//! process, so the values of one word in sequence order are its history, each instruction's
+//! value before being the previous one's after).
+//!
+//! **A lock word** holds 0 when free. Its history, in sequence order, must read as a lock's:
+//! an *acquisition* turns 0 into non-zero (a successful compare-and-swap or swap) with no
+//! holder; a *release* by the holder leaves 0 (Rust's and glibc's unlock swap in 0); any other
+//! thread's instruction on a held word leaves it non-zero (a failed attempt: a compare-and-swap
+//! that found it taken, the swap to "contended" before a futex wait). Anything else (a holder
+//! changing the word without freeing it, a non-holder freeing it, a history with a plain store
+//! in it) means the word is not such a lock, and it is left alone. A word is taken as a lock
+//! if its history reads so and it is a futex word (some thread waited on or woke it), or if an
+//! instruction that acquires a lock found that way also acquires it (another instance of the
+//! same lock type that never blocked in the traced run). Not recognised: locks released by a
+//! plain store (a test-and-set spin lock's `store(0)`), read/write locks and semaphores (whose
+//! free state is not 0, or which several threads hold at once), and words the untraced part
+//! of the program also updates.
+//!
+//! **Rewriting.** An acquisition becomes a `MutexLock` marker with its `Done`, placed where
+//! the thread's attempt began: the acquiring instruction and the failed attempts before it
+//! (each within [`SPIN_GAP`] instructions of the next, or separated from it by a futex wait
+//! on the word), with the spinning and futex waiting between them, are left out; replay's
+//! mutex arbitration decides the wait and performs the lock word's atomic write itself. A
+//! release becomes a `MutexUnlock` and its `Done` in place of the releasing instruction. The
+//! futex waits and wakes of a lock word are dropped: the mutex markers replace them.
+
+use std::collections::{HashMap, HashSet};
+
+use super::raw::Op;
+use super::sync::RawMark;
+
+/// Most instructions between two failed attempts of one acquisition (the spinning between
+/// them: Rust spins 100 times, a few instructions each, before it waits on the futex).
+pub const SPIN_GAP: u64 = 4096;
+
+/// An atomic read-modify-write instruction of a thread.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Atomic {
+    /// Its position: instructions of the thread before it.
+    pub at: u64,
+    /// Its raw static index (which instruction it is).
+    pub raw: u32,
+    /// The address of its access.
+    pub addr: u64,
+    /// The access's size in bytes.
+    pub size: u8,
+    /// The value there just after it.
+    pub value: u64,
+    /// Its sequence number.
+    pub seq: u64,
+}
+
+/// Instructions of a thread to leave out, with the markers that replace them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Edit {
+    /// First instruction left out (position in the thread's stream).
+    pub start: u64,
+    /// First instruction kept after it.
+    pub end: u64,
+    /// The replacing markers: indices `first..first + count` of the thread's marker list.
+    pub first: u32,
+    /// How many.
+    pub count: u32,
+}
+
+/// What [`find`] returns.
+#[derive(Debug, Default)]
+pub struct Locks {
+    /// Per thread, its markers with the lock words' futex operations removed and the lock
+    /// markers added, in program order (what `sync::plan` plans).
+    pub marks: Vec<Vec<RawMark>>,
+    /// Per thread, per raw marker: its index in `marks`, or `u32::MAX` if removed.
+    pub raw_index: Vec<Vec<u32>>,
+    /// Per thread, its edits in stream order.
+    pub edits: Vec<Vec<Edit>>,
+    /// Lock words recognised.
+    pub words: usize,
+    /// Their acquisitions.
+    pub acquisitions: u64,
+    /// Acquisitions with at least one failed attempt before them.
+    pub contended: u64,
+    /// Futex words with atomic instructions whose history is not a lock's (left alone).
+    pub rejected: usize,
+}
+
+/// Whether `code` is an `xchg` with memory (after any prefixes).
+pub fn swaps(code: &[u8]) -> bool {
+    let mut i = 0;
+    while let Some(&b) = code.get(i) {
+        match b {
+            0xf0 | 0x26 | 0x2e | 0x36 | 0x3e | 0x64 | 0x65 | 0x66 | 0x67 | 0xf2 | 0xf3 => i += 1,
+            0x40..=0x4f => i += 1,
+            0x86 | 0x87 => return code.get(i + 1).is_some_and(|m| m >> 6 != 3),
+            _ => return false,
+        }
+    }
+    false
+}
+
+/// One lock episode of a thread: attempt start, acquisition, release (indices into the
+/// thread's atomics).
+struct Episode {
+    start: usize,
+    acquire: usize,
+    release: Option<usize>,
+}
+
+/// The role of each instruction of a word's history, or `None` if it is no lock's history.
+/// `events` are (sequence number, thread, index in its atomics), in sequence order.
+fn roles(events: &[(u64, u32, usize)], atomics: &[Vec<Atomic>]) -> Option<Vec<Role>> {
+    let mut holder: Option<u32> = None;
+    let mut value = 0u64;
+    let mut out = Vec::with_capacity(events.len());
+    for &(_, t, i) in events {
+        let after = atomics[t as usize][i].value;
+        let role = match holder {
+            None if value == 0 && after != 0 => {
+                holder = Some(t);
+                Role::Acquire
+            }
+            Some(h) if h == t && after == 0 => {
+                holder = None;
+                Role::Release
+            }
+            Some(h) if h != t && value != 0 && after != 0 => Role::Failed,
+            _ => return None,
+        };
+        value = after;
+        out.push(role);
+    }
+    Some(out)
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Role {
+    Acquire,
+    Release,
+    Failed,
+}
+
+/// Finds the lock words and rewrites each thread's markers (see the module docs).
+/// `marks[t]` are thread `t`'s raw markers, `mark_at[t]` the position of each, `atomics[t]`
+/// its atomic instructions in order.
+/// `is_swap(raw)` says whether instruction `raw` is an `xchg`.
+pub fn find(
+    marks: Vec<Vec<RawMark>>,
+    mark_at: &[Vec<u64>],
+    atomics: &[Vec<Atomic>],
+    is_swap: impl Fn(u32) -> bool,
+) -> Locks {
+    let n = marks.len();
+    let futex: HashSet<u64> = marks
+        .iter()
+        .flatten()
+        .filter(|m| matches!(m.op, Op::FutexWait | Op::FutexWake))
+        .map(|m| m.args[0])
+        .collect();
+    let mut by_word: HashMap<u64, Vec<(u64, u32, usize)>> = HashMap::new();
+    for (t, a) in atomics.iter().enumerate() {
+        for (i, x) in a.iter().enumerate() {
+            by_word
+                .entry(x.addr)
+                .or_default()
+                .push((x.seq, t as u32, i));
+        }
+    }
+    let mut words: Vec<u64> = by_word.keys().copied().collect();
+    words.sort_unstable();
+    for w in &words {
+        by_word.get_mut(w).expect("listed").sort_unstable();
+    }
+    let mut out = Locks::default();
+    // Lock words with the role of each instruction of their history.
+    let mut locks: Vec<(u64, Vec<Role>)> = Vec::new();
+    let mut acquirers: HashSet<u32> = HashSet::new();
+    // Futex wakes by word: (thread, sequence number).
+    let mut wakes: HashMap<u64, Vec<(u32, u64)>> = HashMap::new();
+    for (t, ms) in marks.iter().enumerate() {
+        for m in ms.iter().filter(|m| m.op == Op::FutexWake) {
+            wakes.entry(m.args[0]).or_default().push((t as u32, m.seq));
+        }
+    }
+    let lock_like = |w: u64, r: &[Role]| {
+        let ev = &by_word[&w];
+        let mut takers: Vec<u32> = ev
+            .iter()
+            .zip(r)
+            .filter(|(_, role)| **role == Role::Acquire)
+            .map(|(e, _)| e.1)
+            .collect();
+        takers.sort_unstable();
+        takers.dedup();
+        // A lock is taken by several threads (a thread parker is "taken" by its owner only),
+        // and its futex is woken by a thread that has just released it.
+        if takers.len() < 2 {
+            return false;
+        }
+        let Some(ws) = wakes.get(&w) else {
+            return true;
+        };
+        // Per thread, its instructions on the word: (sequence number, role).
+        let mut per: HashMap<u32, Vec<(u64, Role)>> = HashMap::new();
+        for (e, &role) in ev.iter().zip(r) {
+            per.entry(e.1).or_default().push((e.0, role));
+        }
+        ws.iter().all(|&(t, seq)| {
+            per.get(&t).is_some_and(|l| {
+                let i = l.partition_point(|x| x.0 < seq);
+                i > 0 && l[i - 1].1 == Role::Release
+            })
+        })
+    };
+    for &w in words.iter().filter(|w| futex.contains(w)) {
+        match roles(&by_word[&w], atomics).filter(|r| lock_like(w, r)) {
+            Some(r) => {
+                for (&(_, t, i), role) in by_word[&w].iter().zip(&r) {
+                    if *role == Role::Acquire {
+                        acquirers.insert(atomics[t as usize][i].raw);
+                    }
+                }
+                locks.push((w, r));
+            }
+            None => out.rejected += 1,
+        }
+    }
+    // Words no thread waited on: another instance of the same lock code, or a futex mutex's
+    // signature (a 32-bit word freed by swapping in 0, as Rust's and glibc's mutexes are), so
+    // that a lock is one whether or not it happened to block in the traced run.
+    for &w in words.iter().filter(|w| !futex.contains(w)) {
+        let ev = &by_word[&w];
+        let Some(r) = roles(ev, atomics).filter(|r| lock_like(w, r)) else {
+            continue;
+        };
+        let at = |e: &(u64, u32, usize)| atomics[e.1 as usize][e.2];
+        let by_lock_code = ev
+            .iter()
+            .zip(&r)
+            .any(|(e, role)| *role == Role::Acquire && acquirers.contains(&at(e).raw));
+        let signature = ev.iter().all(|e| at(e).size == 4)
+            && ev
+                .iter()
+                .zip(&r)
+                .all(|(e, role)| *role != Role::Release || is_swap(at(e).raw));
+        if by_lock_code || signature {
+            locks.push((w, r));
+        }
+    }
+    out.words = locks.len();
+
+    // Per thread: its episodes (word, episode), and the futex markers to remove.
+    let mut episodes: Vec<Vec<(u64, Episode)>> = (0..n).map(|_| Vec::new()).collect();
+    let lock_set: HashSet<u64> = locks.iter().map(|l| l.0).collect();
+    for (w, r) in &locks {
+        // Each thread's instructions on the word, in its program order (= sequence order).
+        let mut per: Vec<Vec<(usize, Role)>> = (0..n).map(|_| Vec::new()).collect();
+        for (&(_, t, i), &role) in by_word[w].iter().zip(r) {
+            per[t as usize].push((i, role));
+        }
+        for (t, list) in per.iter().enumerate() {
+            // Futex waits of this thread on the word, by position.
+            let waits: Vec<u64> = marks[t]
+                .iter()
+                .zip(&mark_at[t])
+                .filter(|(m, _)| m.op == Op::FutexWait && m.args[0] == *w)
+                .map(|(_, &at)| at)
+                .collect();
+            let at = |i: usize| atomics[t][i].at;
+            let mut failed: Vec<usize> = Vec::new();
+            for &(i, role) in list {
+                match role {
+                    Role::Failed => failed.push(i),
+                    Role::Release => {
+                        if let Some(e) = episodes[t].last_mut()
+                            && e.0 == *w
+                            && e.1.release.is_none()
+                        {
+                            e.1.release = Some(i);
+                        }
+                        failed.clear();
+                    }
+                    Role::Acquire => {
+                        // Chain back the failed attempts that are part of this one.
+                        let mut start = i;
+                        for &f in failed.iter().rev() {
+                            let near = at(start) - at(f) <= SPIN_GAP;
+                            // A wait at a position in [at(f), at(start)] (positions sorted).
+                            let k = waits.partition_point(|&x| x < at(f));
+                            let waited = waits.get(k).is_some_and(|&x| x <= at(start));
+                            if !(near || waited) {
+                                break;
+                            }
+                            start = f;
+                        }
+                        out.acquisitions += 1;
+                        out.contended += (start != i) as u64;
+                        failed.clear();
+                        episodes[t].push((
+                            *w,
+                            Episode {
+                                start,
+                                acquire: i,
+                                release: None,
+                            },
+                        ));
+                    }
+                }
+            }
+        }
+    }
+
+    // The new marker lists and the edits.
+    for (t, ms) in marks.into_iter().enumerate() {
+        // (position, 0 = raw / 1 = added, order, marker, edit end)
+        let mut items: Vec<(u64, u8, usize, RawMark, u64)> = Vec::with_capacity(ms.len());
+        let mut removed = vec![false; ms.len()];
+        for (k, m) in ms.iter().enumerate() {
+            let lock_futex =
+                matches!(m.op, Op::FutexWait | Op::FutexWake) && lock_set.contains(&m.args[0]);
+            if lock_futex {
+                removed[k] = true;
+                // A wait's result goes with it.
+                if m.op == Op::FutexWait
+                    && let Some(d) = ms.get(k + 1)
+                    && d.op == Op::Done
+                {
+                    removed[k + 1] = true;
+                }
+            }
+        }
+        for (k, m) in ms.iter().enumerate() {
+            if !removed[k] {
+                items.push((mark_at[t][k], 0, k, *m, 0));
+            }
+        }
+        let a = &atomics[t];
+        let mark = |op, arg: u64, seq| RawMark {
+            op,
+            args: [arg, 0, 0],
+            seq,
+        };
+        for (j, (w, e)) in episodes[t].iter().enumerate() {
+            let (s, q) = (a[e.start], a[e.acquire]);
+            items.push((s.at, 1, 4 * j, mark(Op::MutexLock, *w, s.seq), q.at + 1));
+            items.push((s.at, 1, 4 * j + 1, mark(Op::Done, 0, q.seq), q.at + 1));
+            if let Some(r) = e.release {
+                let r = a[r];
+                items.push((
+                    r.at,
+                    1,
+                    4 * j + 2,
+                    mark(Op::MutexUnlock, *w, r.seq),
+                    r.at + 1,
+                ));
+                items.push((r.at, 1, 4 * j + 3, mark(Op::Done, 0, r.seq), r.at + 1));
+            }
+        }
+        items.sort_unstable_by_key(|x| (x.0, x.1, x.2));
+        let mut list = Vec::with_capacity(items.len());
+        let mut index = vec![u32::MAX; ms.len()];
+        let mut edits: Vec<Edit> = Vec::new();
+        for (at, kind, k, m, end) in items {
+            let here = list.len() as u32;
+            list.push(m);
+            if kind == 0 {
+                index[k] = here;
+            } else if let Some(e) = edits.last_mut()
+                && e.start == at
+                && e.end == end
+            {
+                e.count += 1;
+            } else {
+                edits.push(Edit {
+                    start: at,
+                    end,
+                    first: here,
+                    count: 1,
+                });
+            }
+        }
+        out.marks.push(list);
+        out.raw_index.push(index);
+        out.edits.push(edits);
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn atomic(at: u64, raw: u32, addr: u64, value: u64, seq: u64) -> Atomic {
+        Atomic {
+            at,
+            raw,
+            addr,
+            size: 4,
+            value,
+            seq,
+        }
+    }
+
+    /// Instruction 2 of the tests is the releasing swap.
+    fn swap(raw: u32) -> bool {
+        raw == 2
+    }
+
+    fn raw(op: Op, a: u64, seq: u64) -> RawMark {
+        RawMark {
+            op,
+            args: [a, 0, 0],
+            seq,
+        }
+    }
+
+    /// Two threads on a Rust-style futex mutex at 0x100: thread 0 takes it at once; thread 1
+    /// fails, spins, swaps in 2, waits on the futex, and takes it after thread 0's release
+    /// woke it. A second word (0x200) taken by the same instruction never blocked: it is a
+    /// lock too. A counter (0x300) that only grows is not.
+    #[test]
+    fn a_contended_futex_mutex_becomes_lock_markers_and_its_spinning_is_left_out() {
+        const W: u64 = 0x100;
+        let a0 = vec![
+            atomic(10, 1, W, 1, 1),      // acquire (cas 0 -> 1)
+            atomic(50, 2, W, 0, 5),      // release (swap 0; it was 2): then a futex wake
+            atomic(60, 1, 0x200, 1, 8),  // acquire another instance
+            atomic(70, 2, 0x200, 0, 9),  // release
+            atomic(80, 3, 0x300, 1, 10), // counter
+        ];
+        let a1 = vec![
+            atomic(5, 1, W, 1, 2),        // failed cas (held)
+            atomic(105, 4, W, 2, 3),      // swap 2: failed, then futex wait
+            atomic(200, 4, W, 2, 7),      // swap 2 after the wake: acquires (it was 0)
+            atomic(230, 2, W, 0, 11),     // release
+            atomic(240, 3, 0x300, 2, 12), // counter
+            atomic(300, 1, 0x200, 1, 13), // the other instance, here too
+            atomic(310, 2, 0x200, 0, 14),
+        ];
+        let m0 = vec![raw(Op::FutexWake, W, 6), raw(Op::Done, 0, 6)];
+        let m1 = vec![raw(Op::FutexWait, W, 4), raw(Op::Done, 0, 7)];
+        let mark_at = vec![vec![51, 51], vec![106, 190]];
+        let l = find(vec![m0, m1], &mark_at, &[a0, a1], swap);
+        assert_eq!(
+            (l.words, l.acquisitions, l.contended, l.rejected),
+            (2, 4, 1, 0)
+        );
+        // Thread 1: its wait is gone; lock at its first attempt (5) up to the acquisition.
+        assert_eq!(l.raw_index[1], vec![u32::MAX, u32::MAX]);
+        let ops: Vec<(Op, u64, u64)> = l.marks[1]
+            .iter()
+            .map(|m| (m.op, m.args[0], m.seq))
+            .collect();
+        assert_eq!(
+            ops,
+            vec![
+                (Op::MutexLock, W, 2),
+                (Op::Done, 0, 7),
+                (Op::MutexUnlock, W, 11),
+                (Op::Done, 0, 11),
+                (Op::MutexLock, 0x200, 13),
+                (Op::Done, 0, 13),
+                (Op::MutexUnlock, 0x200, 14),
+                (Op::Done, 0, 14)
+            ]
+        );
+        let edit = |start, end, first| Edit {
+            start,
+            end,
+            first,
+            count: 2,
+        };
+        assert_eq!(
+            l.edits[1],
+            vec![
+                edit(5, 201, 0),
+                edit(230, 231, 2),
+                edit(300, 301, 4),
+                edit(310, 311, 6)
+            ]
+        );
+        // Thread 0: its wake is gone (the unlock replaces it), both words are locked.
+        let ops0: Vec<Op> = l.marks[0].iter().map(|m| m.op).collect();
+        assert_eq!(ops0.iter().filter(|&&o| o == Op::MutexLock).count(), 2);
+        assert!(!ops0.contains(&Op::FutexWake));
+        assert_eq!(l.edits[0][0].start, 10);
+        assert_eq!(l.edits[0][0].end, 11);
+    }
+
+    /// A word whose holder changes it without freeing it, or that a non-holder frees, is no
+    /// lock: its futex markers stay and nothing is rewritten.
+    #[test]
+    fn a_futex_word_whose_history_is_not_a_locks_is_left_alone() {
+        const W: u64 = 0x100;
+        // A semaphore-like word: thread 0 raises it to 1, thread 1 brings it to 0.
+        let a0 = vec![atomic(10, 1, W, 1, 1)];
+        let a1 = vec![atomic(20, 2, W, 0, 3)];
+        let m1 = vec![raw(Op::FutexWait, W, 2), raw(Op::Done, 0, 4)];
+        let l = find(vec![vec![], m1], &[vec![], vec![15, 18]], &[a0, a1], swap);
+        assert_eq!((l.words, l.rejected), (0, 1));
+        assert_eq!(l.raw_index[1], vec![0, 1]);
+        assert!(l.edits.iter().all(Vec::is_empty));
+    }
+
+    /// Rust's thread parker reads like a lock its owner takes (0 → -1 when it parks, back to 0
+    /// when it wakes), and another thread's unpark like a failed attempt followed by a wake:
+    /// taken by one thread, woken by a non-releaser, it is no lock.
+    #[test]
+    fn a_thread_parker_is_no_lock() {
+        const W: u64 = 0x100;
+        let a0 = vec![atomic(10, 1, W, u32::MAX as u64, 1), atomic(30, 2, W, 0, 5)];
+        let a1 = vec![atomic(20, 3, W, 1, 3)];
+        let m0 = vec![raw(Op::FutexWait, W, 2), raw(Op::Done, 0, 4)];
+        let m1 = vec![raw(Op::FutexWake, W, 4)];
+        let l = find(vec![m0, m1], &[vec![11, 11], vec![21]], &[a0, a1], swap);
+        assert_eq!((l.words, l.rejected), (0, 1));
+        assert_eq!(l.raw_index, vec![vec![0, 1], vec![0]]);
+    }
+
+    /// A failed attempt long before the acquisition (a `try_lock` that gave up, then other
+    /// work) is not part of it and stays in the stream.
+    #[test]
+    fn a_failed_attempt_far_before_the_acquisition_is_kept() {
+        const W: u64 = 0x100;
+        let a0 = vec![atomic(10, 1, W, 1, 1), atomic(20_000, 2, W, 0, 4)];
+        let a1 = vec![atomic(100, 1, W, 1, 2), atomic(50_000, 1, W, 1, 6)];
+        let m0 = vec![raw(Op::FutexWake, W, 5)];
+        let l = find(vec![m0, vec![]], &[vec![21_000], vec![]], &[a0, a1], swap);
+        assert_eq!((l.words, l.acquisitions, l.contended), (1, 2, 0));
+        assert_eq!(l.edits[1][0].start, 50_000);
+    }
+}
