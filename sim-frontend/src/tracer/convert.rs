@@ -276,6 +276,55 @@ impl Conv<'_> {
     }
 }
 
+/// A created thread's own stack (and the thread-local storage glibc keeps in the same block),
+/// moved to an address range of its own: the C library hands a finished thread's stack to the
+/// next thread it creates, so whether two threads had the same stack addresses depends on
+/// whether the first had ended when the second was created in the traced run — an accident
+/// of the host's scheduling. Replay, which may run them at once, would make them share cache
+/// lines they never shared (each call and local variable a coherence miss). The thread's own
+/// accesses to its stack go to `STACK_BASE + t · 2^36` plus the address's low 36 bits (so
+/// every cache set and page offset is unchanged); other threads' accesses to it (a pointer to
+/// a local variable handed to another thread) keep the traced address.
+#[derive(Clone, Copy)]
+struct OwnStack {
+    lo: u64,
+    hi: u64,
+    base: u64,
+}
+
+/// Above every user-space address (x86-64 user addresses are below 2^47).
+const STACK_BASE: u64 = 1 << 47;
+const STACK_LOW: u64 = (1 << 36) - 1;
+
+impl OwnStack {
+    const NONE: OwnStack = OwnStack {
+        lo: 0,
+        hi: 0,
+        base: 0,
+    };
+
+    /// Thread `t`'s stack `[lo, hi)` (the main thread's, `t` = 0, stays: no thread reuses it).
+    fn new(t: u32, lo: u64, hi: u64) -> OwnStack {
+        if t == 0 || lo >= hi || hi - lo > STACK_LOW {
+            return OwnStack::NONE;
+        }
+        OwnStack {
+            lo,
+            hi,
+            base: STACK_BASE + ((t as u64) << 36),
+        }
+    }
+
+    #[inline(always)]
+    fn map(&self, addr: u64) -> u64 {
+        if addr.wrapping_sub(self.lo) < self.hi - self.lo {
+            self.base + (addr & STACK_LOW)
+        } else {
+            addr
+        }
+    }
+}
+
 /// What pass 1 finds in one thread's capture.
 struct FirstPass {
     /// Its markers.
@@ -314,6 +363,7 @@ fn first_pass(dir: &Path, t: u32, raw_tid: u32, hot: &[Hot]) -> Result<FirstPass
     let mut last_raw = 0u32;
     let mut last_addr = 0u64;
     let mut last_size = 0u8;
+    let mut stack = OwnStack::NONE;
     while let Some(w) = rd.next_word() {
         match w {
             Word::Exec(raw) => {
@@ -346,7 +396,7 @@ fn first_pass(dir: &Path, t: u32, raw_tid: u32, hot: &[Hot]) -> Result<FirstPass
                     && !in_dropped
                 {
                     out.statics[i].1.push(MemAccess {
-                        addr,
+                        addr: stack.map(addr),
                         size,
                         write: store,
                     });
@@ -361,6 +411,9 @@ fn first_pass(dir: &Path, t: u32, raw_tid: u32, hot: &[Hot]) -> Result<FirstPass
                 seq,
             }),
             Word::Mark(op) => {
+                if op == Op::ThreadStart {
+                    stack = OwnStack::new(t, rd.args[1], rd.args[2]);
+                }
                 out.mark_at.push(execs);
                 out.marks.push(RawMark {
                     op,
@@ -495,6 +548,7 @@ fn second_pass(ctx: &Ctx, t: u32, mut enc: ThreadEncoder) -> Result<ThreadOut, T
     let mut next_edit = 0usize;
     let mut skip_to = 0u64;
     let mut execs = 0u64;
+    let mut stack = OwnStack::NONE;
     loop {
         let Some(w) = rd.next_word() else {
             if let Some(e) = rd.error.take() {
@@ -573,7 +627,7 @@ fn second_pass(ctx: &Ctx, t: u32, mut enc: ThreadEncoder) -> Result<ThreadOut, T
             Word::Mem { addr, size, store } => {
                 if !in_dropped && cur.is_some() {
                     mem.push(MemAccess {
-                        addr,
+                        addr: stack.map(addr),
                         size,
                         write: store,
                     });
@@ -581,6 +635,9 @@ fn second_pass(ctx: &Ctx, t: u32, mut enc: ThreadEncoder) -> Result<ThreadOut, T
             }
             Word::Value { .. } => {}
             Word::Mark(op) => {
+                if op == Op::ThreadStart {
+                    stack = OwnStack::new(t, rd.args[1], rd.args[2]);
+                }
                 let k = raw_index.get(mark_no).copied().unwrap_or(u32::MAX) as usize;
                 mark_no += 1;
                 ended |= matches!(op, Op::ThreadEnd | Op::MainEnd);

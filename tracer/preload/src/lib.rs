@@ -276,11 +276,34 @@ struct Start {
     quiet: bool,
 }
 
+/// The calling thread's stack (with its thread-local storage, which glibc keeps in the same
+/// block): `[lo, hi)`, or `(0, 0)` if the C library cannot say. Called before the thread is
+/// recorded, so none of it is traced.
+fn own_stack() -> (u64, u64) {
+    // SAFETY: `attr` is initialised by pthread_getattr_np before it is read, and destroyed
+    // once; the out-pointers are valid locals.
+    unsafe {
+        let mut attr: libc::pthread_attr_t = std::mem::zeroed();
+        if libc::pthread_getattr_np(libc::pthread_self(), &mut attr) != 0 {
+            return (0, 0);
+        }
+        let mut addr: *mut c_void = std::ptr::null_mut();
+        let mut size: libc::size_t = 0;
+        let ok = libc::pthread_attr_getstack(&attr, &mut addr, &mut size) == 0;
+        libc::pthread_attr_destroy(&mut attr);
+        if !ok || addr.is_null() {
+            return (0, 0);
+        }
+        (addr as u64, addr as u64 + size as u64)
+    }
+}
+
 extern "C" fn trampoline(p: *mut c_void) -> *mut c_void {
     // SAFETY: `p` is the Box leaked by pthread_create below, received exactly once.
     let s = unsafe { Box::from_raw(p as *mut Start) };
     SEQ.with(|c| c.set(s.seq));
-    magic(Op::ThreadStart, s.seq as u64, 0);
+    let (lo, hi) = own_stack();
+    magic3(Op::ThreadStart, s.seq as u64, lo, hi);
     if s.quiet {
         enter();
     }

@@ -30,7 +30,8 @@ isim_names::indexed_enum! {
         MainBegin = "main-begin",
         /// `main` returned (interposition library). Stops recording.
         MainEnd = "main-end",
-        /// A created thread starts (`a1` = its sequence number).
+        /// A created thread starts (`a1` = its sequence number; `a2..a3` = its stack's address
+        /// range, `[a2, a3)`, or 0 if unknown).
         ThreadStart = "thread-start",
         /// The calling thread ends.
         ThreadEnd = "thread-end",
@@ -97,7 +98,8 @@ impl Op {
     /// How many `u64` arguments the raw stream records after this marker.
     pub fn nargs(self) -> usize {
         match self {
-            Op::ThreadStart | Op::Create | Op::Join => 1,
+            Op::Create | Op::Join => 1,
+            Op::ThreadStart => 3,
             Op::MutexLock | Op::MutexUnlock | Op::CondSignal | Op::CondBroadcast => 1,
             Op::Barrier | Op::CondWait | Op::OmpEnd | Op::OmpBarrier => 2,
             Op::Done | Op::FutexWait => 1,
