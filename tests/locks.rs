@@ -665,7 +665,9 @@ fn rust_futex_mutexes_are_arbitrated_in_simulated_time() {
         for (t, w) in waits.iter().enumerate() {
             assert!(
                 *w <= 0.02,
-                "{way}: worker {t} waits {w:.3} of its cycles for the lock"
+                "{way}: worker {t} waits {w:.3} of its cycles for the lock: {} {}",
+                run["sync"],
+                run["threads"]
             );
         }
         spans.push(cycles(&run));

@@ -283,8 +283,9 @@ impl Conv<'_> {
 /// of the host's scheduling. Replay, which may run them at once, would make them share cache
 /// lines they never shared (each call and local variable a coherence miss). The thread's own
 /// accesses to its stack go to `STACK_BASE + t · 2^36` plus the address's low 36 bits (so
-/// every cache set and page offset is unchanged); other threads' accesses to it (a pointer to
-/// a local variable handed to another thread) keep the traced address.
+/// every cache set and page offset is unchanged). Other threads' accesses to it (a pointer to
+/// a local variable handed to another thread, an OpenMP task's shared variable) go where the
+/// owner's do: see [`Stacks`].
 #[derive(Clone, Copy)]
 struct OwnStack {
     lo: u64,
@@ -321,6 +322,86 @@ impl OwnStack {
             self.base + (addr & STACK_LOW)
         } else {
             addr
+        }
+    }
+}
+
+/// One thread's use of a stack: (start sequence number, end sequence number, base of its
+/// moved range).
+type Incarnation = (u64, u64, u64);
+
+/// Every created thread's stack with the thread's lifetime in sequence numbers, so that
+/// another thread's access to it goes where the owner's own accesses went: to the incarnation
+/// alive at the accessing thread's last marker, else the first one to start after it, else
+/// the last one.
+#[derive(Default)]
+struct Stacks {
+    /// Distinct ranges `(lo, hi)`, sorted, each with its incarnations in start order.
+    ranges: Vec<(u64, u64, Vec<Incarnation>)>,
+    /// The lowest `lo` and the highest `hi` (a quick test for the common access).
+    span: (u64, u64),
+}
+
+impl Stacks {
+    /// From every thread's raw markers (`ThreadStart` carries the stack).
+    fn new(marks: &[Vec<RawMark>]) -> Stacks {
+        let mut all: Vec<(u64, u64, u64, u64, u64)> = Vec::new();
+        for (t, ms) in marks.iter().enumerate() {
+            let Some(start) = ms.iter().find(|m| m.op == Op::ThreadStart) else {
+                continue;
+            };
+            let own = OwnStack::new(t as u32, start.args[1], start.args[2]);
+            if own.base == 0 {
+                continue;
+            }
+            let end = ms
+                .iter()
+                .rfind(|m| m.op == Op::ThreadEnd)
+                .map_or(u64::MAX, |m| m.seq);
+            all.push((own.lo, own.hi, start.seq, end, own.base));
+        }
+        all.sort_unstable();
+        let mut out = Stacks {
+            ranges: Vec::new(),
+            span: (u64::MAX, 0),
+        };
+        for (lo, hi, start, end, base) in all {
+            out.span = (out.span.0.min(lo), out.span.1.max(hi));
+            match out.ranges.last_mut() {
+                Some(r) if r.0 == lo && r.1 == hi => r.2.push((start, end, base)),
+                _ => out.ranges.push((lo, hi, vec![(start, end, base)])),
+            }
+        }
+        out
+    }
+
+    /// Where thread's access to `addr` goes: its own stack's range, another thread's (`now`:
+    /// the sequence number of the accessing thread's last marker), or the traced address.
+    #[inline(always)]
+    fn map(&self, own: &OwnStack, addr: u64, now: u64) -> u64 {
+        if addr.wrapping_sub(own.lo) < own.hi - own.lo {
+            return own.base + (addr & STACK_LOW);
+        }
+        if addr < self.span.0 || addr >= self.span.1 {
+            return addr;
+        }
+        self.foreign(addr, now)
+    }
+
+    #[cold]
+    fn foreign(&self, addr: u64, now: u64) -> u64 {
+        let i = self.ranges.partition_point(|r| r.0 <= addr);
+        let Some((_, hi, inc)) = i.checked_sub(1).map(|i| &self.ranges[i]) else {
+            return addr;
+        };
+        if addr >= *hi {
+            return addr;
+        }
+        let alive = inc.iter().find(|x| x.0 <= now && now < x.1);
+        let next = || inc.iter().find(|x| x.0 > now);
+        match alive.or_else(next).or(inc.last()) {
+            Some(x) => x.2 + (addr & STACK_LOW),
+            None => addr,
         }
     }
 }
@@ -446,6 +527,7 @@ struct Ctx<'a> {
     hot: &'a [Hot],
     plan: &'a sync::Plan,
     locks: &'a Locks,
+    stacks: &'a Stacks,
     sidx: &'a [u32],
     sections: &'a HashMap<String, u32>,
     states: &'a HashMap<u32, String>,
@@ -549,6 +631,8 @@ fn second_pass(ctx: &Ctx, t: u32, mut enc: ThreadEncoder) -> Result<ThreadOut, T
     let mut skip_to = 0u64;
     let mut execs = 0u64;
     let mut stack = OwnStack::NONE;
+    // The sequence number of the thread's last marker (for accesses to others' stacks).
+    let mut now = 0u64;
     loop {
         let Some(w) = rd.next_word() else {
             if let Some(e) = rd.error.take() {
@@ -627,7 +711,7 @@ fn second_pass(ctx: &Ctx, t: u32, mut enc: ThreadEncoder) -> Result<ThreadOut, T
             Word::Mem { addr, size, store } => {
                 if !in_dropped && cur.is_some() {
                     mem.push(MemAccess {
-                        addr: stack.map(addr),
+                        addr: ctx.stacks.map(&stack, addr, now),
                         size,
                         write: store,
                     });
@@ -635,6 +719,7 @@ fn second_pass(ctx: &Ctx, t: u32, mut enc: ThreadEncoder) -> Result<ThreadOut, T
             }
             Word::Value { .. } => {}
             Word::Mark(op) => {
+                now = rd.seq;
                 if op == Op::ThreadStart {
                     stack = OwnStack::new(t, rd.args[1], rd.args[2]);
                 }
@@ -895,6 +980,7 @@ pub fn convert(dir: &Path, out: &Path, opts: &Options) -> Result<Summary, TraceE
         mark_at.push(f.mark_at);
         atomics.push(f.atomics);
     }
+    let stacks = Stacks::new(&marks);
     // Locks built on futexes become mutex markers (futexlock.rs).
     let locks = futexlock::find(marks, &mark_at, &atomics, |raw| {
         futexlock::swaps(&statics[raw as usize].code)
@@ -958,6 +1044,7 @@ pub fn convert(dir: &Path, out: &Path, opts: &Options) -> Result<Summary, TraceE
         hot: &hot,
         plan: &plan,
         locks: &locks,
+        stacks: &stacks,
         sidx: &c.sidx,
         sections: &c.sections,
         states: &states,
@@ -1081,6 +1168,58 @@ mod tests {
 
     fn acc(addr: u64, size: u8, write: bool) -> MemAccess {
         MemAccess { addr, size, write }
+    }
+
+    fn start(lo: u64, hi: u64, seq: u64) -> RawMark {
+        RawMark {
+            op: Op::ThreadStart,
+            args: [1, lo, hi],
+            seq,
+        }
+    }
+
+    fn end(seq: u64) -> RawMark {
+        RawMark {
+            op: Op::ThreadEnd,
+            args: [0; 3],
+            seq,
+        }
+    }
+
+    /// Threads 1 and 2 had the same stack in turn (2 started after 1 ended), thread 3 its own;
+    /// the main thread's stays. Each thread's own accesses go to its range; another thread's
+    /// go to the incarnation alive at its last marker, else the next to start.
+    #[test]
+    fn stacks_move_apart_and_others_follow_the_owner() {
+        const LO: u64 = 0x7000_0000;
+        const HI: u64 = 0x7080_0000;
+        let marks = vec![
+            vec![start(0x7ff0_0000, 0x7ff8_0000, 0)],
+            vec![start(LO, HI, 10), end(20)],
+            vec![start(LO, HI, 30), end(40)],
+            vec![start(0x9000_0000, 0x9080_0000, 5)],
+        ];
+        let s = Stacks::new(&marks);
+        let own = |t: u32, lo, hi| OwnStack::new(t, lo, hi);
+        let a = LO + 0x1234;
+        let b1 = STACK_BASE + (1 << 36);
+        let b2 = STACK_BASE + (2 << 36);
+        let b3 = STACK_BASE + (3 << 36);
+        assert_eq!(s.map(&own(1, LO, HI), a, 12), b1 + (a & STACK_LOW));
+        assert_eq!(s.map(&own(2, LO, HI), a, 32), b2 + (a & STACK_LOW));
+        // Thread 3 reads the shared stack while thread 1, then thread 2, owns it.
+        let t3 = own(3, 0x9000_0000, 0x9080_0000);
+        assert_eq!(s.map(&t3, a, 15), b1 + (a & STACK_LOW));
+        assert_eq!(s.map(&t3, a, 35), b2 + (a & STACK_LOW));
+        // Between them: the next to start.
+        assert_eq!(s.map(&t3, a, 25), b2 + (a & STACK_LOW));
+        assert_eq!(s.map(&t3, 0x9000_0010, 25), b3 + 0x9000_0010);
+        // The main thread's stack and other addresses stay.
+        let main = own(0, 0x7ff0_0000, 0x7ff8_0000);
+        assert_eq!(main.base, 0);
+        assert_eq!(s.map(&main, 0x7ff0_0010, 25), 0x7ff0_0010);
+        assert_eq!(s.map(&t3, 0x6000_0000, 25), 0x6000_0000);
+        assert_eq!(s.map(&main, a, 15), b1 + (a & STACK_LOW));
     }
 
     #[test]
