@@ -256,6 +256,17 @@ fn status_text(st: &std::process::ExitStatus) -> String {
     }
 }
 
+/// Width of the environment values isim gives the traced program (see `pad_env`).
+const ENV_WIDTH: usize = 1024;
+
+/// `value` padded with `pad` to [`ENV_WIDTH`] bytes (a longer value is left as it is).
+fn pad_env(mut value: String, pad: char) -> String {
+    while value.len() < ENV_WIDTH {
+        value.push(pad);
+    }
+    value
+}
+
 /// Why the capture in `cap` cannot be converted, if it has holes: the tracer plugin failed to
 /// write part of it (its `error` lines in `threads.tsv`, e.g. a full disk), or it could not
 /// write `threads.tsv` at all although QEMU exited normally (a process killed by a signal
@@ -341,6 +352,14 @@ pub fn trace(a: &TraceArgs) -> Result<TraceReport> {
     {
         ld_preload = format!("{ld_preload}:{user}");
     }
+    // The guest's environment strings sit on its initial stack, above `main`'s frame: their
+    // length moves every stack variable of the main thread (a lock, an array shared with the
+    // workers) across cache lines. The two isim adds are padded to a fixed width (a path with
+    // trailing slashes, a preload list with empty entries, both meaning the same), so that
+    // where the trace is written or where isim is installed does not change the program's
+    // layout, and with it its simulated timing.
+    let ld_preload = pad_env(ld_preload, ':');
+    let capture_dir = pad_env(cap.display().to_string(), '/');
     let plugin_roi = if a.roi == Roi::All { "all" } else { "main" };
     let mut cmd = Command::new(&qemu);
     if let Some(log) = &a.program_output {
@@ -361,7 +380,7 @@ pub fn trace(a: &TraceArgs) -> Result<TraceReport> {
         .arg("-E")
         .arg(format!("LD_PRELOAD={ld_preload}"))
         .arg("-E")
-        .arg(format!("ISIM_CAPTURE_DIR={}", cap.display()))
+        .arg(format!("ISIM_CAPTURE_DIR={capture_dir}"))
         .arg("-E")
         .arg("LD_BIND_NOW=1")
         .arg(&program)
