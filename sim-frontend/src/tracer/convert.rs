@@ -983,7 +983,7 @@ pub fn convert(dir: &Path, out: &Path, opts: &Options) -> Result<Summary, TraceE
     let stacks = Stacks::new(&marks);
     // Locks built on futexes become mutex markers (futexlock.rs).
     let locks = futexlock::find(marks, &mark_at, &atomics, |raw| {
-        futexlock::swaps(&statics[raw as usize].code)
+        raw::atomic_kind(&statics[raw as usize].code) == Some(raw::AtomicKind::Swap)
     });
     drop(atomics);
     let marks = &locks.marks;

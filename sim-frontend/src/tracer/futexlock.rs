@@ -91,20 +91,6 @@ pub struct Locks {
     pub rejected: usize,
 }
 
-/// Whether `code` is an `xchg` with memory (after any prefixes).
-pub fn swaps(code: &[u8]) -> bool {
-    let mut i = 0;
-    while let Some(&b) = code.get(i) {
-        match b {
-            0xf0 | 0x26 | 0x2e | 0x36 | 0x3e | 0x64 | 0x65 | 0x66 | 0x67 | 0xf2 | 0xf3 => i += 1,
-            0x40..=0x4f => i += 1,
-            0x86 | 0x87 => return code.get(i + 1).is_some_and(|m| m >> 6 != 3),
-            _ => return false,
-        }
-    }
-    false
-}
-
 /// One lock episode of a thread: attempt start, acquisition, release (indices into the
 /// thread's atomics).
 struct Episode {

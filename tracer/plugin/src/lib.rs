@@ -201,23 +201,6 @@ fn atomic_unlock(t: &mut ThreadState) {
     }
 }
 
-/// Whether `code` is an atomic read-modify-write of memory: a `lock` prefix, or `xchg` with a
-/// memory operand (atomic without the prefix).
-fn atomic_rmw(code: &[u8]) -> bool {
-    let mut i = 0;
-    while let Some(&b) = code.get(i) {
-        match b {
-            0xf0 => return true,
-            0x26 | 0x2e | 0x36 | 0x3e | 0x64 | 0x65 | 0x66 | 0x67 | 0xf2 | 0xf3 | 0x40..=0x4f => {
-                i += 1
-            }
-            0x86 | 0x87 => return code.get(i + 1).is_some_and(|m| m >> 6 != 3),
-            _ => return false,
-        }
-    }
-    false
-}
-
 /// Reads the guest word of `1 << shift` bytes at `vaddr`, zero-extended.
 fn guest_word(vaddr: u64, shift: u32) -> Option<u64> {
     let at = (*GUEST_BASE.get()?)?;
@@ -757,7 +740,9 @@ extern "C" fn on_trans(_id: PluginId, tb: *mut Tb) {
         };
         let udata = idx as usize as *mut c_void;
         // SAFETY: QEMU guarantees `size` readable bytes at `data`.
-        let atomic = atomic_rmw(unsafe { std::slice::from_raw_parts(data, size) });
+        let atomic =
+            isim_trace_protocol::atomic_kind(unsafe { std::slice::from_raw_parts(data, size) })
+                .is_some();
         let (exec_cb, mem_cb): (UdataCb, MemCb) = if atomic {
             (on_exec_atomic, on_mem_atomic)
         } else {

@@ -162,6 +162,33 @@ pub mod word {
     pub const HIT: u8 = 1 << 6;
 }
 
+/// What kind of atomic read-modify-write of memory the x86-64 instruction `code` is, if any:
+/// the plugin records the values of these (see [`word`]), and the converter tells a swap from
+/// the others.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum AtomicKind {
+    /// `xchg` with a memory operand (atomic without a prefix, with one too).
+    Swap,
+    /// Another `lock`-prefixed instruction (`cmpxchg`, `xadd`, `add`, `bts`, …).
+    Locked,
+}
+
+/// The [`AtomicKind`] of `code`, skipping its legacy and REX prefixes.
+pub fn atomic_kind(code: &[u8]) -> Option<AtomicKind> {
+    let mut locked = false;
+    for (i, &b) in code.iter().enumerate() {
+        match b {
+            0xf0 => locked = true,
+            0x26 | 0x2e | 0x36 | 0x3e | 0x64 | 0x65 | 0x66 | 0x67 | 0xf2 | 0xf3 | 0x40..=0x4f => {}
+            0x86 | 0x87 if code.get(i + 1).is_some_and(|m| m >> 6 != 3) => {
+                return Some(AtomicKind::Swap);
+            }
+            _ => return locked.then_some(AtomicKind::Locked),
+        }
+    }
+    None
+}
+
 /// Address-predictor slots of a raw stream.
 pub const RAW_SLOTS: usize = 4096;
 
@@ -550,6 +577,25 @@ mod tests {
         assert_eq!(Op::OmpBarrier as u32, 24);
         assert_eq!(Op::from_syscall(SYS_BASE + 25), None);
         assert_eq!(Op::from_syscall(SYS_BASE - 1), None);
+    }
+
+    #[test]
+    fn atomic_instructions_are_told_by_prefix_and_opcode() {
+        // lock cmpxchg [rdi], ecx; lock xadd [rdi], rax; xchg [rdi], eax; xchg eax, ecx;
+        // mov [rdi], eax; lock-prefixed xchg; a cut prefix run.
+        assert_eq!(
+            atomic_kind(&[0xf0, 0x0f, 0xb1, 0x0f]),
+            Some(AtomicKind::Locked)
+        );
+        assert_eq!(
+            atomic_kind(&[0xf0, 0x48, 0x0f, 0xc1, 0x07]),
+            Some(AtomicKind::Locked)
+        );
+        assert_eq!(atomic_kind(&[0x87, 0x07]), Some(AtomicKind::Swap));
+        assert_eq!(atomic_kind(&[0x87, 0xc8]), None);
+        assert_eq!(atomic_kind(&[0x89, 0x07]), None);
+        assert_eq!(atomic_kind(&[0xf0, 0x87, 0x07]), Some(AtomicKind::Swap));
+        assert_eq!(atomic_kind(&[0x66, 0xf0]), None);
     }
 
     #[test]
