@@ -304,6 +304,19 @@ fn a_lock_order_inversion_that_ran_to_completion_replays_to_completion() {
 /// every thread on one host CPU; `hog`: beside a busy process on the other CPUs) and
 /// simulates it; returns the run's `summary.json` and the trace's `--json` summary.
 fn trace_and_run(program: &Path, args: &[&str], way: &str, dir: &Path) -> (Value, Value) {
+    let (trace, traced, _) = trace_way(program, args, way, dir);
+    let run = simulate(&trace, &dir.join(format!("run-{way}")));
+    (run, traced)
+}
+
+/// The tracing half of [`trace_and_run`]: the trace, its `--json` summary and what the
+/// program printed.
+fn trace_way(
+    program: &Path,
+    args: &[&str],
+    way: &str,
+    dir: &Path,
+) -> (std::path::PathBuf, Value, String) {
     let trace = dir.join(format!("{way}.itrace"));
     let isim = env!("CARGO_BIN_EXE_isim");
     let mut cmd = if way == "pinned" {
@@ -340,10 +353,9 @@ fn trace_and_run(program: &Path, args: &[&str], way: &str, dir: &Path) -> (Value
         String::from_utf8_lossy(&o.stderr)
     );
     let out = String::from_utf8_lossy(&o.stdout);
-    let json = out.find("\n{\n").map_or(&*out, |i| &out[i + 1..]);
-    let traced: Value = serde_json::from_str(json).unwrap();
-    let run = simulate(&trace, &dir.join(format!("run-{way}")));
-    (run, traced)
+    let at = out.find("\n{\n").map_or(0, |i| i + 1);
+    let traced: Value = serde_json::from_str(&out[at..]).unwrap();
+    (trace, traced, out[..at].to_string())
 }
 
 /// Share of a thread's cycles in the sync components.
@@ -509,17 +521,7 @@ fn a_reused_thread_stack_is_not_shared_in_replay() {
     }
     let dir = tempfile::tempdir().unwrap();
     let prog = common::example(dir.path(), "stack_reuse");
-    let trace = dir.path().join("t.itrace");
-    let o = Command::new(env!("CARGO_BIN_EXE_isim"))
-        .env("ISIM_TRACER_DIR", common::tracer_libs())
-        .args(["trace", "-o"])
-        .arg(&trace)
-        .arg("--")
-        .arg(&prog)
-        .output()
-        .unwrap();
-    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
-    let out = String::from_utf8_lossy(&o.stdout);
+    let (trace, _, out) = trace_way(&prog, &[], "normal", dir.path());
     let locals: Vec<&str> = out
         .lines()
         .filter_map(|l| l.split(" local at ").nth(1))

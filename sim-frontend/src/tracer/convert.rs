@@ -317,9 +317,20 @@ impl OwnStack {
     }
 
     #[inline(always)]
+    fn contains(&self, addr: u64) -> bool {
+        addr.wrapping_sub(self.lo) < self.hi - self.lo
+    }
+
+    /// `addr` moved to the range starting at `base`.
+    #[inline(always)]
+    fn moved(base: u64, addr: u64) -> u64 {
+        base + (addr & STACK_LOW)
+    }
+
+    #[inline(always)]
     fn map(&self, addr: u64) -> u64 {
-        if addr.wrapping_sub(self.lo) < self.hi - self.lo {
-            self.base + (addr & STACK_LOW)
+        if self.contains(addr) {
+            OwnStack::moved(self.base, addr)
         } else {
             addr
         }
@@ -379,8 +390,8 @@ impl Stacks {
     /// the sequence number of the accessing thread's last marker), or the traced address.
     #[inline(always)]
     fn map(&self, own: &OwnStack, addr: u64, now: u64) -> u64 {
-        if addr.wrapping_sub(own.lo) < own.hi - own.lo {
-            return own.base + (addr & STACK_LOW);
+        if own.contains(addr) {
+            return OwnStack::moved(own.base, addr);
         }
         if addr < self.span.0 || addr >= self.span.1 {
             return addr;
@@ -400,7 +411,7 @@ impl Stacks {
         let alive = inc.iter().find(|x| x.0 <= now && now < x.1);
         let next = || inc.iter().find(|x| x.0 > now);
         match alive.or_else(next).or(inc.last()) {
-            Some(x) => x.2 + (addr & STACK_LOW),
+            Some(x) => OwnStack::moved(x.2, addr),
             None => addr,
         }
     }
