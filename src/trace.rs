@@ -128,8 +128,19 @@ pub struct TraceReport {
     pub spin_loops: Vec<SpinLine>,
     /// Locks built on futexes, replayed as mutexes.
     pub futex_locks: FutexLockLine,
+    /// Waits for counters counted down to zero.
+    pub countdowns: CountdownLine,
     /// Warnings.
     pub warnings: Vec<String>,
+}
+
+/// The countdown waits of the summary (`sim_frontend::tracer::countdown`).
+#[derive(Debug, Clone, Copy, Default, Serialize)]
+pub struct CountdownLine {
+    /// Waits for a counter that other threads counted down to zero.
+    pub waits: u64,
+    /// Their dependences (a wait for each other thread that counted).
+    pub dependences: u64,
 }
 
 /// The futex locks of the summary (`sim_frontend::tracer::futexlock`).
@@ -544,6 +555,10 @@ fn report(
             replaced_instructions: s.futex_locks.replaced_instructions,
             rejected: s.futex_locks.rejected,
         },
+        countdowns: CountdownLine {
+            waits: s.futex_locks.countdown_waits,
+            dependences: s.futex_locks.countdown_edges,
+        },
         spin_loops: s
             .spin_loops
             .iter()
@@ -636,6 +651,15 @@ impl TraceReport {
                 "locks built on futexes: {} word(s), {} acquisitions ({} contended in the traced \
                  run), replayed as mutexes; {} instructions of attempts and releases replaced",
                 f.words, f.acquisitions, f.contended, f.replaced_instructions
+            );
+        }
+        let c = &self.countdowns;
+        if c.waits > 0 {
+            let _ = writeln!(
+                s,
+                "waits for counters counted down to zero: {}, replayed as a wait for each of the \
+                 {} counts of other threads",
+                c.waits, c.dependences
             );
         }
         if f.rejected > 0 {

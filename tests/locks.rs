@@ -748,3 +748,52 @@ fn fifty_traces_of_a_rust_scope_program_lose_no_events() {
         );
     }
 }
+
+/// Rust's `thread::scope` waits until its count of running threads reaches zero; the thread
+/// that counts it down to zero wakes `main`. In `scope_join` that is thread 1 in the traced
+/// run (it sleeps: host time, no simulated time), while thread 2 runs 2,000 times longer.
+/// Replayed, `main` waits for every thread's count (countdown.rs), so its own work after the
+/// scope (200,000 steps) comes after thread 2's end: thread 2 waits at least that long
+/// (`imbalance-end`, against 0.4 of thread 3's work, the same loop) for the run to end, and
+/// `main`'s wait covers thread 2's work. Following
+/// only the traced waker, `main` would resume at thread 1's end and finish its work while
+/// thread 2 still ran (thread 2's `imbalance-end` 0).
+#[test]
+fn a_scope_waits_for_every_one_of_its_threads_in_simulated_time() {
+    if !common::tools_present(&["qemu-x86_64", "rustc"]) {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let exe = rust_example(dir.path(), "scope_join");
+    let (run, traced) = trace_and_run(&exe, &[], "normal", dir.path());
+    assert!(
+        traced["countdowns"]["waits"].as_u64().unwrap() >= 1,
+        "the scope's wait was not found: {}",
+        traced["countdowns"]
+    );
+    let th = run["threads"].as_array().unwrap();
+    let st = |t: usize, k: &str| th[t]["stack"][k].as_f64().unwrap();
+    let cyc = |t: usize| th[t]["cycles"].as_f64().unwrap();
+    // Thread 2's end and thread 1's, in simulated time.
+    let end = |t: usize| cyc(t) - st(t, "imbalance-end");
+    assert!(
+        end(1) < end(3) && end(3) < end(2),
+        "threads 1, 3, 2 should end in this order: {}",
+        run["threads"]
+    );
+    // `main`'s 200,000 steps after the scope are 0.4 of thread 3's 500,000 (the same loop).
+    let three = end(3) - st(3, "imbalance-start");
+    assert!(
+        st(2, "imbalance-end") >= 0.3 * three,
+        "main went on before thread 2 ended: thread 2 ends at {} of {} cycles, thread 3 \
+         worked {three}",
+        end(2),
+        cyc(0)
+    );
+    let main_wait = st(0, "sync-cond") + st(0, "sync-join");
+    assert!(
+        main_wait >= 0.9 * (end(2) - st(2, "imbalance-start")),
+        "main waited {main_wait} cycles, thread 2 ran {}",
+        end(2) - st(2, "imbalance-start")
+    );
+}

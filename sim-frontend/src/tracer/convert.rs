@@ -107,6 +107,11 @@ pub struct FutexLocks {
     pub replaced_instructions: u64,
     /// Futex words updated atomically whose history is not a lock's (left alone).
     pub rejected: usize,
+    /// Waits for a counter that other threads counted down to zero (see `countdown.rs`),
+    /// replayed as a wait for each of those threads.
+    pub countdown_waits: u64,
+    /// Their dependences.
+    pub countdown_edges: u64,
 }
 
 /// A spin-wait loop found in the trace.
@@ -663,13 +668,14 @@ fn second_pass(ctx: &Ctx, t: u32, mut enc: ThreadEncoder) -> Result<ThreadOut, T
                 };
                 let pos = execs;
                 execs += 1;
-                if let Some(e) = edits.get(next_edit)
+                while let Some(e) = edits.get(next_edit)
                     && e.start <= pos
                 {
-                    // A lock's attempt or a release starts here: the instruction before it
-                    // is complete, then the lock markers take the place of what follows.
+                    // A lock's attempt or a release starts here (or a dependence, which
+                    // removes nothing): the instruction before it is complete, then the
+                    // markers take the place of what follows.
                     next_edit += 1;
-                    skip_to = e.end;
+                    skip_to = skip_to.max(e.end);
                     if let Some(p) = cur.take() {
                         let ph = ctx.hot[p as usize];
                         merge_pieces(&mut mem, ph.widest as u32);
@@ -763,6 +769,14 @@ fn second_pass(ctx: &Ctx, t: u32, mut enc: ThreadEncoder) -> Result<ThreadOut, T
     }
     for m in queued.drain(..) {
         put_marker(&mut enc, &mut ts, m)?;
+    }
+    // Edits after the thread's last instruction (a dependence on its last one).
+    for e in &edits[next_edit.min(edits.len())..] {
+        for k in e.first..e.first + e.count {
+            for &m in ctx.plan.at(t as usize, k as usize) {
+                put_marker(&mut enc, &mut ts, m)?;
+            }
+        }
     }
     let whole = ended
         || matches!(state, "ended" | "crashed" | "exited" | "parked" | "stopped")
@@ -1121,6 +1135,8 @@ pub fn convert(dir: &Path, out: &Path, opts: &Options) -> Result<Summary, TraceE
     c.summary.futex_locks.acquisitions = locks.acquisitions;
     c.summary.futex_locks.contended = locks.contended;
     c.summary.futex_locks.rejected = locks.rejected;
+    c.summary.futex_locks.countdown_waits = locks.countdown_waits;
+    c.summary.futex_locks.countdown_edges = locks.countdown_edges;
     if plan.hand_barriers > 0 {
         c.summary.hand_barriers = plan.hand_barriers;
         c.summary.hand_barrier_conds = plan.hand_barrier_conds;

@@ -34,6 +34,7 @@
 
 use std::collections::{HashMap, HashSet};
 
+use super::countdown;
 use super::raw::Op;
 use super::sync::RawMark;
 
@@ -89,7 +90,15 @@ pub struct Locks {
     pub contended: u64,
     /// Futex words with atomic instructions whose history is not a lock's (left alone).
     pub rejected: usize,
+    /// Waits for a counter counted down to zero (see `countdown.rs`).
+    pub countdown_waits: u64,
+    /// Their dependences (one per other thread of the counter's episode).
+    pub countdown_edges: u64,
 }
+
+/// The futex address of the dependences of countdown wait `k` (far above any user address,
+/// distinct from the hand-built barriers' ids), so that they pair only with each other.
+pub const COUNTDOWN: u64 = 0x636e_7400_0000_0000;
 
 /// One lock episode of a thread: attempt start, acquisition, release (indices into the
 /// thread's atomics).
@@ -302,6 +311,40 @@ pub fn find(
         }
     }
 
+    // Waits for counters counted down to zero: each dependence is a futex wait of the waiter
+    // paired with a wake after the counting thread's instruction, at an address of its own.
+    // Per thread: (position, order, marker).
+    let deps = countdown::find(atomics, &by_word, &lock_set, &marks, mark_at);
+    let mut dep_items: Vec<Vec<(u64, usize, RawMark)>> = (0..n).map(|_| Vec::new()).collect();
+    for (k, d) in deps.iter().enumerate() {
+        let addr = COUNTDOWN + k as u64;
+        out.countdown_waits += 1;
+        let first = d.sources.iter().map(|s| s.2).min().unwrap_or(d.seq);
+        for &(t, pos, seq) in &d.sources {
+            out.countdown_edges += 1;
+            let wait = RawMark {
+                op: Op::FutexWait,
+                args: [addr, d.word, 0],
+                seq: first - 1,
+            };
+            let done = RawMark {
+                op: Op::Done,
+                args: [0; 3],
+                seq: d.seq,
+            };
+            let list = &mut dep_items[d.waiter as usize];
+            list.push((d.at, list.len(), wait));
+            list.push((d.at, list.len(), done));
+            let wake = RawMark {
+                op: Op::FutexWake,
+                args: [addr, 1, 0],
+                seq,
+            };
+            let list = &mut dep_items[t as usize];
+            list.push((pos, list.len(), wake));
+        }
+    }
+
     // The new marker lists and the edits.
     for (t, ms) in marks.into_iter().enumerate() {
         // (position, 0 = raw / 1 = added, order, marker, edit end)
@@ -332,20 +375,32 @@ pub fn find(
             args: [arg, 0, 0],
             seq,
         };
+        // Dependences first at a position (they remove nothing): a count's wake belongs
+        // before a lock attempt that starts at the next instruction.
+        for &(pos, k, m) in &dep_items[t] {
+            items.push((pos, 1, k, m, pos));
+        }
+        let lk = 1 << 40;
         for (j, (w, e)) in episodes[t].iter().enumerate() {
             let (s, q) = (a[e.start], a[e.acquire]);
-            items.push((s.at, 1, 4 * j, mark(Op::MutexLock, *w, s.seq), q.at + 1));
-            items.push((s.at, 1, 4 * j + 1, mark(Op::Done, 0, q.seq), q.at + 1));
+            items.push((
+                s.at,
+                1,
+                lk + 4 * j,
+                mark(Op::MutexLock, *w, s.seq),
+                q.at + 1,
+            ));
+            items.push((s.at, 1, lk + 4 * j + 1, mark(Op::Done, 0, q.seq), q.at + 1));
             if let Some(r) = e.release {
                 let r = a[r];
                 items.push((
                     r.at,
                     1,
-                    4 * j + 2,
+                    lk + 4 * j + 2,
                     mark(Op::MutexUnlock, *w, r.seq),
                     r.at + 1,
                 ));
-                items.push((r.at, 1, 4 * j + 3, mark(Op::Done, 0, r.seq), r.at + 1));
+                items.push((r.at, 1, lk + 4 * j + 3, mark(Op::Done, 0, r.seq), r.at + 1));
             }
         }
         items.sort_unstable_by_key(|x| (x.0, x.1, x.2));

@@ -4,6 +4,7 @@
 //! v1 ([`convert`]). Running QEMU is the `isim` package's job (`src/trace.rs`).
 
 pub mod convert;
+pub mod countdown;
 pub mod decode;
 pub mod futexlock;
 pub mod inside;

@@ -1,0 +1,38 @@
+//! scope_join.rs: a `std::thread::scope` whose last thread to finish in a traced run is not
+//! the last in simulated time. Thread 1 runs a short computation and then sleeps (host time
+//! that costs no simulated time), so under QEMU it is the one that counts the scope down to
+//! zero and wakes `main`; thread 2 runs the longest computation. After the scope, `main`
+//! runs a computation of its own. Replayed, `main` must go on after thread 2's end in
+//! simulated time, not after thread 1's (issue 42: a wait for a counter that several threads
+//! count down depends on all of them).
+//!
+//! usage: scope_join [SLEEP_MS] [LONG] [AFTER]   (defaults 1000 ms, 2,000,000 steps, 200,000)
+use std::time::Duration;
+
+fn work(seed: u64, n: u64) -> u64 {
+    let mut x = seed;
+    for _ in 0..n {
+        x = x
+            .wrapping_mul(6364136223846793005)
+            .wrapping_add(1442695040888963407);
+    }
+    x
+}
+
+fn main() {
+    let mut args = std::env::args().skip(1);
+    let mut arg = |d: u64| args.next().and_then(|a| a.parse().ok()).unwrap_or(d);
+    let (sleep_ms, long, after) = (arg(1000), arg(2_000_000), arg(200_000));
+    let mut sums = [0u64; 3];
+    std::thread::scope(|s| {
+        let [a, b, c] = &mut sums;
+        s.spawn(move || {
+            *a = work(1, 1_000);
+            std::thread::sleep(Duration::from_millis(sleep_ms));
+        });
+        s.spawn(move || *b = work(2, long));
+        s.spawn(move || *c = work(3, long / 4));
+    });
+    let last = work(sums[0] ^ sums[1] ^ sums[2], after);
+    println!("{}", last & 0xff);
+}
