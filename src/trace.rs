@@ -130,8 +130,25 @@ pub struct TraceReport {
     pub futex_locks: FutexLockLine,
     /// Waits for counters counted down to zero.
     pub countdowns: CountdownLine,
+    /// Spin-waits replaced by waits for the stores that ended them.
+    pub spin_waits: SpinWaitLine,
     /// Warnings.
     pub warnings: Vec<String>,
+}
+
+/// The spin-waits of the summary (`sim_frontend::tracer::spinwait`).
+#[derive(Debug, Clone, Copy, Default, Serialize)]
+pub struct SpinWaitLine {
+    /// Replaced by a wait for the store that ended them.
+    pub waits: u64,
+    /// Their instructions left out.
+    pub instructions: u64,
+    /// Found but left as traced.
+    pub unmatched: u64,
+    /// Barriers built on spun-on addresses, replayed as barriers.
+    pub barriers: u64,
+    /// Their participants' arrivals.
+    pub barrier_arrivals: u64,
 }
 
 /// The countdown waits of the summary (`sim_frontend::tracer::countdown`).
@@ -555,6 +572,13 @@ fn report(
             replaced_instructions: s.futex_locks.replaced_instructions,
             rejected: s.futex_locks.rejected,
         },
+        spin_waits: SpinWaitLine {
+            waits: s.spin_waits.waits,
+            instructions: s.spin_waits.instructions,
+            unmatched: s.spin_waits.unmatched,
+            barriers: s.spin_waits.barriers,
+            barrier_arrivals: s.spin_waits.barrier_arrivals,
+        },
         countdowns: CountdownLine {
             waits: s.futex_locks.countdown_waits,
             dependences: s.futex_locks.countdown_edges,
@@ -651,6 +675,24 @@ impl TraceReport {
                 "locks built on futexes: {} word(s), {} acquisitions ({} contended in the traced \
                  run), replayed as mutexes; {} instructions of attempts and releases replaced",
                 f.words, f.acquisitions, f.contended, f.replaced_instructions
+            );
+        }
+        let w = &self.spin_waits;
+        if w.waits + w.unmatched > 0 {
+            let _ = writeln!(
+                s,
+                "spin-waits on memory: {} replaced by waits ({} instructions of spinning left \
+                 out), {} left as traced (their store was not seen, or they overlap a lock's \
+                 attempt)",
+                w.waits, w.instructions, w.unmatched
+            );
+        }
+        if w.barriers > 0 {
+            let _ = writeln!(
+                s,
+                "barriers built on spun-on memory: {} address(es), {} arrivals (counted under \
+                 barrier)",
+                w.barriers, w.barrier_arrivals
             );
         }
         let c = &self.countdowns;

@@ -25,6 +25,7 @@ use std::path::{Path, PathBuf};
 use super::decode::{Decoded, X86Decoder};
 use super::futexlock::{self, Atomic, Locks};
 use super::raw::{self, Op, Word};
+use super::spinwait;
 use super::srcmap::{Resolver, parse_modules};
 use super::sync::{self, RawMark};
 use crate::error::TraceError;
@@ -91,6 +92,24 @@ pub struct Summary {
     pub spin_loops: Vec<SpinLoop>,
     /// Locks built on futexes, replayed as mutexes (see `futexlock.rs`).
     pub futex_locks: FutexLocks,
+    /// Spin-waits replaced by waits (see `spinwait.rs`).
+    pub spin_waits: SpinWaits,
+}
+
+/// Spin-waits on plain memory that the conversion found (see `spinwait.rs`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct SpinWaits {
+    /// Replaced by a wait for the store that ended them.
+    pub waits: u64,
+    /// Their instructions left out.
+    pub instructions: u64,
+    /// Found but left as traced: the ending store was not recorded, or the spin overlaps a
+    /// lock's attempt.
+    pub unmatched: u64,
+    /// Barriers built on spun-on addresses (replayed as barriers).
+    pub barriers: u64,
+    /// Their participants' arrivals.
+    pub barrier_arrivals: u64,
 }
 
 /// Locks built on futexes that the conversion recognised (see `futexlock.rs`).
@@ -201,6 +220,8 @@ struct Hot {
     keep: bool,
     /// A `pause` (the spin-wait hint).
     pause: bool,
+    /// An atomic read-modify-write instruction (its recorded values go to `futexlock`).
+    atomic: bool,
 }
 
 /// Instructions between two `pause`s of a thread that count as one spin-wait loop.
@@ -430,6 +451,8 @@ struct FirstPass {
     mark_at: Vec<u64>,
     /// Its atomic instructions with their values (for `futexlock`).
     atomics: Vec<Atomic>,
+    /// Its spin-waits and recorded plain stores (for `spinwait`).
+    spins: spinwait::Detector,
     /// The kept static instructions it executes, in the order it first does, each with the
     /// accesses of that first execution (merged as written).
     statics: Vec<(u32, Vec<MemAccess>)>,
@@ -447,6 +470,7 @@ fn first_pass(dir: &Path, t: u32, raw_tid: u32, hot: &[Hot]) -> Result<FirstPass
         marks: Vec::new(),
         mark_at: Vec::new(),
         atomics: Vec::new(),
+        spins: spinwait::Detector::default(),
         statics: Vec::new(),
         sections: Vec::new(),
     };
@@ -460,6 +484,7 @@ fn first_pass(dir: &Path, t: u32, raw_tid: u32, hot: &[Hot]) -> Result<FirstPass
     let mut last_raw = 0u32;
     let mut last_addr = 0u64;
     let mut last_size = 0u8;
+    let mut last_store = false;
     let mut stack = OwnStack::NONE;
     while let Some(w) = rd.next_word() {
         match w {
@@ -489,6 +514,15 @@ fn first_pass(dir: &Path, t: u32, raw_tid: u32, hot: &[Hot]) -> Result<FirstPass
             Word::Mem { addr, size, store } => {
                 last_addr = addr;
                 last_size = size;
+                last_store = store;
+                let atomic = hot.get(last_raw as usize).is_some_and(|h| h.atomic);
+                out.spins.access(
+                    execs.saturating_sub(1),
+                    addr,
+                    store,
+                    stack.contains(addr),
+                    atomic,
+                );
                 if let Some(i) = collecting
                     && !in_dropped
                 {
@@ -499,15 +533,25 @@ fn first_pass(dir: &Path, t: u32, raw_tid: u32, hot: &[Hot]) -> Result<FirstPass
                     });
                 }
             }
-            Word::Value { value, seq } => out.atomics.push(Atomic {
-                at: execs.saturating_sub(1),
-                raw: last_raw,
-                addr: last_addr,
-                size: last_size,
-                value,
-                seq,
-            }),
+            Word::Value { value, seq } => {
+                let at = execs.saturating_sub(1);
+                if hot.get(last_raw as usize).is_some_and(|h| h.atomic) {
+                    out.atomics.push(Atomic {
+                        at,
+                        raw: last_raw,
+                        addr: last_addr,
+                        size: last_size,
+                        value,
+                        seq,
+                    });
+                } else {
+                    out.spins.recorded(at, last_addr, last_store, value, seq);
+                }
+            }
             Word::Mark(op) => {
+                if !matches!(op, Op::FutexWait | Op::FutexWake | Op::Done) {
+                    out.spins.marker(execs);
+                }
                 if op == Op::ThreadStart {
                     stack = OwnStack::new(t, rd.args[1], rd.args[2]);
                 }
@@ -897,6 +941,7 @@ pub fn convert(dir: &Path, out: &Path, opts: &Options) -> Result<Summary, TraceE
             widest: d.widest_mem.min(255) as u8,
             keep: !drop && d.size != 0,
             pause: s.code.starts_with(&[0xf3, 0x90]),
+            atomic: raw::atomic_kind(&s.code).is_some(),
         })
         .collect();
     let mut block_starts = HashSet::new();
@@ -1000,16 +1045,22 @@ pub fn convert(dir: &Path, out: &Path, opts: &Options) -> Result<Summary, TraceE
             c.section(name.clone());
         }
     }
+    let mut spins = Vec::with_capacity(tids.len());
+    let mut stores = Vec::with_capacity(tids.len());
     for f in firsts {
         marks.push(f.marks);
         mark_at.push(f.mark_at);
         atomics.push(f.atomics);
+        spins.push(f.spins.changes);
+        stores.push(f.spins.stores);
     }
     let stacks = Stacks::new(&marks);
-    // Locks built on futexes become mutex markers (futexlock.rs).
-    let locks = futexlock::find(marks, &mark_at, &atomics, |raw| {
+    // Locks built on futexes become mutex markers, spin-waits waits for the stores that ended
+    // them (futexlock.rs, spinwait.rs).
+    let locks = futexlock::find(marks, &mark_at, &atomics, &spins, &stores, |raw| {
         raw::atomic_kind(&statics[raw as usize].code) == Some(raw::AtomicKind::Swap)
     });
+    drop((spins, stores));
     drop(atomics);
     let marks = &locks.marks;
     let mut saw_roi_marker = false;
@@ -1125,8 +1176,9 @@ pub fn convert(dir: &Path, out: &Path, opts: &Options) -> Result<Summary, TraceE
         };
         warnings.push(format!(
             "spin-wait loop at {}: {} pause instructions and about {} instructions of \
-             spinning in thread(s) {:?}, traced as work (isim replays pthread, OpenMP and \
-             futex synchronization, not spinning on atomics)",
+             spinning in thread(s) {:?}, traced as work (spins that end at another \
+             thread's store are replaced by waits; these did not: a spin without a store, or \
+             one that began before its address was watched)",
             line.place, line.pauses, line.instructions, line.threads
         ));
         c.summary.spin_loops.push(line);
@@ -1135,6 +1187,15 @@ pub fn convert(dir: &Path, out: &Path, opts: &Options) -> Result<Summary, TraceE
     c.summary.futex_locks.acquisitions = locks.acquisitions;
     c.summary.futex_locks.contended = locks.contended;
     c.summary.futex_locks.rejected = locks.rejected;
+    // The spin-waits' looking was left out by the same edits as the locks' attempts.
+    c.summary.futex_locks.replaced_instructions -= locks.spin_instructions;
+    c.summary.spin_waits = SpinWaits {
+        waits: locks.spin_waits,
+        instructions: locks.spin_instructions,
+        unmatched: locks.spin_unmatched,
+        barriers: locks.spin_barrier_words,
+        barrier_arrivals: locks.spin_barrier_episodes,
+    };
     c.summary.futex_locks.countdown_waits = locks.countdown_waits;
     c.summary.futex_locks.countdown_edges = locks.countdown_edges;
     if plan.hand_barriers > 0 {

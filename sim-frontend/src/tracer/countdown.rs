@@ -38,6 +38,9 @@ pub struct Dep {
     pub waiter: u32,
     /// Where it waits: before its instruction at this position.
     pub at: u64,
+    /// The first of its instructions left out before `at` (a spin-wait's looking; `at` when
+    /// none are).
+    pub from: u64,
     /// The sequence number of the event there (the consuming instruction or the wait's end).
     pub seq: u64,
     /// Per other thread of the episode, its last instruction on the counter: (thread,
@@ -132,6 +135,7 @@ pub fn find(
                         word: x,
                         waiter: w,
                         at: pos,
+                        from: pos,
                         seq,
                         sources,
                     });
@@ -204,6 +208,7 @@ mod tests {
                 word: C,
                 waiter: 0,
                 at: 90,
+                from: 90,
                 seq: 9,
                 sources: vec![(1, 51, 4), (2, 71, 7), (3, 61, 5)],
             }]

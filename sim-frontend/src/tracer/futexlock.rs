@@ -31,11 +31,19 @@
 //! mutex arbitration decides the wait and performs the lock word's atomic write itself. A
 //! release becomes a `MutexUnlock` and its `Done` in place of the releasing instruction. The
 //! futex waits and wakes of a lock word are dropped: the mutex markers replace them.
+//!
+//! **Dependences.** The same rewriting places the waits that `countdown.rs` (a counter several
+//! threads count down to zero) and `spinwait.rs` (a spin ended by another thread's store)
+//! find: each is a futex wait and its result in the waiting thread, paired with a futex wake
+//! just after the other thread's instruction, at an address of their own ([`COUNTDOWN`] and
+//! up), so that `sync.rs` pairs them as it pairs any futex wait with its wake. A spin's
+//! looking is left out (an edit), and its futex waits with it.
 
 use std::collections::{HashMap, HashSet};
 
 use super::countdown;
 use super::raw::Op;
+use super::spinwait::{self, Change, Store};
 use super::sync::RawMark;
 
 /// Most instructions between two failed attempts of one acquisition (the spinning between
@@ -94,7 +102,22 @@ pub struct Locks {
     pub countdown_waits: u64,
     /// Their dependences (one per other thread of the counter's episode).
     pub countdown_edges: u64,
+    /// Spin-waits replaced by a wait for the store that ended them (see `spinwait.rs`).
+    pub spin_waits: u64,
+    /// Their instructions left out.
+    pub spin_instructions: u64,
+    /// Spins found but left as traced (their store was not recorded, or they overlap a
+    /// lock's attempt).
+    pub spin_unmatched: u64,
+    /// Barriers built on spun-on addresses (see `spinwait.rs`).
+    pub spin_barrier_words: u64,
+    /// Their participants' arrivals (one per participant per episode).
+    pub spin_barrier_episodes: u64,
 }
+
+/// Barrier ids of the barriers built on spun-on addresses (far above any user address and the
+/// other synthetic ids).
+pub const SPIN_BARRIER: u64 = 0x7370_6e00_0000_0000;
 
 /// The futex address of the dependences of countdown wait `k` (far above any user address,
 /// distinct from the hand-built barriers' ids), so that they pair only with each other.
@@ -143,12 +166,16 @@ enum Role {
 
 /// Finds the lock words and rewrites each thread's markers (see the module docs).
 /// `marks[t]` are thread `t`'s raw markers, `mark_at[t]` the position of each, `atomics[t]`
-/// its atomic instructions in order.
+/// its atomic instructions in order, `changes[t]` and `stores[t]` its spin-waits and recorded
+/// plain stores (`spinwait.rs`), which it also turns into markers and edits, with the waits
+/// for counters counted down to zero (`countdown.rs`).
 /// `is_swap(raw)` says whether instruction `raw` is an `xchg`.
 pub fn find(
     marks: Vec<Vec<RawMark>>,
     mark_at: &[Vec<u64>],
     atomics: &[Vec<Atomic>],
+    changes: &[Vec<Change>],
+    stores: &[Vec<Store>],
     is_swap: impl Fn(u32) -> bool,
 ) -> Locks {
     let n = marks.len();
@@ -311,17 +338,78 @@ pub fn find(
         }
     }
 
-    // Waits for counters counted down to zero: each dependence is a futex wait of the waiter
-    // paired with a wake after the counting thread's instruction, at an address of its own.
-    // Per thread: (position, order, marker).
-    let deps = countdown::find(atomics, &by_word, &lock_set, &marks, mark_at);
-    let mut dep_items: Vec<Vec<(u64, usize, RawMark)>> = (0..n).map(|_| Vec::new()).collect();
+    // Waits for counters counted down to zero, and spin-waits ended by another thread's
+    // store: each dependence is a futex wait of the waiter paired with a wake after the other
+    // thread's instruction, at an address of its own; barriers built on spun-on addresses
+    // become barrier markers. A spin that overlaps a lock's attempt or another spin of its
+    // thread stays as traced.
+    let countdowns = countdown::find(atomics, &by_word, &lock_set, &marks, mark_at);
+    out.countdown_waits = countdowns.len() as u64;
+    let mut taken: Vec<Vec<(u64, u64)>> = (0..n)
+        .map(|t| {
+            let a = &atomics[t];
+            let mut r: Vec<(u64, u64)> = Vec::new();
+            for (_, e) in &episodes[t] {
+                r.push((a[e.start].at, a[e.acquire].at + 1));
+                if let Some(x) = e.release {
+                    r.push((a[x].at, a[x].at + 1));
+                }
+            }
+            r
+        })
+        .collect();
+    let spun = spinwait::find(changes, stores, &lock_set, &taken);
+    out.spin_unmatched = spun.unmatched;
+    out.spin_barrier_words = spun.barrier_words;
+    // Per thread: (position, order, marker, end of the instructions left out).
+    let mut dep_items: Vec<Vec<(u64, usize, RawMark, u64)>> = (0..n).map(|_| Vec::new()).collect();
+    // Per thread: the ranges of spinning left out, whose futex waits go with them.
+    let mut spun_ranges: Vec<Vec<(u64, u64)>> = (0..n).map(|_| Vec::new()).collect();
+    for b in &spun.barriers {
+        let t = b.thread as usize;
+        if b.from < b.at {
+            spun_ranges[t].push((b.from, b.at));
+            out.spin_instructions += b.at - b.from;
+            out.spin_waits += 1;
+        }
+        taken[t].push((b.from, b.at + 1));
+        let mark = RawMark {
+            op: Op::Barrier,
+            args: [SPIN_BARRIER + b.episode, b.participants as u64, 0],
+            seq: 0,
+        };
+        let done = RawMark {
+            op: Op::Done,
+            args: [0; 3],
+            seq: 0,
+        };
+        let list = &mut dep_items[t];
+        list.push((b.from, list.len(), mark, b.at));
+        list.push((b.from, list.len(), done, b.at));
+    }
+    out.spin_barrier_episodes = spun.barriers.len() as u64;
+    let mut deps = countdowns;
+    for d in spun.deps {
+        let r = &mut taken[d.waiter as usize];
+        if r.iter().any(|&(s, e)| s <= d.at && d.from < e) {
+            out.spin_unmatched += 1;
+            continue;
+        }
+        r.push((d.from, d.at + 1));
+        out.spin_waits += 1;
+        out.spin_instructions += d.at - d.from;
+        deps.push(d);
+    }
     for (k, d) in deps.iter().enumerate() {
         let addr = COUNTDOWN + k as u64;
-        out.countdown_waits += 1;
+        if d.from < d.at {
+            spun_ranges[d.waiter as usize].push((d.from, d.at));
+        }
         let first = d.sources.iter().map(|s| s.2).min().unwrap_or(d.seq);
         for &(t, pos, seq) in &d.sources {
-            out.countdown_edges += 1;
+            if d.from == d.at {
+                out.countdown_edges += 1;
+            }
             let wait = RawMark {
                 op: Op::FutexWait,
                 args: [addr, d.word, 0],
@@ -333,15 +421,15 @@ pub fn find(
                 seq: d.seq,
             };
             let list = &mut dep_items[d.waiter as usize];
-            list.push((d.at, list.len(), wait));
-            list.push((d.at, list.len(), done));
+            list.push((d.from, list.len(), wait, d.at));
+            list.push((d.from, list.len(), done, d.at));
             let wake = RawMark {
                 op: Op::FutexWake,
                 args: [addr, 1, 0],
                 seq,
             };
             let list = &mut dep_items[t as usize];
-            list.push((pos, list.len(), wake));
+            list.push((pos, list.len(), wake, pos));
         }
     }
 
@@ -353,7 +441,10 @@ pub fn find(
         for (k, m) in ms.iter().enumerate() {
             let lock_futex =
                 matches!(m.op, Op::FutexWait | Op::FutexWake) && lock_set.contains(&m.args[0]);
-            if lock_futex {
+            let at = mark_at[t][k];
+            let spun_wait =
+                m.op == Op::FutexWait && spun_ranges[t].iter().any(|&(s, e)| s <= at && at <= e);
+            if lock_futex || spun_wait {
                 removed[k] = true;
                 // A wait's result goes with it.
                 if m.op == Op::FutexWait
@@ -377,8 +468,8 @@ pub fn find(
         };
         // Dependences first at a position (they remove nothing): a count's wake belongs
         // before a lock attempt that starts at the next instruction.
-        for &(pos, k, m) in &dep_items[t] {
-            items.push((pos, 1, k, m, pos));
+        for &(pos, k, m, end) in &dep_items[t] {
+            items.push((pos, 1, k, m, end));
         }
         let lk = 1 << 40;
         for (j, (w, e)) in episodes[t].iter().enumerate() {
@@ -487,7 +578,7 @@ mod tests {
         let m0 = vec![raw(Op::FutexWake, W, 6), raw(Op::Done, 0, 6)];
         let m1 = vec![raw(Op::FutexWait, W, 4), raw(Op::Done, 0, 7)];
         let mark_at = vec![vec![51, 51], vec![106, 190]];
-        let l = find(vec![m0, m1], &mark_at, &[a0, a1], swap);
+        let l = find(vec![m0, m1], &mark_at, &[a0, a1], &[], &[], swap);
         assert_eq!(
             (l.words, l.acquisitions, l.contended, l.rejected),
             (2, 4, 1, 0)
@@ -543,7 +634,14 @@ mod tests {
         let a0 = vec![atomic(10, 1, W, 1, 1)];
         let a1 = vec![atomic(20, 2, W, 0, 3)];
         let m1 = vec![raw(Op::FutexWait, W, 2), raw(Op::Done, 0, 4)];
-        let l = find(vec![vec![], m1], &[vec![], vec![15, 18]], &[a0, a1], swap);
+        let l = find(
+            vec![vec![], m1],
+            &[vec![], vec![15, 18]],
+            &[a0, a1],
+            &[],
+            &[],
+            swap,
+        );
         assert_eq!((l.words, l.rejected), (0, 1));
         assert_eq!(l.raw_index[1], vec![0, 1]);
         assert!(l.edits.iter().all(Vec::is_empty));
@@ -559,7 +657,14 @@ mod tests {
         let a1 = vec![atomic(20, 3, W, 1, 3)];
         let m0 = vec![raw(Op::FutexWait, W, 2), raw(Op::Done, 0, 4)];
         let m1 = vec![raw(Op::FutexWake, W, 4)];
-        let l = find(vec![m0, m1], &[vec![11, 11], vec![21]], &[a0, a1], swap);
+        let l = find(
+            vec![m0, m1],
+            &[vec![11, 11], vec![21]],
+            &[a0, a1],
+            &[],
+            &[],
+            swap,
+        );
         assert_eq!((l.words, l.rejected), (0, 1));
         assert_eq!(l.raw_index, vec![vec![0, 1], vec![0]]);
     }
@@ -572,7 +677,14 @@ mod tests {
         let a0 = vec![atomic(10, 1, W, 1, 1), atomic(20_000, 2, W, 0, 4)];
         let a1 = vec![atomic(100, 1, W, 1, 2), atomic(50_000, 1, W, 1, 6)];
         let m0 = vec![raw(Op::FutexWake, W, 5)];
-        let l = find(vec![m0, vec![]], &[vec![21_000], vec![]], &[a0, a1], swap);
+        let l = find(
+            vec![m0, vec![]],
+            &[vec![21_000], vec![]],
+            &[a0, a1],
+            &[],
+            &[],
+            swap,
+        );
         assert_eq!((l.words, l.acquisitions, l.contended), (1, 2, 0));
         assert_eq!(l.edits[1][0].start, 50_000);
     }

@@ -11,5 +11,6 @@ pub mod inside;
 /// The raw capture protocol (the `isim-trace-protocol` crate, shared with the plugin and the
 /// interposition library).
 pub use isim_trace_protocol as raw;
+pub mod spinwait;
 pub mod srcmap;
 pub mod sync;

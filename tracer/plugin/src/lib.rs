@@ -170,6 +170,40 @@ const ATOMIC_PATIENCE: std::time::Duration = std::time::Duration::from_millis(20
 /// values are recorded.
 static GUEST_BASE: OnceLock<Option<usize>> = OnceLock::new();
 
+/// Cache lines some thread spins on: a direct-mapped table of line numbers plus one (0 =
+/// empty), filled when a thread executes a `pause` (the spin-wait hint) with the lines of its
+/// last two loads. A store of any thread to a watched line records the value it left with a
+/// sequence number, and a load records the value it read when it differs from the last one
+/// this thread saw there: so a spin-wait's end names the store that ended it (the converter
+/// replaces the spinning by a wait for that store, `sim_frontend::tracer::spinwait`). A
+/// collision replaces an entry (that line's stores stop being recorded: its spins stay as
+/// traced).
+static WATCH: [AtomicU64; WATCH_LINES] = [const { AtomicU64::new(0) }; WATCH_LINES];
+const WATCH_LINES: usize = 4096;
+
+#[inline(always)]
+fn watch_slot(vaddr: u64) -> (usize, u64) {
+    let line = vaddr >> 6;
+    let h = line.wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 52;
+    (h as usize & (WATCH_LINES - 1), line + 1)
+}
+
+#[inline(always)]
+fn watched(vaddr: u64) -> bool {
+    let (i, tag) = watch_slot(vaddr);
+    WATCH[i].load(Ordering::Relaxed) == tag
+}
+
+fn watch(vaddr: u64) {
+    let (i, tag) = watch_slot(vaddr);
+    if WATCH[i].load(Ordering::Relaxed) != tag {
+        WATCH[i].store(tag, Ordering::Relaxed);
+    }
+}
+
+/// Entries of a thread's memo of the values it last saw at watched addresses.
+const SEEN: usize = 8;
+
 fn atomic_lock(t: &mut ThreadState) {
     if t.atomic_held {
         return;
@@ -239,6 +273,10 @@ struct ThreadState {
     atomic_held: bool,
     /// A futex wait of traced code is in progress (its result becomes a `Done` marker).
     futex_wait: bool,
+    /// The addresses of its last two loads (watched at a `pause`).
+    last_loads: [u64; 2],
+    /// The value it last saw (loaded or stored) at watched addresses, direct-mapped.
+    seen: [(u64, u64); SEEN],
     tid: u32,
     recording: bool,
     buf: Vec<u8>,
@@ -254,6 +292,8 @@ impl ThreadState {
             clone_flags: 0,
             atomic_held: false,
             futex_wait: false,
+            last_loads: [u64::MAX; 2],
+            seen: [(u64::MAX, 0); SEEN],
             tid: u32::MAX,
             recording: false,
             buf: Vec::new(),
@@ -451,6 +491,42 @@ extern "C" fn on_mem(vcpu: c_uint, info: u32, vaddr: u64, _udata: *mut c_void) {
                 )
             };
             t.enc.mem(&mut t.buf, vaddr, shift, store);
+            if !store {
+                t.last_loads = [vaddr, t.last_loads[0]];
+            }
+            if watched(vaddr) {
+                watched_access(t, vaddr, shift, store);
+            }
+        }
+    })
+}
+
+/// A plain access to a watched line (see [`WATCH`]): a store records the value it left; a
+/// load the value it read, if this thread last saw another one there.
+#[cold]
+fn watched_access(t: &mut ThreadState, vaddr: u64, shift: u32, store: bool) {
+    let Some(v) = guest_word(vaddr, shift) else {
+        return;
+    };
+    let k = ((vaddr >> 3) as usize ^ (vaddr >> 6) as usize) & (SEEN - 1);
+    if !store && t.seen[k] == (vaddr, v) {
+        return;
+    }
+    t.seen[k] = (vaddr, v);
+    let seq = SEQ.fetch_add(1, Ordering::SeqCst);
+    t.enc.value(&mut t.buf, v, seq);
+}
+
+/// A `pause`: its thread spins, most likely on what its last loads read; watch those lines.
+extern "C" fn on_exec_pause(vcpu: c_uint, udata: *mut c_void) {
+    on_exec(vcpu, udata);
+    with_state(vcpu, |t| {
+        if t.recording {
+            for a in t.last_loads {
+                if a != u64::MAX {
+                    watch(a);
+                }
+            }
         }
     })
 }
@@ -463,15 +539,22 @@ extern "C" fn on_exec_atomic(vcpu: c_uint, udata: *mut c_void) {
 
 /// An atomic instruction's access: as [`on_mem`], then its value and sequence number, and
 /// [`ATOMIC`] released.
-extern "C" fn on_mem_atomic(vcpu: c_uint, info: u32, vaddr: u64, udata: *mut c_void) {
-    on_mem(vcpu, info, vaddr, udata);
+extern "C" fn on_mem_atomic(vcpu: c_uint, info: u32, vaddr: u64, _udata: *mut c_void) {
     with_state(vcpu, |t| {
+        // SAFETY: plain queries of the opaque info word.
+        let (shift, store) = unsafe {
+            (
+                qemu_plugin_mem_size_shift(info),
+                qemu_plugin_mem_is_store(info),
+            )
+        };
+        if t.recording {
+            t.enc.mem(&mut t.buf, vaddr, shift, store);
+        }
         if !t.atomic_held {
             return;
         }
         if t.recording {
-            // SAFETY: a plain query of the opaque info word.
-            let shift = unsafe { qemu_plugin_mem_size_shift(info) };
             if let Some(v) = guest_word(vaddr, shift) {
                 let seq = SEQ.fetch_add(1, Ordering::SeqCst);
                 t.enc.value(&mut t.buf, v, seq);
@@ -743,8 +826,12 @@ extern "C" fn on_trans(_id: PluginId, tb: *mut Tb) {
         let atomic =
             isim_trace_protocol::atomic_kind(unsafe { std::slice::from_raw_parts(data, size) })
                 .is_some();
+        // SAFETY: as above.
+        let pause = size == 2 && unsafe { *data == 0xf3 && *data.add(1) == 0x90 };
         let (exec_cb, mem_cb): (UdataCb, MemCb) = if atomic {
             (on_exec_atomic, on_mem_atomic)
+        } else if pause {
+            (on_exec_pause, on_mem)
         } else {
             (on_exec, on_mem)
         };

@@ -149,6 +149,10 @@ impl Op {
 ///   `xchg` with memory), and a sequence number from the markers' counter. The plugin reads it
 ///   while it holds a lock that every atomic instruction of the process takes, so the values
 ///   of one address, in sequence order, are the history of that word under atomic updates.
+///   Also after a plain access to a line some thread spins on (a line the plugin watches since
+///   a `pause` followed a load of it): the value a store left, or the value a load read when
+///   it differs from the last one that thread saw there. The converter tells the two apart by
+///   the instruction (atomic or not).
 pub mod word {
     /// Kind of an exec event.
     pub const EXEC: u8 = 0;
@@ -156,7 +160,7 @@ pub mod word {
     pub const MEM: u8 = 1;
     /// Kind of a marker.
     pub const MARK: u8 = 2;
-    /// Kind of an atomic instruction's value.
+    /// Kind of a value (an atomic instruction's, or a watched plain access's).
     pub const VALUE: u8 = 3;
     /// Mem: the access is at its predicted address.
     pub const HIT: u8 = 1 << 6;
@@ -287,7 +291,8 @@ impl RawEncoder {
         slot.0 = addr;
     }
 
-    /// The value at the last access of an atomic instruction after it, and its sequence number.
+    /// The value at the last access after it (an atomic instruction's, or a watched plain
+    /// access's), and its sequence number.
     pub fn value(&mut self, buf: &mut Vec<u8>, value: u64, seq: u64) {
         buf.push(word::VALUE);
         put_leb(buf, value);
@@ -324,8 +329,9 @@ pub enum Word {
     /// happened before another's in the traced run, its number is smaller. The converter
     /// derives replay's happens-before edges from these numbers.
     Mark(Op),
-    /// The value in memory after the preceding atomic instruction's access, with a sequence
-    /// number from the markers' counter (see [`word`]).
+    /// The value in memory after the preceding access (of an atomic instruction, or a plain
+    /// access to a watched line: see [`word`]), with a sequence number from the markers'
+    /// counter.
     Value {
         /// The value (the access's size, zero-extended).
         value: u64,

@@ -1,0 +1,650 @@
+//! Spin-waits on plain memory (a flag, a test-and-set lock's word, C++20 `std::barrier`'s
+//! phase, a hand-written barrier's counter): the iterations a waiting thread ran were as many
+//! as the host's scheduling made them, and the moment it went on followed the traced run. Each
+//! one found is replaced by a wait, in simulated time, for the store that ended it
+//! (docs/tracing.md, "How synchronization replays").
+//!
+//! **Input.** The plugin watches the lines a thread loaded just before a `pause` (the spin
+//! hint) and records, with a sequence number, the value every store to a watched line left
+//! and the value a load read when it differs from the last one that thread saw there
+//! (`isim_trace_protocol::word`). [`Detector`] reads one thread's stream in the converter's
+//! first pass.
+//!
+//! **A spin** of thread `W` on address `A`: a *run* of loads of `A` that all read the value
+//! `W` last saw there (not recorded: the value did not change), ended by a recorded load of
+//! `A` reading another value. A run has at least one load besides the last; nothing between
+//! its loads but looking: no plain store outside the thread's own stack, no atomic
+//! read-modify-write, no synchronization marker but futex waits and wakes; at most [`SLACK`]
+//! instructions between two loads, and at most [`PER_CHECK`] per load in all (plus
+//! [`SLACK`]): a loop doing nothing but looking. **The store that ended it**: the recorded
+//! store of the new value to `A` by another thread, the first one after `W` last saw the old
+//! value there (or, if there is none, the last one before), in sequence order: the load's own
+//! sequence number does not bound it, since a store's callback can take its number after the
+//! load that read it took its own. The instructions after the run's first look, up to the
+//! last load, are left out and `W` waits there for that store ([`find`]); futex waits among
+//! them go too (whether the waiter slept was the host's doing). A spin whose store was not recorded (it came before
+//! the line was watched) stays as traced.
+
+use std::collections::{HashMap, HashSet};
+
+use super::countdown::Dep;
+
+/// Most instructions per look at the spun-on address in a spin (a `pause` loop, a back-off
+/// with `sched_yield`).
+pub const PER_CHECK: u64 = 64;
+/// Instructions a spin may have beyond that (the way into a futex wait and back), and the
+/// most between two looks of one spin.
+pub const SLACK: u64 = 4096;
+/// Most addresses a thread is followed on at once.
+const OPEN: usize = 8;
+
+/// A recorded plain store of a watched line.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Store {
+    /// Its position: instructions of the thread before it.
+    pub at: u64,
+    /// The address.
+    pub addr: u64,
+    /// The value it left.
+    pub value: u64,
+    /// Its sequence number.
+    pub seq: u64,
+    /// It came right after the thread's atomic instruction, with no wait or call between (a
+    /// barrier's last arrival storing the release).
+    pub arrival: bool,
+}
+
+/// A load that read a value other than the one its thread last saw at that address: the end
+/// of a spin, or a first look that already found the change.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Change {
+    /// The address.
+    pub addr: u64,
+    /// The first instruction after the spin's first look; `to` if there was no spin.
+    pub from: u64,
+    /// The load that read the new value (position).
+    pub to: u64,
+    /// The new value.
+    pub value: u64,
+    /// The load's sequence number.
+    pub seq: u64,
+    /// The sequence number of the thread's previous recorded access there (when it saw the
+    /// old value, or a store of its own).
+    pub since: u64,
+    /// The thread waited for it and did nothing else since its last atomic instruction: a spin
+    /// ended here, or, without one, the load came right after an atomic instruction (a
+    /// barrier's arrival) with no other wait or call in between. Only such changes can be a
+    /// barrier's arrivals: each was, in the traced run, before the store that released it (or
+    /// just after its arrival, with nothing between that waits for others).
+    pub clean: bool,
+}
+
+impl Change {
+    /// Whether a spin came before it.
+    pub fn spun(&self) -> bool {
+        self.from < self.to
+    }
+}
+
+/// An address a thread is followed on: the value it last saw there, and its current run of
+/// looks (loads of the address with nothing but looking between them).
+#[derive(Debug, Clone, Copy)]
+struct Open {
+    addr: u64,
+    value: u64,
+    /// The sequence number of the recorded access that saw `value`.
+    seq: u64,
+    /// The run's first load (position), its loads, and its last load.
+    run_start: u64,
+    run_loads: u64,
+    last_load: u64,
+    /// The thread did something besides looking since the run's last load: the next load
+    /// starts a new run.
+    broken: bool,
+}
+
+/// Finds one thread's spins and recorded stores as its stream is read.
+#[derive(Debug, Default)]
+pub struct Detector {
+    open: Vec<Open>,
+    /// The changes seen (spins' ends among them).
+    pub changes: Vec<Change>,
+    /// The recorded stores.
+    pub stores: Vec<Store>,
+    /// One past the position of its last atomic read-modify-write, and of its last marker or
+    /// change seen (0: none).
+    last_atomic: u64,
+    last_event: u64,
+}
+
+impl Detector {
+    /// A memory access of the instruction at position `at`: `own` if it is on the thread's
+    /// own stack, `atomic` if the instruction is an atomic read-modify-write (which is doing,
+    /// not looking).
+    #[inline]
+    pub fn access(&mut self, at: u64, addr: u64, store: bool, own: bool, atomic: bool) {
+        if atomic {
+            self.last_atomic = at + 1;
+        }
+        if self.open.is_empty() {
+            return;
+        }
+        for o in &mut self.open {
+            if atomic || (store && !own) {
+                o.broken = true;
+            } else if !store && o.addr == addr {
+                if o.broken || at - o.last_load > SLACK {
+                    o.run_start = at;
+                    o.run_loads = 0;
+                    o.broken = false;
+                }
+                o.run_loads += 1;
+                o.last_load = at;
+            }
+        }
+    }
+
+    /// A marker of the thread before its instruction at `at` (not a futex wait, a wake or a
+    /// result): the thread is doing something besides looking.
+    pub fn marker(&mut self, at: u64) {
+        self.last_event = at + 1;
+        for o in &mut self.open {
+            o.broken = true;
+        }
+    }
+
+    /// A recorded plain access at position `at` (its access was just given to
+    /// [`Detector::access`]).
+    pub fn recorded(&mut self, at: u64, addr: u64, store: bool, value: u64, seq: u64) {
+        let arrived = self.last_atomic > self.last_event && at + 1 - self.last_atomic <= SLACK;
+        if store {
+            self.stores.push(Store {
+                at,
+                addr,
+                value,
+                seq,
+                arrival: arrived,
+            });
+        }
+        let i = match self.open.iter().position(|o| o.addr == addr) {
+            Some(i) => i,
+            None => {
+                if self.open.len() == OPEN {
+                    self.open.remove(0);
+                }
+                self.open.push(Open {
+                    addr,
+                    value,
+                    seq,
+                    run_start: at,
+                    run_loads: 0,
+                    last_load: at,
+                    broken: true,
+                });
+                return;
+            }
+        };
+        let o = &mut self.open[i];
+        if !store && o.value != value {
+            // `run_loads` counts this load too: a spin looked at least once before.
+            let spun = !o.broken
+                && o.run_loads >= 2
+                && at - o.run_start <= PER_CHECK * o.run_loads + SLACK;
+            // Without a spin, the look is a barrier's if it comes right after the thread's
+            // arrival (an atomic instruction) with no other wait or call in between.
+            self.changes.push(Change {
+                addr,
+                from: if spun { o.run_start + 1 } else { at },
+                to: at,
+                value,
+                seq,
+                since: o.seq,
+                clean: spun || arrived,
+            });
+            self.last_event = at + 1;
+            // A wait that ended here is no looking at the other addresses.
+            for (j, x) in self.open.iter_mut().enumerate() {
+                x.broken |= j != i;
+            }
+        }
+        let o = &mut self.open[i];
+        o.value = value;
+        o.seq = seq;
+        o.broken = true;
+    }
+}
+
+/// A recorded store as a candidate: (sequence number, thread, position).
+type Candidate = (u64, u32, u64);
+
+/// Per store read (by its sequence number): its thread, its position, and the changes that
+/// read it (thread, index in its changes).
+type Readers = HashMap<u64, (u32, u64, Vec<(u32, usize)>)>;
+
+/// A barrier built on a spun-on address: one participant's arrival at one episode.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct BarrierMark {
+    /// The participant.
+    pub thread: u32,
+    /// Its instructions left out before `at` (its spinning; `at` when none).
+    pub from: u64,
+    /// Where it arrives: before its instruction at this position.
+    pub at: u64,
+    /// The episode (dense from 0 over the trace).
+    pub episode: u64,
+    /// Participants.
+    pub participants: u32,
+}
+
+/// What [`find`] returns.
+#[derive(Debug, Default)]
+pub struct SpinWaits {
+    /// Spins outside barriers, as dependences whose range `from..at` is left out.
+    pub deps: Vec<Dep>,
+    /// Barriers built on spun-on addresses, every participant's arrival at every episode.
+    pub barriers: Vec<BarrierMark>,
+    /// Addresses those barriers were found on.
+    pub barrier_words: u64,
+    /// Spins found whose ending store was not recorded (left as traced).
+    pub unmatched: u64,
+}
+
+/// Turns every thread's spins into waits. `changes[t]` and `stores[t]` are thread `t`'s;
+/// changes on `skip` addresses (lock words, replayed as mutexes) are left alone; `taken[t]`
+/// are thread `t`'s instruction ranges `[start, end)` other rewriting already uses (a spin
+/// overlapping one stays as traced).
+///
+/// Each change is matched to the store it read: the first recorded store of its value there,
+/// by another thread, after the thread last saw the old value (the load's own sequence number
+/// does not bound it: the store's callback may have taken its number after the load's); if
+/// none, the last one before the load. **A barrier**: an address whose stores, each with the
+/// threads whose changes read it, form at least two episodes, every one with the same team of
+/// `n ≥ 2` distinct threads (the storer and each reader once), every store an arrival
+/// ([`Store::arrival`]: the storer had just arrived, it did not hand something over) and every
+/// reader's change [`Change::clean`]: a sense-reversing barrier, C++'s `std::barrier` phase. Who stored in the traced run (who arrived last there) is the host's
+/// doing, so each episode becomes a barrier of `n` participants: the storer at its store, the
+/// others at their reading load (their spinning left out). **Otherwise** each spin waits for
+/// the store it read.
+pub fn find(
+    changes: &[Vec<Change>],
+    stores: &[Vec<Store>],
+    skip: &HashSet<u64>,
+    taken: &[Vec<(u64, u64)>],
+) -> SpinWaits {
+    // Per address and value, the recorded stores: (sequence number, thread, position).
+    let mut by: HashMap<(u64, u64), Vec<Candidate>> = HashMap::new();
+    // The stores that came right after their thread's arrival: (thread, sequence number).
+    let mut arrivals: HashSet<(u32, u64)> = HashSet::new();
+    for (t, ss) in stores.iter().enumerate() {
+        for s in ss {
+            by.entry((s.addr, s.value))
+                .or_default()
+                .push((s.seq, t as u32, s.at));
+            if s.arrival {
+                arrivals.insert((t as u32, s.seq));
+            }
+        }
+    }
+    by.values_mut().for_each(|v| v.sort_unstable());
+    // Each change's store, if found: (store's seq, its thread, its position).
+    let mut read: Vec<Vec<Option<(u64, u32, u64)>>> = Vec::with_capacity(changes.len());
+    // Per address, per store read (by sequence number): its thread and position, and the
+    // changes that read it (thread, index).
+    let mut episodes: HashMap<u64, Readers> = HashMap::new();
+    for (w, list) in changes.iter().enumerate() {
+        let mut r = Vec::with_capacity(list.len());
+        for (k, c) in list.iter().enumerate() {
+            if skip.contains(&c.addr) {
+                r.push(None);
+                continue;
+            }
+            let others: Vec<&(u64, u32, u64)> = by
+                .get(&(c.addr, c.value))
+                .map(|v| v.iter().filter(|s| s.1 != w as u32).collect())
+                .unwrap_or_default();
+            let i = others.partition_point(|s| s.0 <= c.since);
+            let j = others.partition_point(|s| s.0 < c.seq);
+            let found = others
+                .get(i)
+                .or_else(|| j.checked_sub(1).and_then(|k| others.get(k)))
+                .map(|&&s| s);
+            if let Some((seq, u, at)) = found {
+                episodes
+                    .entry(c.addr)
+                    .or_default()
+                    .entry(seq)
+                    .or_insert((u, at, Vec::new()))
+                    .2
+                    .push((w as u32, k));
+            }
+            r.push(found);
+        }
+        read.push(r);
+    }
+    let overlaps = |t: u32, from: u64, at: u64| {
+        taken
+            .get(t as usize)
+            .is_some_and(|r| r.iter().any(|&(s, e)| s <= at && from < e))
+    };
+    let mut out = SpinWaits::default();
+    let mut barrier_words: HashSet<u64> = HashSet::new();
+    let mut next_episode = 0u64;
+    let mut addrs: Vec<u64> = episodes.keys().copied().collect();
+    addrs.sort_unstable();
+    for a in addrs {
+        let eps = &episodes[&a];
+        let mut seqs: Vec<u64> = eps.keys().copied().collect();
+        seqs.sort_unstable();
+        let team = |seq: &u64| {
+            let (u, _, rs) = &eps[seq];
+            let mut ts: Vec<u32> = rs.iter().map(|r| r.0).collect();
+            ts.push(*u);
+            ts.sort_unstable();
+            ts
+        };
+        let first = team(&seqs[0]);
+        let is_barrier = seqs.len() >= 2
+            && first.len() >= 2
+            && first.windows(2).all(|w| w[0] != w[1])
+            && seqs.iter().all(|q| team(q) == first)
+            && seqs.iter().all(|q| {
+                let (u, at, rs) = &eps[q];
+                arrivals.contains(&(*u, *q))
+                    && !overlaps(*u, at + 1, at + 1)
+                    && rs.iter().all(|&(w, k)| {
+                        let c = changes[w as usize][k];
+                        c.clean && !overlaps(w, c.from, c.to)
+                    })
+            });
+        if !is_barrier {
+            continue;
+        }
+        barrier_words.insert(a);
+        for q in &seqs {
+            let (u, at, rs) = &eps[q];
+            let episode = next_episode;
+            next_episode += 1;
+            let n = first.len() as u32;
+            out.barriers.push(BarrierMark {
+                thread: *u,
+                from: at + 1,
+                at: at + 1,
+                episode,
+                participants: n,
+            });
+            for &(w, k) in rs {
+                let c = changes[w as usize][k];
+                out.barriers.push(BarrierMark {
+                    thread: w,
+                    from: c.from,
+                    at: c.to,
+                    episode,
+                    participants: n,
+                });
+            }
+        }
+    }
+    out.barrier_words = barrier_words.len() as u64;
+    for (w, list) in changes.iter().enumerate() {
+        for (k, c) in list.iter().enumerate() {
+            if !c.spun() || skip.contains(&c.addr) || barrier_words.contains(&c.addr) {
+                continue;
+            }
+            let Some((seq, u, at)) = read[w][k] else {
+                out.unmatched += 1;
+                continue;
+            };
+            if overlaps(w as u32, c.from, c.to) {
+                out.unmatched += 1;
+                continue;
+            }
+            out.deps.push(Dep {
+                word: c.addr,
+                waiter: w as u32,
+                from: c.from,
+                at: c.to,
+                seq: c.seq,
+                sources: vec![(u, at + 1, seq)],
+            });
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const A: u64 = 0x1000;
+
+    /// A flag wait: after some work, a first look at 10 reads 0 (recorded by an earlier
+    /// look), eight more loads read 0 in a `pause` loop, then the load at 50 reads 1: a spin
+    /// from 11 to 50.
+    fn flag_wait(d: &mut Detector) {
+        d.access(2, A, false, false, false);
+        d.recorded(2, A, false, 0, 5);
+        d.access(5, 0x5000, true, false, false); // work
+        d.access(10, A, false, false, false);
+        for i in 0..8 {
+            d.access(12 + 4 * i, 0x7000, true, true, false); // its own stack
+            d.access(14 + 4 * i, A, false, false, false);
+        }
+        d.access(50, A, false, false, false);
+        d.recorded(50, A, false, 1, 9);
+    }
+
+    #[test]
+    fn a_pause_loop_that_only_looks_is_a_spin() {
+        let mut d = Detector::default();
+        flag_wait(&mut d);
+        assert_eq!(
+            d.changes,
+            vec![Change {
+                addr: A,
+                from: 11,
+                to: 50,
+                value: 1,
+                seq: 9,
+                since: 5,
+                clean: true,
+            }]
+        );
+    }
+
+    /// A store outside the thread's stack, an atomic instruction or a synchronization call
+    /// between the looks, or a long way between them, means the thread did work: the run
+    /// starts again, and a run of one load is no spin.
+    #[test]
+    fn a_loop_that_does_work_is_no_spin() {
+        let look = |d: &mut Detector, at: u64| d.access(at, A, false, false, false);
+        let start = |d: &mut Detector| {
+            look(d, 2);
+            d.recorded(2, A, false, 0, 5);
+            look(d, 10);
+        };
+        let mut store = Detector::default();
+        start(&mut store);
+        store.access(20, 0x5000, true, false, false);
+        look(&mut store, 30);
+        store.recorded(30, A, false, 1, 9);
+        let mut atomic = Detector::default();
+        start(&mut atomic);
+        atomic.access(20, 0x5000, false, false, true);
+        look(&mut atomic, 30);
+        atomic.recorded(30, A, false, 1, 9);
+        let mut sync = Detector::default();
+        start(&mut sync);
+        sync.marker(20);
+        look(&mut sync, 30);
+        sync.recorded(30, A, false, 1, 9);
+        let mut far = Detector::default();
+        start(&mut far);
+        let end = 10 + SLACK + 1;
+        look(&mut far, end);
+        far.recorded(end, A, false, 1, 9);
+        for d in [store, atomic, sync, far] {
+            assert!(
+                d.changes.iter().all(|c| !c.spun() && c.to == c.from),
+                "{:?}",
+                d.changes
+            );
+            assert_eq!(d.changes.len(), 1);
+        }
+    }
+
+    /// The wait is for the first store of the value read, by another thread, after the
+    /// thread last saw the old value; an unrecorded one leaves the spin alone.
+    #[test]
+    fn a_spin_waits_for_the_store_it_read() {
+        let mut d = Detector::default();
+        flag_wait(&mut d);
+        let stores = vec![
+            vec![],
+            vec![
+                Store {
+                    at: 100,
+                    addr: A,
+                    value: 1,
+                    seq: 2,
+                    arrival: false,
+                },
+                Store {
+                    at: 200,
+                    addr: A,
+                    value: 1,
+                    seq: 7,
+                    arrival: false,
+                },
+                Store {
+                    at: 300,
+                    addr: A,
+                    value: 1,
+                    seq: 12,
+                    arrival: false,
+                },
+            ],
+        ];
+        let w = find(&[d.changes.clone(), vec![]], &stores, &HashSet::new(), &[]);
+        assert_eq!(w.unmatched, 0);
+        assert_eq!(
+            w.deps,
+            vec![Dep {
+                word: A,
+                waiter: 0,
+                from: 11,
+                at: 50,
+                seq: 9,
+                sources: vec![(1, 201, 7)],
+            }]
+        );
+        // The store's number came after the load's (their callbacks raced): still that one,
+        // not the older store of the same value.
+        let raced = vec![vec![], vec![stores[1][0], stores[1][2]]];
+        let w = find(&[d.changes.clone(), vec![]], &raced, &HashSet::new(), &[]);
+        assert_eq!(w.deps[0].sources, vec![(1, 301, 12)]);
+        let none = find(
+            &[d.changes.clone(), vec![]],
+            &[vec![], vec![]],
+            &HashSet::new(),
+            &[],
+        );
+        assert_eq!((none.deps.len(), none.unmatched), (0, 1));
+        let lock = find(&[d.changes, vec![]], &stores, &HashSet::from([A]), &[]);
+        assert_eq!((lock.deps.len(), lock.unmatched), (0, 0));
+    }
+
+    /// A sense-reversing barrier of three threads over two episodes: thread 0 stores the new
+    /// sense first, thread 1 second (whoever arrived last in the traced run); the others read
+    /// it, one after a spin. Every episode has the team {0, 1, 2}: a barrier of 3, each
+    /// participant arriving once per episode, no dependence. With a third episode whose
+    /// readers are another team, it is no barrier, and the spins wait for their stores.
+    #[test]
+    fn stores_read_by_the_same_team_every_episode_are_a_barrier() {
+        let store = |at, value, seq| Store {
+            at,
+            addr: A,
+            value,
+            seq,
+            arrival: true,
+        };
+        let change = |from, to, value, seq, since| Change {
+            addr: A,
+            from,
+            to,
+            value,
+            seq,
+            since,
+            clean: true,
+        };
+        let stores = vec![vec![store(100, 1, 10)], vec![store(300, 0, 20)], vec![]];
+        let changes = vec![
+            vec![change(250, 290, 0, 22, 10)],
+            vec![change(120, 120, 1, 11, 1)],
+            vec![change(130, 180, 1, 12, 2), change(310, 310, 0, 21, 12)],
+        ];
+        let w = find(&changes, &stores, &HashSet::new(), &[]);
+        assert_eq!((w.barrier_words, w.deps.len(), w.unmatched), (1, 0, 0));
+        let mut marks: Vec<(u64, u32, u64, u64)> = w
+            .barriers
+            .iter()
+            .map(|b| (b.episode, b.thread, b.from, b.at))
+            .collect();
+        marks.sort_unstable();
+        assert_eq!(
+            marks,
+            vec![
+                (0, 0, 101, 101),
+                (0, 1, 120, 120),
+                (0, 2, 130, 180),
+                (1, 0, 250, 290),
+                (1, 1, 301, 301),
+                (1, 2, 310, 310)
+            ]
+        );
+        assert!(w.barriers.iter().all(|b| b.participants == 3));
+        // Stores that hand something over (no arrival before them): no barrier.
+        let mut handed = stores.clone();
+        handed.iter_mut().flatten().for_each(|s| s.arrival = false);
+        assert_eq!(
+            find(&changes, &handed, &HashSet::new(), &[]).barrier_words,
+            0
+        );
+        // A third episode read by thread 0 alone: no barrier.
+        let mut stores3 = stores.clone();
+        stores3[2].push(store(500, 1, 30));
+        let mut changes3 = changes.clone();
+        changes3[0].push(change(400, 480, 1, 31, 22));
+        let w = find(&changes3, &stores3, &HashSet::new(), &[]);
+        assert_eq!((w.barrier_words, w.barriers.len()), (0, 0));
+        let waits: Vec<(u32, u32)> = w.deps.iter().map(|d| (d.waiter, d.sources[0].0)).collect();
+        assert_eq!(waits, vec![(0, 1), (0, 2), (2, 0)]);
+    }
+
+    /// A first look that already reads the new value is a barrier's arrival only right after
+    /// the thread's own atomic instruction (its arrival); after a wait on another address (a
+    /// consumer that waited for `ready` and then reads `data`), it is not, so that the store
+    /// of `data` is never made to wait for that reader.
+    #[test]
+    fn a_look_without_a_spin_is_clean_only_right_after_an_arrival() {
+        const B: u64 = 0x2000;
+        let mut d = Detector::default();
+        d.access(1, A, false, false, false);
+        d.recorded(1, A, false, 0, 1);
+        d.access(5, 0x3000, true, false, true); // arrival: an atomic instruction
+        d.access(8, A, false, false, false);
+        d.recorded(8, A, false, 1, 4);
+        assert!(d.changes[0].clean && !d.changes[0].spun());
+        let mut c = Detector::default();
+        c.access(1, A, false, false, false);
+        c.recorded(1, A, false, 0, 1);
+        c.access(2, B, false, false, false);
+        c.recorded(2, B, false, 0, 2);
+        c.access(3, 0x3000, true, false, true);
+        c.access(9, B, false, false, false);
+        c.recorded(9, B, false, 1, 5); // `ready` changed: a wait ended
+        c.access(10, A, false, false, false);
+        c.recorded(10, A, false, 1, 6); // `data`
+        assert!(c.changes[0].clean);
+        assert!(!c.changes[1].clean);
+    }
+}
