@@ -145,6 +145,8 @@ pub struct SpinWaitLine {
     pub instructions: u64,
     /// Found but left as traced.
     pub unmatched: u64,
+    /// Loads that found another thread's store at their first look, replayed as waits.
+    pub reads: u64,
     /// Barriers built on spun-on addresses, replayed as barriers.
     pub barriers: u64,
     /// Their participants' arrivals.
@@ -576,6 +578,7 @@ fn report(
             waits: s.spin_waits.waits,
             instructions: s.spin_waits.instructions,
             unmatched: s.spin_waits.unmatched,
+            reads: s.spin_waits.reads,
             barriers: s.spin_waits.barriers,
             barrier_arrivals: s.spin_waits.barrier_arrivals,
         },
@@ -683,8 +686,8 @@ impl TraceReport {
                 s,
                 "spin-waits on memory: {} replaced by waits ({} instructions of spinning left \
                  out), {} left as traced (their store was not seen, or they overlap a lock's \
-                 attempt)",
-                w.waits, w.instructions, w.unmatched
+                 attempt); {} first looks that found the store waited for it",
+                w.waits, w.instructions, w.unmatched, w.reads
             );
         }
         if w.barriers > 0 {

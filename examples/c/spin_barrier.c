@@ -1,6 +1,7 @@
 /* spin_barrier.c: a sense-reversing barrier built on C11 atomics, its waiters spinning with
- * `pause` (as hand-written barriers and spin-wait loops of real codes do), in a phased loop
- * where thread 0 does four times the others' work every phase (the line marked PLANTED).
+ * `pause` (as hand-written barriers and spin-wait loops of real codes do; -p 0: without), in
+ * a phased loop where thread 0 does four times the others' work every phase (the line marked
+ * PLANTED).
  *
  * barrier(): flip the thread's own sense; the last to arrive (its fetch_add saw P - 1) resets
  * the count and stores the new sense (a plain release store); the others spin until they
@@ -11,8 +12,11 @@
  * looked at the flag meanwhile is the host's doing (pinned to one CPU, a spinner burns its
  * whole time slice).
  *
- * usage: spin_barrier [-t THREADS] [-s STEPS] [-w WORK]   (defaults 4 threads, 20 steps,
- * 20000 units of work)
+ * With -p 0 the waiters spin without `pause` (a bare `while (flag != sense);`, as some
+ * hand-written barriers do).
+ *
+ * usage: spin_barrier [-t THREADS] [-s STEPS] [-w WORK] [-p PAUSE]   (defaults 4 threads,
+ * 20 steps, 20000 units of work, pause 1)
  */
 #include <immintrin.h>
 #include <pthread.h>
@@ -23,6 +27,7 @@
 
 static int P = 4, STEPS = 20;
 static long WORK = 20000;
+static int PAUSE = 1;
 static atomic_int count;
 static atomic_int sense;
 static double result[256];
@@ -35,7 +40,8 @@ static void barrier(int *local)
         atomic_store_explicit(&sense, *local, memory_order_release);
     } else {
         while (atomic_load_explicit(&sense, memory_order_acquire) != *local)
-            _mm_pause();
+            if (PAUSE)
+                _mm_pause();
     }
 }
 
@@ -68,6 +74,7 @@ int main(int argc, char **argv)
         if (!strcmp(argv[i], "-t")) P = atoi(argv[i + 1]);
         else if (!strcmp(argv[i], "-s")) STEPS = atoi(argv[i + 1]);
         else if (!strcmp(argv[i], "-w")) WORK = atol(argv[i + 1]);
+        else if (!strcmp(argv[i], "-p")) PAUSE = atoi(argv[i + 1]);
     }
     if (P < 1 || P > 256 || STEPS < 1 || WORK < 1) {
         fprintf(stderr, "bad -t, -s or -w\n");

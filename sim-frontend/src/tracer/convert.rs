@@ -106,6 +106,8 @@ pub struct SpinWaits {
     /// Found but left as traced: the ending store was not recorded, or the spin overlaps a
     /// lock's attempt.
     pub unmatched: u64,
+    /// Loads that found another thread's store at their first look, replayed as waits for it.
+    pub reads: u64,
     /// Barriers built on spun-on addresses (replayed as barriers).
     pub barriers: u64,
     /// Their participants' arrivals.
@@ -1193,6 +1195,7 @@ pub fn convert(dir: &Path, out: &Path, opts: &Options) -> Result<Summary, TraceE
         waits: locks.spin_waits,
         instructions: locks.spin_instructions,
         unmatched: locks.spin_unmatched,
+        reads: locks.spin_reads,
         barriers: locks.spin_barrier_words,
         barrier_arrivals: locks.spin_barrier_episodes,
     };

@@ -109,6 +109,9 @@ pub struct Locks {
     /// Spins found but left as traced (their store was not recorded, or they overlap a
     /// lock's attempt).
     pub spin_unmatched: u64,
+    /// Loads that found another thread's store on a spun-on line at their first look (no
+    /// spin), replayed as dependences on it.
+    pub spin_reads: u64,
     /// Barriers built on spun-on addresses (see `spinwait.rs`).
     pub spin_barrier_words: u64,
     /// Their participants' arrivals (one per participant per episode).
@@ -390,14 +393,19 @@ pub fn find(
     out.spin_barrier_episodes = spun.barriers.len() as u64;
     let mut deps = countdowns;
     for d in spun.deps {
+        let spun = d.from < d.at;
         let r = &mut taken[d.waiter as usize];
         if r.iter().any(|&(s, e)| s <= d.at && d.from < e) {
-            out.spin_unmatched += 1;
+            out.spin_unmatched += spun as u64;
             continue;
         }
         r.push((d.from, d.at + 1));
-        out.spin_waits += 1;
-        out.spin_instructions += d.at - d.from;
+        if spun {
+            out.spin_waits += 1;
+            out.spin_instructions += d.at - d.from;
+        } else {
+            out.spin_reads += 1;
+        }
         deps.push(d);
     }
     for (k, d) in deps.iter().enumerate() {
@@ -405,7 +413,17 @@ pub fn find(
         if d.from < d.at {
             spun_ranges[d.waiter as usize].push((d.from, d.at));
         }
+        // The pairing in `sync.rs` takes a wake between a wait's start and its end: the end
+        // goes after every source (a store's number can be larger than that of the load that
+        // read it, when their callbacks raced).
         let first = d.sources.iter().map(|s| s.2).min().unwrap_or(d.seq);
+        let last = d
+            .sources
+            .iter()
+            .map(|s| s.2 + 1)
+            .max()
+            .unwrap_or(0)
+            .max(d.seq);
         for &(t, pos, seq) in &d.sources {
             if d.from == d.at {
                 out.countdown_edges += 1;
@@ -418,7 +436,7 @@ pub fn find(
             let done = RawMark {
                 op: Op::Done,
                 args: [0; 3],
-                seq: d.seq,
+                seq: last,
             };
             let list = &mut dep_items[d.waiter as usize];
             list.push((d.from, list.len(), wait, d.at));
@@ -687,5 +705,46 @@ mod tests {
         );
         assert_eq!((l.words, l.acquisitions, l.contended), (1, 2, 0));
         assert_eq!(l.edits[1][0].start, 50_000);
+    }
+
+    /// A load that read another thread's store waits for it even when the store's sequence
+    /// number came after the load's (their callbacks raced): the synthetic wait's result is
+    /// numbered after the wake, so that `sync.rs` pairs them.
+    #[test]
+    fn a_dependence_on_a_store_numbered_after_its_load_is_paired() {
+        use super::spinwait::{Change, Store};
+        const A: u64 = 0x500;
+        let change = Change {
+            addr: A,
+            from: 11,
+            to: 50,
+            value: 1,
+            seq: 9,
+            since: 5,
+            clean: true,
+        };
+        let store = Store {
+            at: 70,
+            addr: A,
+            value: 1,
+            seq: 12,
+            arrival: false,
+        };
+        let l = find(
+            vec![vec![], vec![]],
+            &[vec![], vec![]],
+            &[vec![], vec![]],
+            &[vec![change], vec![]],
+            &[vec![], vec![store]],
+            swap,
+        );
+        assert_eq!((l.spin_waits, l.spin_instructions), (1, 39));
+        let w: Vec<(Op, u64)> = l.marks[0].iter().map(|m| (m.op, m.seq)).collect();
+        assert_eq!(w, vec![(Op::FutexWait, 11), (Op::Done, 13)]);
+        assert_eq!(l.edits[0][0].start, 11);
+        assert_eq!(l.edits[0][0].end, 50);
+        let u: Vec<(Op, u64, u64)> = l.marks[1].iter().map(|m| (m.op, m.args[0], m.seq)).collect();
+        assert_eq!(u, vec![(Op::FutexWake, COUNTDOWN, 12)]);
+        assert_eq!((l.edits[1][0].start, l.edits[1][0].end), (71, 71));
     }
 }

@@ -22,8 +22,10 @@
 //! sequence number does not bound it, since a store's callback can take its number after the
 //! load that read it took its own. The instructions after the run's first look, up to the
 //! last load, are left out and `W` waits there for that store ([`find`]); futex waits among
-//! them go too (whether the waiter slept was the host's doing). A spin whose store was not recorded (it came before
-//! the line was watched) stays as traced.
+//! them go too (whether the waiter slept was the host's doing). A change found at the first
+//! look, with no spin, is a dependence all the same (the host happened to run the storer
+//! first). A spin whose store was not recorded (it came before the line was watched) stays as
+//! traced.
 
 use std::collections::{HashMap, HashSet};
 
@@ -239,7 +241,8 @@ pub struct BarrierMark {
 /// What [`find`] returns.
 #[derive(Debug, Default)]
 pub struct SpinWaits {
-    /// Spins outside barriers, as dependences whose range `from..at` is left out.
+    /// Changes outside barriers, as dependences on the stores they read (a spin's range
+    /// `from..at` left out).
     pub deps: Vec<Dep>,
     /// Barriers built on spun-on addresses, every participant's arrival at every episode.
     pub barriers: Vec<BarrierMark>,
@@ -263,8 +266,9 @@ pub struct SpinWaits {
 /// ([`Store::arrival`]: the storer had just arrived, it did not hand something over) and every
 /// reader's change [`Change::clean`]: a sense-reversing barrier, C++'s `std::barrier` phase. Who stored in the traced run (who arrived last there) is the host's
 /// doing, so each episode becomes a barrier of `n` participants: the storer at its store, the
-/// others at their reading load (their spinning left out). **Otherwise** each spin waits for
-/// the store it read.
+/// others at their reading load (their spinning left out). **Otherwise** each change waits
+/// for the store it read, whether the thread spun first or found it at its first look (the
+/// host ran the storer first): a data dependence, on a line some thread spins on.
 pub fn find(
     changes: &[Vec<Change>],
     stores: &[Vec<Store>],
@@ -387,15 +391,15 @@ pub fn find(
     out.barrier_words = barrier_words.len() as u64;
     for (w, list) in changes.iter().enumerate() {
         for (k, c) in list.iter().enumerate() {
-            if !c.spun() || skip.contains(&c.addr) || barrier_words.contains(&c.addr) {
+            if skip.contains(&c.addr) || barrier_words.contains(&c.addr) {
                 continue;
             }
             let Some((seq, u, at)) = read[w][k] else {
-                out.unmatched += 1;
+                out.unmatched += c.spun() as u64;
                 continue;
             };
             if overlaps(w as u32, c.from, c.to) {
-                out.unmatched += 1;
+                out.unmatched += c.spun() as u64;
                 continue;
             }
             out.deps.push(Dep {
@@ -557,7 +561,7 @@ mod tests {
     /// sense first, thread 1 second (whoever arrived last in the traced run); the others read
     /// it, one after a spin. Every episode has the team {0, 1, 2}: a barrier of 3, each
     /// participant arriving once per episode, no dependence. With a third episode whose
-    /// readers are another team, it is no barrier, and the spins wait for their stores.
+    /// readers are another team, it is no barrier, and the changes wait for their stores.
     #[test]
     fn stores_read_by_the_same_team_every_episode_are_a_barrier() {
         let store = |at, value, seq| Store {
@@ -617,7 +621,8 @@ mod tests {
         let w = find(&changes3, &stores3, &HashSet::new(), &[]);
         assert_eq!((w.barrier_words, w.barriers.len()), (0, 0));
         let waits: Vec<(u32, u32)> = w.deps.iter().map(|d| (d.waiter, d.sources[0].0)).collect();
-        assert_eq!(waits, vec![(0, 1), (0, 2), (2, 0)]);
+        // Every change waits for the store it read, with a spin or without.
+        assert_eq!(waits, vec![(0, 1), (0, 2), (1, 0), (2, 0), (2, 1)]);
     }
 
     /// A first look that already reads the new value is a barrier's arrival only right after

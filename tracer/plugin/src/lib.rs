@@ -172,7 +172,8 @@ static GUEST_BASE: OnceLock<Option<usize>> = OnceLock::new();
 
 /// Cache lines some thread spins on: a direct-mapped table of line numbers plus one (0 =
 /// empty), filled when a thread executes a `pause` (the spin-wait hint) with the lines of its
-/// last two loads. A store of any thread to a watched line records the value it left with a
+/// last two loads, and when one of its load instructions reads the same address [`REPEATS`]
+/// times with no store of the thread in between (a spin without `pause`). A store of any thread to a watched line records the value it left with a
 /// sequence number, and a load records the value it read when it differs from the last one
 /// this thread saw there: so a spin-wait's end names the store that ended it (the converter
 /// replaces the spinning by a wait for that store, `sim_frontend::tracer::spinwait`). A
@@ -203,6 +204,10 @@ fn watch(vaddr: u64) {
 
 /// Entries of a thread's memo of the values it last saw at watched addresses.
 const SEEN: usize = 8;
+/// Entries of a thread's table of repeating loads.
+const REPEAT_SLOTS: usize = 4;
+/// Times a load repeats, with no store between, before its line is watched.
+const REPEATS: u32 = 4;
 
 fn atomic_lock(t: &mut ThreadState) {
     if t.atomic_held {
@@ -275,6 +280,12 @@ struct ThreadState {
     futex_wait: bool,
     /// The addresses of its last two loads (watched at a `pause`).
     last_loads: [u64; 2],
+    /// Its stores so far.
+    stores: u64,
+    /// Loads that repeat, by instruction (direct-mapped): (raw index, address, the thread's
+    /// stores when it last ran, repeats). An instruction that loads the same address again and
+    /// again with no store of the thread in between is a spin without `pause`: watched.
+    repeat: [(u32, u64, u64, u32); REPEAT_SLOTS],
     /// The value it last saw (loaded or stored) at watched addresses, direct-mapped.
     seen: [(u64, u64); SEEN],
     tid: u32,
@@ -293,6 +304,8 @@ impl ThreadState {
             atomic_held: false,
             futex_wait: false,
             last_loads: [u64::MAX; 2],
+            stores: 0,
+            repeat: [(u32::MAX, 0, 0, 0); REPEAT_SLOTS],
             seen: [(u64::MAX, 0); SEEN],
             tid: u32::MAX,
             recording: false,
@@ -480,7 +493,7 @@ extern "C" fn on_exec(vcpu: c_uint, udata: *mut c_void) {
     })
 }
 
-extern "C" fn on_mem(vcpu: c_uint, info: u32, vaddr: u64, _udata: *mut c_void) {
+extern "C" fn on_mem(vcpu: c_uint, info: u32, vaddr: u64, udata: *mut c_void) {
     with_state(vcpu, |t| {
         if t.recording {
             // SAFETY: plain queries of the opaque info word.
@@ -491,8 +504,20 @@ extern "C" fn on_mem(vcpu: c_uint, info: u32, vaddr: u64, _udata: *mut c_void) {
                 )
             };
             t.enc.mem(&mut t.buf, vaddr, shift, store);
-            if !store {
+            if store {
+                t.stores += 1;
+            } else {
                 t.last_loads = [vaddr, t.last_loads[0]];
+                let idx = udata as usize as u32;
+                let r = &mut t.repeat[idx as usize & (REPEAT_SLOTS - 1)];
+                if r.0 == idx && r.1 == vaddr && r.2 == t.stores {
+                    r.3 += 1;
+                    if r.3 == REPEATS {
+                        watch(vaddr);
+                    }
+                } else {
+                    *r = (idx, vaddr, t.stores, 0);
+                }
             }
             if watched(vaddr) {
                 watched_access(t, vaddr, shift, store);
