@@ -743,7 +743,10 @@ mod tests {
         assert_eq!(w, vec![(Op::FutexWait, 11), (Op::Done, 13)]);
         assert_eq!(l.edits[0][0].start, 11);
         assert_eq!(l.edits[0][0].end, 50);
-        let u: Vec<(Op, u64, u64)> = l.marks[1].iter().map(|m| (m.op, m.args[0], m.seq)).collect();
+        let u: Vec<(Op, u64, u64)> = l.marks[1]
+            .iter()
+            .map(|m| (m.op, m.args[0], m.seq))
+            .collect();
         assert_eq!(u, vec![(Op::FutexWake, COUNTDOWN, 12)]);
         assert_eq!((l.edits[1][0].start, l.edits[1][0].end), (71, 71));
     }

@@ -262,13 +262,16 @@ pub struct SpinWaits {
 /// does not bound it: the store's callback may have taken its number after the load's); if
 /// none, the last one before the load. **A barrier**: an address whose stores, each with the
 /// threads whose changes read it, form at least two episodes, every one with the same team of
-/// `n ≥ 2` distinct threads (the storer and each reader once), every store an arrival
+/// `n ≥ 2` distinct threads (the storer and each reader once), some thread spun on it, every
+/// store an arrival
 /// ([`Store::arrival`]: the storer had just arrived, it did not hand something over) and every
 /// reader's change [`Change::clean`]: a sense-reversing barrier, C++'s `std::barrier` phase. Who stored in the traced run (who arrived last there) is the host's
 /// doing, so each episode becomes a barrier of `n` participants: the storer at its store, the
 /// others at their reading load (their spinning left out). **Otherwise** each change waits
 /// for the store it read, whether the thread spun first or found it at its first look (the
-/// host ran the storer first): a data dependence, on a line some thread spins on.
+/// host ran the storer first): a data dependence, on an address some thread spins on (not on
+/// a word that only shares a watched line, such as the data a spun-on lock word protects,
+/// which the lock's arbitration orders).
 pub fn find(
     changes: &[Vec<Change>],
     stores: &[Vec<Store>],
@@ -330,6 +333,15 @@ pub fn find(
             .get(t as usize)
             .is_some_and(|r| r.iter().any(|&(s, e)| s <= at && from < e))
     };
+    // Barriers and dependences are found only on addresses some thread spins on: a word that
+    // only shares its line with one (the data a spun-on lock word protects, read and written
+    // right after each acquisition) is left to the lock's arbitration.
+    let spun_on: HashSet<u64> = changes
+        .iter()
+        .flatten()
+        .filter(|c| c.spun())
+        .map(|c| c.addr)
+        .collect();
     let mut out = SpinWaits::default();
     let mut barrier_words: HashSet<u64> = HashSet::new();
     let mut next_episode = 0u64;
@@ -347,7 +359,8 @@ pub fn find(
             ts
         };
         let first = team(&seqs[0]);
-        let is_barrier = seqs.len() >= 2
+        let is_barrier = spun_on.contains(&a)
+            && seqs.len() >= 2
             && first.len() >= 2
             && first.windows(2).all(|w| w[0] != w[1])
             && seqs.iter().all(|q| team(q) == first)
@@ -391,7 +404,10 @@ pub fn find(
     out.barrier_words = barrier_words.len() as u64;
     for (w, list) in changes.iter().enumerate() {
         for (k, c) in list.iter().enumerate() {
-            if skip.contains(&c.addr) || barrier_words.contains(&c.addr) {
+            if skip.contains(&c.addr)
+                || barrier_words.contains(&c.addr)
+                || !spun_on.contains(&c.addr)
+            {
                 continue;
             }
             let Some((seq, u, at)) = read[w][k] else {
@@ -606,6 +622,12 @@ mod tests {
             ]
         );
         assert!(w.barriers.iter().all(|b| b.participants == 3));
+        // Nobody spun on it (the data next to a spun-on lock word, stored and read right
+        // after each acquisition): no barrier, no dependence.
+        let mut flat = changes.clone();
+        flat.iter_mut().flatten().for_each(|c| c.from = c.to);
+        let w = find(&flat, &stores, &HashSet::new(), &[]);
+        assert_eq!((w.barrier_words, w.deps.len()), (0, 0));
         // Stores that hand something over (no arrival before them): no barrier.
         let mut handed = stores.clone();
         handed.iter_mut().flatten().for_each(|s| s.arrival = false);
@@ -623,6 +645,11 @@ mod tests {
         let waits: Vec<(u32, u32)> = w.deps.iter().map(|d| (d.waiter, d.sources[0].0)).collect();
         // Every change waits for the store it read, with a spin or without.
         assert_eq!(waits, vec![(0, 1), (0, 2), (1, 0), (2, 0), (2, 1)]);
+        // Without any spin on the address (a word that only shares a watched line), no
+        // dependence at all.
+        let mut looks = changes3.clone();
+        looks.iter_mut().flatten().for_each(|c| c.from = c.to);
+        assert!(find(&looks, &stores3, &HashSet::new(), &[]).deps.is_empty());
     }
 
     /// A first look that already reads the new value is a barrier's arrival only right after
