@@ -941,3 +941,36 @@ fn spin_waits_on_flags_wait_for_the_store_that_ended_them() {
         );
     }
 }
+
+/// A thread started before `main` (by a constructor, as a library's thread pool is: OpenBLAS
+/// starts its workers when it is loaded) has no recorded create, since recording begins at
+/// `main`. The replay starts it with the main thread, says so, and replays all its work:
+/// before, the run stopped with "thread 1 was never created".
+#[test]
+fn a_thread_started_before_main_replays() {
+    if !common::tools_present(&["qemu-x86_64", "gcc"]) {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let exe = common::example(dir.path(), "early_thread");
+    let (run, traced) = trace_and_run(&exe, &[], "normal", dir.path());
+    let warned = traced["warnings"].as_array().unwrap().iter().any(|w| {
+        w.as_str()
+            .unwrap()
+            .contains("started before recording began")
+    });
+    assert!(warned, "no warning: {}", traced["warnings"]);
+    assert_eq!(
+        run["instructions"], traced["instructions"],
+        "every traced instruction is replayed"
+    );
+    // `main` joins the worker at once: it waits for the whole of the worker's work.
+    let th = run["threads"].as_array().unwrap();
+    let join = th[0]["stack"]["sync-join"].as_f64().unwrap();
+    let worker =
+        th[1]["cycles"].as_f64().unwrap() - th[1]["stack"]["imbalance-end"].as_f64().unwrap();
+    assert!(
+        join >= 0.9 * worker,
+        "main waited {join} cycles for a worker that ran {worker}"
+    );
+}

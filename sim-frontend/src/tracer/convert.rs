@@ -594,6 +594,10 @@ struct Ctx<'a> {
     sections: &'a HashMap<String, u32>,
     states: &'a HashMap<u32, String>,
     roi: RoiMode,
+    /// Threads no recorded create names: they were started before recording began (a
+    /// library's constructor starts its thread pool before `main`). Thread 0 creates them at
+    /// its start.
+    orphans: &'a [u32],
 }
 
 impl Ctx<'_> {
@@ -672,6 +676,11 @@ fn second_pass(ctx: &Ctx, t: u32, mut enc: ThreadEncoder) -> Result<ThreadOut, T
     put_marker(&mut enc, &mut ts, Marker::ThreadStart)?;
     if t == 0 && ctx.roi == RoiMode::All {
         put_marker(&mut enc, &mut ts, Marker::RoiBegin)?;
+    }
+    if t == 0 {
+        for &child in ctx.orphans {
+            put_marker(&mut enc, &mut ts, Marker::ThreadCreate { child })?;
+        }
     }
     let file =
         std::fs::File::open(&path).map_err(|e| TraceError::io(&path, 0, "cannot open", e))?;
@@ -1116,6 +1125,21 @@ pub fn convert(dir: &Path, out: &Path, opts: &Options) -> Result<Summary, TraceE
     };
     // Pass 2, every thread on its own host thread again: its records, encoded into its own
     // chunks (the thread directory says where each went).
+    let mut created = vec![false; tids.len()];
+    for m in locks.marks.iter().flatten().filter(|m| m.op == Op::Create) {
+        if let Some(&c) = dense.get(&m.args[0]) {
+            created[c as usize] = true;
+        }
+    }
+    let orphans: Vec<u32> = (1..tids.len() as u32)
+        .filter(|&c| !created[c as usize])
+        .collect();
+    if !orphans.is_empty() {
+        warnings.push(format!(
+            "thread(s) {orphans:?} started before recording began (before `main`: a library's \
+             constructor starts its threads there); replay starts them with the main thread"
+        ));
+    }
     let ctx = Ctx {
         dir,
         tids: &tids,
@@ -1127,6 +1151,7 @@ pub fn convert(dir: &Path, out: &Path, opts: &Options) -> Result<Summary, TraceE
         sections: &c.sections,
         states: &states,
         roi: opts.roi,
+        orphans: &orphans,
     };
     let encoders = c.w.encoders(tids.len() as u32)?;
     let slots: Vec<std::sync::Mutex<Option<ThreadEncoder<'_>>>> = encoders
