@@ -488,6 +488,9 @@ fn first_pass(dir: &Path, t: u32, raw_tid: u32, hot: &[Hot]) -> Result<FirstPass
     let mut last_size = 0u8;
     let mut last_store = false;
     let mut stack = OwnStack::NONE;
+    // The main thread's stack (its accesses are not moved, but they are its own business for
+    // the spin-wait finder).
+    let mut main_stack = OwnStack::NONE;
     while let Some(w) = rd.next_word() {
         match w {
             Word::Exec(raw) => {
@@ -522,7 +525,7 @@ fn first_pass(dir: &Path, t: u32, raw_tid: u32, hot: &[Hot]) -> Result<FirstPass
                     execs.saturating_sub(1),
                     addr,
                     store,
-                    stack.contains(addr),
+                    stack.contains(addr) || main_stack.contains(addr),
                     atomic,
                 );
                 if let Some(i) = collecting
@@ -551,11 +554,16 @@ fn first_pass(dir: &Path, t: u32, raw_tid: u32, hot: &[Hot]) -> Result<FirstPass
                 }
             }
             Word::Mark(op) => {
-                if !matches!(op, Op::FutexWait | Op::FutexWake | Op::Done) {
-                    out.spins.marker(execs);
-                }
+                out.spins.marker(execs, op, rd.args[0]);
                 if op == Op::ThreadStart {
                     stack = OwnStack::new(t, rd.args[1], rd.args[2]);
+                }
+                if op == Op::MainBegin && rd.args[1] > rd.args[0] {
+                    main_stack = OwnStack {
+                        lo: rd.args[0],
+                        hi: rd.args[1],
+                        base: 0,
+                    };
                 }
                 out.mark_at.push(execs);
                 out.marks.push(RawMark {

@@ -462,10 +462,14 @@ pub fn find(
             let at = mark_at[t][k];
             let spun_wait =
                 m.op == Op::FutexWait && spun_ranges[t].iter().any(|&(s, e)| s <= at && at <= e);
-            if lock_futex || spun_wait {
+            // Polling under a lock: the iterations' locks and unlocks left out with them (the
+            // range runs from one unlock to a lock, both kept).
+            let spun_lock = matches!(m.op, Op::MutexLock | Op::MutexUnlock)
+                && spun_ranges[t].iter().any(|&(s, e)| s < at && at < e);
+            if lock_futex || spun_wait || spun_lock {
                 removed[k] = true;
-                // A wait's result goes with it.
-                if m.op == Op::FutexWait
+                // A call's result goes with it.
+                if m.op != Op::FutexWake
                     && let Some(d) = ms.get(k + 1)
                     && d.op == Op::Done
                 {

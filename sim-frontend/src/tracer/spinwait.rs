@@ -30,6 +30,7 @@
 use std::collections::{HashMap, HashSet};
 
 use super::countdown::Dep;
+use super::raw::Op;
 
 /// Most instructions per look at the spun-on address in a spin (a `pause` loop, a back-off
 /// with `sched_yield`).
@@ -64,7 +65,8 @@ pub struct Change {
     pub addr: u64,
     /// The first instruction after the spin's first look; `to` if there was no spin.
     pub from: u64,
-    /// The load that read the new value (position).
+    /// Where the thread waits, the end of the instructions left out: the load that read the
+    /// new value, or, polling under a lock, the lock call before that load.
     pub to: u64,
     /// The new value.
     pub value: u64,
@@ -103,6 +105,11 @@ struct Open {
     /// The thread did something besides looking since the run's last load: the next load
     /// starts a new run.
     broken: bool,
+    /// Polling under a lock: the one mutex the run locks and unlocks, its first unlock and
+    /// its last lock (positions).
+    mutex: Option<u64>,
+    first_unlock: Option<u64>,
+    last_lock: Option<u64>,
 }
 
 /// Finds one thread's spins and recorded stores as its stream is read.
@@ -139,6 +146,9 @@ impl Detector {
                     o.run_start = at;
                     o.run_loads = 0;
                     o.broken = false;
+                    o.mutex = None;
+                    o.first_unlock = None;
+                    o.last_lock = None;
                 }
                 o.run_loads += 1;
                 o.last_load = at;
@@ -146,12 +156,33 @@ impl Detector {
         }
     }
 
-    /// A marker of the thread before its instruction at `at` (not a futex wait, a wake or a
-    /// result): the thread is doing something besides looking.
-    pub fn marker(&mut self, at: u64) {
+    /// A marker `op` (its first argument `arg`) of the thread before its instruction at `at`.
+    /// Futex waits and wakes, results and the ends of untraced calls are part of looking; so
+    /// are the locks and unlocks of
+    /// one mutex (polling under a lock: lock, read, unlock, yield, again); anything else means
+    /// the thread is doing something besides looking.
+    pub fn marker(&mut self, at: u64, op: Op, arg: u64) {
+        if matches!(
+            op,
+            Op::FutexWait | Op::FutexWake | Op::Done | Op::Resume | Op::Suppress
+        ) {
+            return;
+        }
         self.last_event = at + 1;
         for o in &mut self.open {
-            o.broken = true;
+            let poll = matches!(op, Op::MutexLock | Op::MutexUnlock)
+                && !o.broken
+                && o.mutex.is_none_or(|m| m == arg);
+            if !poll {
+                o.broken = true;
+                continue;
+            }
+            o.mutex = Some(arg);
+            if op == Op::MutexLock {
+                o.last_lock = Some(at);
+            } else if o.first_unlock.is_none() {
+                o.first_unlock = Some(at);
+            }
         }
     }
 
@@ -182,22 +213,40 @@ impl Detector {
                     run_loads: 0,
                     last_load: at,
                     broken: true,
+                    mutex: None,
+                    first_unlock: None,
+                    last_lock: None,
                 });
                 return;
             }
         };
         let o = &mut self.open[i];
+        if !store && o.value == value {
+            // The plugin forgot it had told this value (its memo is small): a look like the
+            // others, part of the run.
+            return;
+        }
         if !store && o.value != value {
             // `run_loads` counts this load too: a spin looked at least once before.
-            let spun = !o.broken
+            let mut spun = !o.broken
                 && o.run_loads >= 2
                 && at - o.run_start <= PER_CHECK * o.run_loads + SLACK;
+            // Polling under a lock leaves out whole iterations: from the first unlock to the
+            // last lock, so that the mutex is taken and released as often as before.
+            let (from, to) = match (o.mutex, o.first_unlock, o.last_lock) {
+                (None, ..) => (o.run_start + 1, at),
+                (Some(_), Some(u), Some(l)) if u < l => (u, l),
+                _ => {
+                    spun = false;
+                    (at, at)
+                }
+            };
             // Without a spin, the look is a barrier's if it comes right after the thread's
             // arrival (an atomic instruction) with no other wait or call in between.
             self.changes.push(Change {
                 addr,
-                from: if spun { o.run_start + 1 } else { at },
-                to: at,
+                from: if spun { from } else { at },
+                to: if spun { to } else { at },
                 value,
                 seq,
                 since: o.seq,
@@ -502,7 +551,7 @@ mod tests {
         atomic.recorded(30, A, false, 1, 9);
         let mut sync = Detector::default();
         start(&mut sync);
-        sync.marker(20);
+        sync.marker(20, Op::Barrier, 0x9000);
         look(&mut sync, 30);
         sync.recorded(30, A, false, 1, 9);
         let mut far = Detector::default();

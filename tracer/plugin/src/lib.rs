@@ -143,6 +143,7 @@ const SYS_VFORK: i64 = 58;
 const SYS_EXECVE: i64 = 59;
 const SYS_EXECVEAT: i64 = 322;
 const SYS_FUTEX: i64 = 202;
+const SYS_SCHED_YIELD: i64 = 24;
 const CLONE_THREAD: u64 = 0x10000;
 
 const FLUSH_AT: usize = 1 << 20;
@@ -171,8 +172,8 @@ const ATOMIC_PATIENCE: std::time::Duration = std::time::Duration::from_millis(20
 static GUEST_BASE: OnceLock<Option<usize>> = OnceLock::new();
 
 /// Cache lines some thread spins on: a direct-mapped table of line numbers plus one (0 =
-/// empty), filled when a thread executes a `pause` (the spin-wait hint) with the lines of its
-/// last two loads, and when one of its load instructions reads the same address [`REPEATS`]
+/// empty), filled when a thread executes a `pause` (the spin-wait hint) or calls
+/// `sched_yield` with the lines of its last eight loads, and when one of its load instructions reads the same address [`REPEATS`]
 /// times with no store of the thread in between (a spin without `pause`). A store of any thread to a watched line records the value it left with a
 /// sequence number, and a load records the value it read when it differs from the last one
 /// this thread saw there: so a spin-wait's end names the store that ended it (the converter
@@ -204,6 +205,8 @@ fn watch(vaddr: u64) {
 
 /// Entries of a thread's memo of the values it last saw at watched addresses.
 const SEEN: usize = 8;
+/// Loads a thread remembers for [`watch_last_loads`] (a power of two).
+const LAST_LOADS: usize = 8;
 /// Entries of a thread's table of repeating loads.
 const REPEAT_SLOTS: usize = 4;
 /// Times a load repeats, with no store between, before its line is watched.
@@ -278,8 +281,13 @@ struct ThreadState {
     atomic_held: bool,
     /// A futex wait of traced code is in progress (its result becomes a `Done` marker).
     futex_wait: bool,
-    /// The addresses of its last two loads (watched at a `pause`).
-    last_loads: [u64; 2],
+    /// The addresses of its last loads, a ring (watched at a `pause` or a `sched_yield`:
+    /// after the spun-on load may come a call's, a return's and PLT stubs').
+    last_loads: [u64; LAST_LOADS],
+    /// Where the next load goes in `last_loads`.
+    next_load: usize,
+    /// Its stack, `[lo, hi)` (from its `ThreadStart` or `MainBegin` marker; empty if unknown).
+    stack: (u64, u64),
     /// Its stores so far.
     stores: u64,
     /// Loads that repeat, by instruction (direct-mapped): (raw index, address, the thread's
@@ -303,7 +311,9 @@ impl ThreadState {
             clone_flags: 0,
             atomic_held: false,
             futex_wait: false,
-            last_loads: [u64::MAX; 2],
+            last_loads: [u64::MAX; LAST_LOADS],
+            next_load: 0,
+            stack: (0, 0),
             stores: 0,
             repeat: [(u32::MAX, 0, 0, 0); REPEAT_SLOTS],
             seen: [(u64::MAX, 0); SEEN],
@@ -507,7 +517,8 @@ extern "C" fn on_mem(vcpu: c_uint, info: u32, vaddr: u64, udata: *mut c_void) {
             if store {
                 t.stores += 1;
             } else {
-                t.last_loads = [vaddr, t.last_loads[0]];
+                t.last_loads[t.next_load & (LAST_LOADS - 1)] = vaddr;
+                t.next_load = t.next_load.wrapping_add(1);
                 let idx = udata as usize as u32;
                 let r = &mut t.repeat[idx as usize & (REPEAT_SLOTS - 1)];
                 if r.0 == idx && r.1 == vaddr && r.2 == t.stores {
@@ -545,15 +556,20 @@ fn watched_access(t: &mut ThreadState, vaddr: u64, shift: u32, store: bool) {
 /// A `pause`: its thread spins, most likely on what its last loads read; watch those lines.
 extern "C" fn on_exec_pause(vcpu: c_uint, udata: *mut c_void) {
     on_exec(vcpu, udata);
-    with_state(vcpu, |t| {
-        if t.recording {
-            for a in t.last_loads {
-                if a != u64::MAX {
-                    watch(a);
-                }
+    with_state(vcpu, watch_last_loads);
+}
+
+/// Watches the lines of the thread's last loads (at a `pause` or a `sched_yield`), but not
+/// those of its own stack (return addresses, locals: nobody else's business, and its calls
+/// would store there at every turn of the loop).
+fn watch_last_loads(t: &mut ThreadState) {
+    if t.recording {
+        for a in t.last_loads {
+            if a != u64::MAX && a.wrapping_sub(t.stack.0) >= t.stack.1 - t.stack.0 {
+                watch(a);
             }
         }
-    })
+    }
 }
 
 /// An atomic instruction starts: take [`ATOMIC`], then as [`on_exec`].
@@ -619,6 +635,12 @@ fn syscall_entry(vcpu: c_uint, num: i64, args: [u64; 6]) {
     }
     if num == SYS_FUTEX {
         with_state(vcpu, |t| futex(t, a1, a2, args[2], a5));
+        return;
+    }
+    if num == SYS_SCHED_YIELD {
+        // A thread that yields is polling (OpenBLAS's idle workers, C++'s `atomic::wait`
+        // back-off): watch what it just read, as at a `pause`.
+        with_state(vcpu, watch_last_loads);
         return;
     }
     if (num == SYS_EXECVE || num == SYS_EXECVEAT) && !FORKED_CHILD.load(Ordering::Relaxed) {
@@ -690,6 +712,11 @@ fn syscall_entry(vcpu: c_uint, num: i64, args: [u64; 6]) {
             return;
         }
         t.mark(op, &args);
+        match op {
+            Op::MainBegin if a2 > a1 => t.stack = (a1, a2),
+            Op::ThreadStart if args[2] > a2 => t.stack = (a2, args[2]),
+            _ => {}
+        }
         if op.suppresses() {
             t.recording = false;
         }

@@ -137,7 +137,10 @@ extern "C" fn main_wrapper(argc: c_int, argv: *mut *mut c_char, envp: *mut *mut 
     let f = REAL_MAIN.load(Ordering::Relaxed);
     // SAFETY: stored by __libc_start_main below from the program's own `main`.
     let main: MainFn = unsafe { std::mem::transmute::<usize, MainFn>(f) };
-    magic(Op::MainBegin, 0, 0);
+    // The main thread's stack, for the spin-wait finder (a call's return address pushed in a
+    // polling loop is the thread's own business, not a store another thread could see).
+    let (lo, hi) = own_stack();
+    magic(Op::MainBegin, lo, hi);
     let r = main(argc, argv, envp);
     magic(Op::MainEnd, 0, 0);
     r

@@ -27,6 +27,7 @@ isim_names::indexed_enum! {
     #[repr(u32)]
     pub enum Op {
         /// `main` is about to run (interposition library). Starts recording the main thread.
+        /// `a1..a2` = the main thread's stack, `[a1, a2)`, or 0 if unknown.
         MainBegin = "main-begin",
         /// `main` returned (interposition library). Stops recording.
         MainEnd = "main-end",
@@ -99,6 +100,7 @@ impl Op {
     pub fn nargs(self) -> usize {
         match self {
             Op::Create | Op::Join => 1,
+            Op::MainBegin => 2,
             Op::ThreadStart => 3,
             Op::MutexLock | Op::MutexUnlock | Op::CondSignal | Op::CondBroadcast => 1,
             Op::Barrier | Op::CondWait | Op::OmpEnd | Op::OmpBarrier => 2,
