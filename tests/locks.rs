@@ -358,6 +358,48 @@ fn trace_way(
     (trace, traced, out[..at].to_string())
 }
 
+/// Compiles `examples/cpp/NAME.cpp` with g++ at the C++ standard `std` (`c++17`, `c++20`).
+fn compile_cpp(dir: &Path, name: &str, std: &str) -> std::path::PathBuf {
+    let exe = dir.join(name);
+    let o = Command::new("g++")
+        .args([&format!("-std={std}"), "-g", "-O2", "-pthread", "-o"])
+        .arg(&exe)
+        .arg(common::root().join(format!("examples/cpp/{name}.cpp")))
+        .output()
+        .unwrap();
+    assert!(
+        o.status.success(),
+        "g++: {}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    exe
+}
+
+/// The host-independence oracle: the runs of one program traced normally, pinned and beside a
+/// hog (in that order) agree within 1 % in run cycles, and every thread's sync share within 1
+/// point.
+fn assert_same_runs(label: &str, runs: &[Value]) {
+    let base = &runs[0];
+    for (way, r) in ["pinned", "hog"].iter().zip(&runs[1..]) {
+        let ratio = cycles(r) / cycles(base);
+        assert!(
+            (0.99..=1.01).contains(&ratio),
+            "{label}: {way} run {} cycles against {}: ratio {ratio:.4}",
+            cycles(r),
+            cycles(base)
+        );
+        for t in 0..base["threads"].as_array().unwrap().len() {
+            let (a, b) = (sync_share(base, t), sync_share(r, t));
+            assert!(
+                (a - b).abs() <= 0.01,
+                "{label}: thread {t} sync {a:.3} normally, {b:.3} {way}: {} against {}",
+                r["threads"],
+                base["threads"]
+            );
+        }
+    }
+}
+
 /// Share of a thread's cycles in the sync components.
 fn sync_share(s: &Value, t: usize) -> f64 {
     let th = &s["threads"][t];
@@ -386,18 +428,7 @@ fn lock_programs_time_the_same_however_the_host_ran_the_traced_program() {
         &common::root().join("examples/omp/omp_critical.c"),
         &["-fopenmp"],
     );
-    let object_locks = dir.path().join("object_locks");
-    let o = Command::new("g++")
-        .args(["-std=c++17", "-g", "-O2", "-pthread", "-o"])
-        .arg(&object_locks)
-        .arg(common::root().join("examples/cpp/object_locks.cpp"))
-        .output()
-        .unwrap();
-    assert!(
-        o.status.success(),
-        "g++: {}",
-        String::from_utf8_lossy(&o.stderr)
-    );
+    let object_locks = compile_cpp(dir.path(), "object_locks", "c++17");
     let ex = common::root().join("examples/c");
     let lock_counter = common::compile(dir.path(), "lock_counter", &ex.join("lock_counter.c"), &[]);
     let mutex_counter = common::example(dir.path(), "mutex_counter");
@@ -414,24 +445,7 @@ fn lock_programs_time_the_same_however_the_host_ran_the_traced_program() {
             .iter()
             .map(|way| trace_and_run(prog, &args, way, dir.path()).0)
             .collect();
-        let base = &runs[0];
-        for (way, r) in ["pinned", "hog"].iter().zip(&runs[1..]) {
-            let ratio = cycles(r) / cycles(base);
-            assert!(
-                (0.99..=1.01).contains(&ratio),
-                "{prog:?} {args:?}: {way} run {} cycles against {}: ratio {ratio:.4}",
-                cycles(r),
-                cycles(base)
-            );
-            let n = base["threads"].as_array().unwrap().len();
-            for t in 0..n {
-                let (a, b) = (sync_share(base, t), sync_share(r, t));
-                assert!(
-                    (a - b).abs() <= 0.01,
-                    "{prog:?} {args:?}: thread {t} sync {a:.3} normally, {b:.3} {way}"
-                );
-            }
-        }
+        assert_same_runs(&format!("{prog:?} {args:?}"), &runs);
     }
 }
 
@@ -817,18 +831,7 @@ fn spin_barriers_replay_as_barriers_whoever_arrived_last_in_the_traced_run() {
     }
     let dir = tempfile::tempdir().unwrap();
     let spin_barrier = common::example(dir.path(), "spin_barrier");
-    let sync20 = dir.path().join("sync20");
-    let o = Command::new("g++")
-        .args(["-std=c++20", "-g", "-O2", "-pthread", "-o"])
-        .arg(&sync20)
-        .arg(common::root().join("examples/cpp/sync20.cpp"))
-        .output()
-        .unwrap();
-    assert!(
-        o.status.success(),
-        "g++: {}",
-        String::from_utf8_lossy(&o.stderr)
-    );
+    let sync20 = compile_cpp(dir.path(), "sync20", "c++20");
     // (program, arguments, the slow thread, the waiting threads; 4 participants × 10 steps)
     for (prog, args, slow, waiters) in [
         (
@@ -874,25 +877,7 @@ fn spin_barriers_replay_as_barriers_whoever_arrived_last_in_the_traced_run() {
             );
             runs.push(run);
         }
-        let base = &runs[0];
-        for (way, r) in ["pinned", "hog"].iter().zip(&runs[1..]) {
-            let ratio = cycles(r) / cycles(base);
-            assert!(
-                (0.99..=1.01).contains(&ratio),
-                "{prog:?}: {way} run {} cycles against {}",
-                cycles(r),
-                cycles(base)
-            );
-            for t in 0..base["threads"].as_array().unwrap().len() {
-                let (a, b) = (sync_share(base, t), sync_share(r, t));
-                assert!(
-                    (a - b).abs() <= 0.01,
-                    "{prog:?}: thread {t} sync {a:.3} normally, {b:.3} {way}: {} against {}",
-                    r["threads"],
-                    base["threads"]
-                );
-            }
-        }
+        assert_same_runs(&format!("{prog:?} {args:?}"), &runs);
     }
 }
 
@@ -904,8 +889,9 @@ fn spin_barriers_replay_as_barriers_whoever_arrived_last_in_the_traced_run() {
 /// every wait is found (2 per item, at most 2 missed: a first store made before anybody
 /// spun on its line is not seen); the threads never work at once, so the main thread waits
 /// CONSUME / (PRODUCE + CONSUME) = 1/4 of the run and the other 3/4 of its span (±0.03);
-/// and normally, pinned and beside a CPU hog the runs agree within 1 %. Before, the polls
-/// were replayed as traced: 2.53 M against 2.46 M cycles (normal, pinned), with no wait.
+/// and normally, pinned and beside a CPU hog the runs agree within 1 % and every thread's
+/// sync share within 1 point. Before, the polls were replayed as traced: 2.53 M against
+/// 2.46 M cycles (normal, pinned), with no wait.
 #[test]
 fn spin_waits_on_flags_wait_for_the_store_that_ended_them() {
     if !common::tools_present(&["qemu-x86_64", "gcc", "taskset"]) {
@@ -932,16 +918,9 @@ fn spin_waits_on_flags_wait_for_the_store_that_ended_them() {
                 (0.22..=0.28).contains(&main) && (0.72..=0.78).contains(&other),
                 "{name} {way}: main waits {main:.3} of the run, the other {other:.3} of its span"
             );
-            runs.push(cycles(&run));
+            runs.push(run);
         }
-        for (way, r) in ["pinned", "hog"].iter().zip(&runs[1..]) {
-            let ratio = r / runs[0];
-            assert!(
-                (0.99..=1.01).contains(&ratio),
-                "{name}: {way} run {r} cycles against {}",
-                runs[0]
-            );
-        }
+        assert_same_runs(name, &runs);
     }
 }
 

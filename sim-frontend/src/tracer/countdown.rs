@@ -49,21 +49,17 @@ pub struct Dep {
 }
 
 /// Finds the waits for counters counted down to zero. `by_word` holds each word's history
-/// (sequence number, thread, index in its atomics), sorted; `locks` the lock words; `marks`
-/// and `mark_at` every thread's raw markers and their positions.
+/// (sequence number, thread, index in its atomics), sorted; `locks` the lock words; `futex`
+/// the words some thread waited on or woke; `marks` and `mark_at` every thread's raw markers
+/// and their positions.
 pub fn find(
     atomics: &[Vec<Atomic>],
     by_word: &HashMap<u64, Vec<(u64, u32, usize)>>,
     locks: &HashSet<u64>,
+    futex: &HashSet<u64>,
     marks: &[Vec<RawMark>],
     mark_at: &[Vec<u64>],
 ) -> Vec<Dep> {
-    let futex: HashSet<u64> = marks
-        .iter()
-        .flatten()
-        .filter(|m| matches!(m.op, Op::FutexWait | Op::FutexWake))
-        .map(|m| m.args[0])
-        .collect();
     let at = |e: &(u64, u32, usize)| atomics[e.1 as usize][e.2];
     // Each thread's futex waits that returned 0: (word, start seq, end seq, position).
     let mut waits: Vec<(u64, u64, u64, u32, u64)> = Vec::new();
@@ -201,7 +197,14 @@ mod tests {
         ];
         // Somebody once waited on the parker: it is a futex word.
         let marks = vec![vec![raw(Op::FutexWait, P, 100), raw(Op::Done, 0, 101)]];
-        let deps = find(&a, &histories(&a), &HashSet::new(), &marks, &[vec![95, 95]]);
+        let deps = find(
+            &a,
+            &histories(&a),
+            &HashSet::new(),
+            &HashSet::from([P]),
+            &marks,
+            &[vec![95, 95]],
+        );
         assert_eq!(
             deps,
             vec![Dep {
@@ -226,7 +229,17 @@ mod tests {
             vec![atomic(70, C, 0, 4), atomic(80, P, 1, 5)],
             vec![atomic(90, P, 0, 6)],
         ];
-        assert!(find(&a, &histories(&a), &HashSet::new(), &[], &[]).is_empty());
+        assert!(
+            find(
+                &a,
+                &histories(&a),
+                &HashSet::new(),
+                &HashSet::new(),
+                &[],
+                &[]
+            )
+            .is_empty()
+        );
     }
 
     /// A latch: thread 0 waits on the counter's own futex from before the count reached zero
@@ -247,6 +260,7 @@ mod tests {
             &a,
             &histories(&a),
             &HashSet::new(),
+            &HashSet::from([C]),
             &marks,
             &[vec![20, 20], vec![], vec![71]],
         );

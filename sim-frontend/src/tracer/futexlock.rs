@@ -346,7 +346,7 @@ pub fn find(
     // thread's instruction, at an address of its own; barriers built on spun-on addresses
     // become barrier markers. A spin that overlaps a lock's attempt or another spin of its
     // thread stays as traced.
-    let countdowns = countdown::find(atomics, &by_word, &lock_set, &marks, mark_at);
+    let countdowns = countdown::find(atomics, &by_word, &lock_set, &futex, &marks, mark_at);
     out.countdown_waits = countdowns.len() as u64;
     let mut taken: Vec<Vec<(u64, u64)>> = (0..n)
         .map(|t| {
