@@ -4,6 +4,9 @@
  * item i; the worker, once it reads it, works CONSUME units and posts it back done, which
  * the main thread polls for the same way before its next item.
  *
+ * The main thread first waits until the worker says it has started (a store made before any
+ * thread polled its line would not be seen, as in spin_flag.c).
+ *
  * The two never work at once: the run is ITEMS × (PRODUCE + CONSUME) units, the main thread
  * waits CONSUME / (PRODUCE + CONSUME) of it and the worker PRODUCE / (PRODUCE + CONSUME). How
  * many times each polled, taking and releasing the mutex each time, is the host's doing.
@@ -20,7 +23,7 @@
 static int ITEMS = 20;
 static long PRODUCE = 30000, CONSUME = 10000;
 static pthread_mutex_t m = PTHREAD_MUTEX_INITIALIZER;
-static volatile int posted, done;
+static volatile int started, posted, done;
 static double sink[2];
 
 __attribute__((noinline)) static double unit(long n, double seed)
@@ -55,6 +58,7 @@ static void *worker(void *arg)
 {
     (void)arg;
     double acc = 0;
+    post(&started, 1);
     for (int i = 1; i <= ITEMS; i++) {
         poll_for(&posted, i);
         acc += unit(CONSUME, i);
@@ -77,6 +81,7 @@ int main(int argc, char **argv)
     }
     pthread_t th;
     pthread_create(&th, NULL, worker, NULL);
+    poll_for(&started, 1);
     double acc = 0;
     for (int i = 1; i <= ITEMS; i++) {
         acc += unit(PRODUCE, i);
