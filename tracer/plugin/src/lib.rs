@@ -173,9 +173,11 @@ static GUEST_BASE: OnceLock<Option<usize>> = OnceLock::new();
 
 /// Cache lines some thread spins on: a direct-mapped table of line numbers plus one (0 =
 /// empty), filled when a thread executes a `pause` (the spin-wait hint) or calls
-/// `sched_yield` with the lines of its last eight loads, and when one of its load instructions reads the same address [`REPEATS`]
-/// times with no store of the thread in between (a spin without `pause`). A store of any thread to a watched line records the value it left with a
-/// sequence number, and a load records the value it read when it differs from the last one
+/// `sched_yield` with the lines of its last eight loads, and when one of its load
+/// instructions reads the same address [`REPEATS`] times with no store of the thread in
+/// between (a spin without `pause`); never with a line of the thread's own stack
+/// ([`watch_load`]). A store of any thread to a watched line records the value it left with
+/// a sequence number, and a load records the value it read when it differs from the last one
 /// this thread saw there: so a spin-wait's end names the store that ended it (the converter
 /// replaces the spinning by a wait for that store, `sim_frontend::tracer::spinwait`). A
 /// collision replaces an entry (that line's stores stop being recorded: its spins stay as
@@ -524,7 +526,7 @@ extern "C" fn on_mem(vcpu: c_uint, info: u32, vaddr: u64, udata: *mut c_void) {
                 if r.0 == idx && r.1 == vaddr && r.2 == t.stores {
                     r.3 += 1;
                     if r.3 == REPEATS {
-                        watch(vaddr);
+                        watch_load(t.stack, vaddr);
                     }
                 } else {
                     *r = (idx, vaddr, t.stores, 0);
@@ -559,16 +561,23 @@ extern "C" fn on_exec_pause(vcpu: c_uint, udata: *mut c_void) {
     with_state(vcpu, watch_last_loads);
 }
 
-/// Watches the lines of the thread's last loads (at a `pause` or a `sched_yield`), but not
-/// those of its own stack (return addresses, locals: nobody else's business, and its calls
-/// would store there at every turn of the loop).
+/// Watches the lines of the thread's last loads (at a `pause` or a `sched_yield`).
 fn watch_last_loads(t: &mut ThreadState) {
     if t.recording {
         for a in t.last_loads {
-            if a != u64::MAX && a.wrapping_sub(t.stack.0) >= t.stack.1 - t.stack.0 {
-                watch(a);
+            if a != u64::MAX {
+                watch_load(t.stack, a);
             }
         }
+    }
+}
+
+/// Watches the line a thread loaded at `vaddr`, unless it is on the thread's own `stack`
+/// (`[lo, hi)`): return addresses and locals are nobody else's business, and the thread's
+/// calls and `-O0` loops would store there at every turn.
+fn watch_load(stack: (u64, u64), vaddr: u64) {
+    if vaddr.wrapping_sub(stack.0) >= stack.1 - stack.0 {
+        watch(vaddr);
     }
 }
 
