@@ -104,6 +104,10 @@ pub struct MemoryConfig {
     pub off_socket_latency: u32,
     /// Coherence protocol.
     pub protocol: Protocol,
+    /// Cycles added when an access has to reach into another core's private caches of the
+    /// same socket: to take a line modified there, or to invalidate copies there for a store
+    /// (the directory's snoop to that core and its answer).
+    pub snoop_latency: u32,
     /// The L1D's prefetcher (per core).
     pub l1d_prefetch: crate::prefetch::PrefetchParams,
     /// The L2's prefetcher (per core, filling the core's L2).
@@ -111,6 +115,18 @@ pub struct MemoryConfig {
 }
 
 impl MemoryConfig {
+    /// Cycles a store takes on an idle machine to take a line modified in the L1 of a core of
+    /// the same socket with another L2 (docs/memory.md's latency table: the path's tags, the
+    /// bus slot above the L2, the tag of the level that finds it, the neighbour's L1 data,
+    /// the snoop): what moving a lock word between two cores costs.
+    pub fn neighbour_latency(&self) -> u64 {
+        let found = self.l3.map_or(self.l2.tag_latency, |l3| l3.tag_latency);
+        let bus = (self.l1d.line_size as f64 / self.bus_bytes_per_cycle).ceil() as u64;
+        (self.l1d.tag_latency + self.l2.tag_latency + found + self.l1d.data_latency) as u64
+            + bus
+            + self.snoop_latency as u64
+    }
+
     /// Total cores.
     pub fn cores(&self) -> u32 {
         self.sockets * self.cores_per_socket
@@ -144,6 +160,7 @@ impl MemoryConfig {
             dram_interleave: 4096,
             off_socket_latency: 100,
             protocol: Protocol::Msi,
+            snoop_latency: 0,
             l1d_prefetch: Default::default(),
             l2_prefetch: Default::default(),
         }

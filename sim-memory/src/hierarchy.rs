@@ -1051,6 +1051,11 @@ impl Memory {
                     served = Self::level_served(p_level);
                     lat += data(self, p_level);
                 }
+                // Another core's private copies were reached: an owner downgraded or
+                // invalidated, or a store's invalidations of shared copies.
+                if f.m_level != 0 || (write && f.others) {
+                    lat += self.cfg.snoop_latency as u64;
+                }
             }
             None => {
                 for i in 1..plen {
@@ -1094,6 +1099,7 @@ impl Memory {
                     served = Served::OffSocket;
                     lat += self.cfg.off_socket_latency as u64;
                 } else if same_socket {
+                    lat += self.cfg.snoop_latency as u64;
                     served = if remote.m_level != 0 {
                         Self::neighbor(remote.m_level)
                     } else {

@@ -335,6 +335,70 @@ fn l3_hit_costs_tags_bus_slot_and_l3_data() {
     }
 }
 
+/// What reaching into another core's private caches costs: `snoop_latency` on top of the
+/// tags and data when a neighbour supplies a modified line, when a store invalidates another
+/// core's shared copy, and when a load downgrades a clean exclusive owner (MESI); nothing more
+/// when the line is only read-shared.
+#[test]
+fn reaching_another_cores_caches_costs_the_snoop_latency() {
+    let mut cfg = MemoryConfig::small(1, 2);
+    cfg.snoop_latency = 77;
+    let l3 = cfg.l3.unwrap();
+    let bus = slot(&cfg, cfg.bus_bytes_per_cycle);
+    let to_l3 = (cfg.l1d.tag_latency + cfg.l2.tag_latency) as u64 + bus;
+    let neighbour = to_l3 + (l3.tag_latency + cfg.l1d.data_latency) as u64;
+    let l3_hit = to_l3 + l3.data_latency as u64;
+    let snoop = cfg.snoop_latency as u64;
+    assert_eq!(cfg.neighbour_latency(), neighbour + snoop);
+    let a = 0x80_0000;
+
+    // Modified in core 0's L1: core 1's load takes it from there.
+    let mut mem = Memory::new(cfg.clone()).unwrap();
+    let mut t = 0;
+    store(&mut mem, 0, a, &mut t);
+    let o = load(&mut mem, 1, a, &mut t);
+    assert_eq!(
+        (o.served, o.latency),
+        (Served::L1Neighbor, neighbour + snoop),
+        "{o:?}"
+    );
+    // Both share it now: a third look by core 0 is a hit, nothing reached.
+    let o = load(&mut mem, 0, a, &mut t);
+    assert_eq!(
+        (o.served, o.latency),
+        (Served::L1, cfg.l1d.data_latency as u64),
+        "{o:?}"
+    );
+    // Core 1 stores: an upgrade from S granted by the L3, invalidating core 0's copy.
+    let o = store(&mut mem, 1, a, &mut t);
+    assert_eq!((o.served, o.latency), (Served::L3, l3_hit + snoop), "{o:?}");
+    // Core 0 stores: it takes the dirty line from core 1.
+    let o = store(&mut mem, 0, a, &mut t);
+    assert_eq!(
+        (o.served, o.latency),
+        (Served::L1Neighbor, neighbour + snoop),
+        "{o:?}"
+    );
+
+    // Read sharing without an owner: a line both cores load after it came from the L3 in S
+    // reaches nobody (MSI here: nothing is exclusive).
+    let b = 0x90_0000;
+    let mut mem = Memory::new(cfg.clone()).unwrap();
+    let mut t = 0;
+    load(&mut mem, 0, b, &mut t);
+    let o = load(&mut mem, 1, b, &mut t);
+    assert_eq!((o.served, o.latency), (Served::L3, l3_hit), "{o:?}");
+
+    // Under MESI a clean exclusive copy in core 0 is downgraded by core 1's load: the data
+    // comes from the L3, but core 0 had to be asked.
+    cfg.protocol = Protocol::Mesi;
+    let mut mem = Memory::new(cfg.clone()).unwrap();
+    let mut t = 0;
+    load(&mut mem, 0, b, &mut t);
+    let o = load(&mut mem, 1, b, &mut t);
+    assert_eq!((o.served, o.latency), (Served::L3, l3_hit + snoop), "{o:?}");
+}
+
 /// The latency of a load from DRAM through a local controller on an idle machine.
 fn dram_latency(cfg: &MemoryConfig) -> u64 {
     let l3 = cfg.l3.unwrap();

@@ -94,6 +94,8 @@ pub(super) fn machine() -> MachineConfig {
         coherence: CoherenceConfig {
             // A modern part keeps an exclusive state (Intel's MESIF, AMD's MOESI).
             protocol: Protocol::Mesi,
+            // isim's choice for now: none (see configs/default.toml).
+            snoop_latency: 0,
         },
         bus: BusConfig {
             bandwidth: Bandwidth(64_000_000_000),

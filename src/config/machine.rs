@@ -181,6 +181,9 @@ impl Serialize for SharedBy {
 pub struct CoherenceConfig {
     /// The protocol.
     pub protocol: Protocol,
+    /// Cycles an access adds when it reaches into another core's private caches (to take a
+    /// modified line or invalidate copies): the snoop's round trip from the shared level.
+    pub snoop_latency: u32,
 }
 
 /// `[bus]`: the shared interconnect of a socket.

@@ -57,6 +57,7 @@ impl MachineConfig {
             dram_interleave: self.dram.interleave.bytes(),
             off_socket_latency: self.off_socket.latency.to_cycles(f) as u32,
             protocol: self.coherence.protocol,
+            snoop_latency: self.coherence.snoop_latency,
             l1d_prefetch: prefetch(&c.l1d),
             l2_prefetch: prefetch(&c.l2),
         })

@@ -168,6 +168,7 @@ pub(super) struct RawCache {
 #[derive(Debug, Default, Deserialize)]
 pub(super) struct RawCoherence {
     pub protocol: Option<String>,
+    pub snoop_latency: Option<u32>,
 }
 
 /// `[bus]`.

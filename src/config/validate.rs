@@ -291,6 +291,14 @@ pub(super) fn machine(raw: RawMachine, ctx: &mut Ctx<'_>) -> MachineConfig {
             "coherence protocol",
         )
         .unwrap_or(d.coherence.protocol);
+    let snoop_latency = ctx
+        .int(
+            "coherence.snoop_latency",
+            coherence.snoop_latency,
+            d.coherence.snoop_latency,
+            0,
+        )
+        .unwrap_or(d.coherence.snoop_latency);
 
     let bus = raw.bus.unwrap_or_default();
     let bus = BusConfig {
@@ -368,7 +376,10 @@ pub(super) fn machine(raw: RawMachine, ctx: &mut Ctx<'_>) -> MachineConfig {
         core,
         branch_predictor,
         cache,
-        coherence: CoherenceConfig { protocol },
+        coherence: CoherenceConfig {
+            protocol,
+            snoop_latency,
+        },
         bus,
         dram,
         off_socket,
