@@ -1011,12 +1011,14 @@ fn the_scheduler_hears_of_every_thread_a_marker_wakes_or_blocks() {
         )
         .unwrap();
     }
-    work(&mut w, 0, 1_000);
+    // Long enough for the woken workers (each after a hand-over of the gate's line) to run
+    // some of their last 5,000 before the region ends, beyond the scheduler's quantum.
+    work(&mut w, 0, 4_000);
     w.marker(0, Marker::RoiEnd).unwrap();
     for c in 1..=WORKERS {
         w.marker(0, Marker::ThreadJoin { child: c }).unwrap();
     }
-    written[0] = 61_000;
+    written[0] = 64_000;
     w.marker(0, Marker::ThreadEnd).unwrap();
     w.finish().unwrap();
 

@@ -27,7 +27,10 @@
 //!   waiter that asked first (wait: `sync-crit-sect`). Every acquisition is an atomic write
 //!   of the lock word through the memory system from the thread's core, so a hand-over costs
 //!   the lock line's move between cores (charged to `sync-crit-sect`); a release writes it
-//!   too, without waiting (a store).
+//!   too, without waiting (a store), and the lock is free once that store is done. A request
+//!   that finds the lock held writes the word too (the implementation's failed atomic
+//!   attempt), so a contended hand-over moves the line twice: back to the holder for its
+//!   release, then to the next owner.
 //!   Recursive acquisitions nest. A lock-order cycle among waiting threads (simulated time
 //!   ordered two acquisitions the other way round from a traced run that completed), or a
 //!   stall with every thread blocked and some waiting for a mutex, is broken by giving the
@@ -533,6 +536,9 @@ struct Thread<'t> {
     /// that waits for earlier threads to catch up, or a condition wait's re-lock (set when
     /// the wait begins, done once the recorded wake has let the thread go).
     pending_marker: Option<Marker>,
+    /// The lock word whose line this thread's pending mutex request already asked for
+    /// when the request entered the window (see [`Engine::marker`]).
+    fetched: Option<u64>,
     /// Mutexes the thread holds, in the order it took them.
     held: Vec<u64>,
     /// Mutexes it held when it arrived at a barrier: handed back there (a thread waiting at
@@ -565,6 +571,19 @@ struct MutexState {
     /// Threads given the mutex while another held it, to break a lock-order cycle that
     /// simulated time created (their unlock releases nothing).
     forced: Vec<u32>,
+    /// The core whose cache holds the lock word's line in the lock's timing, and when the
+    /// line is there (a move in flight arrives then): moves of the line are serialized.
+    line: Option<u32>,
+    line_ready: f64,
+    /// When that move was asked for: a request earlier in simulated time (done later in
+    /// engine order, which is not strictly simulated-time order) does not wait for it.
+    line_asked: f64,
+    /// The earliest request for the line by another thread while the mutex was held: that
+    /// thread and when its request could take the line (not before the holder had it).
+    touch: Option<(u32, f64)>,
+    /// When the owner became the owner (its request, or the release that handed it over):
+    /// a request from before that hit an earlier holder, whose release is done.
+    held_since: f64,
 }
 
 /// Synchronization counts of a run (`summary.json`'s `sync`).
@@ -761,6 +780,10 @@ pub struct Engine<'t, O: Observer> {
     cores: u32,
     /// An error found inside a marker (no free core), returned by the scheduling loop.
     failed: Option<SimError>,
+    /// What moving a lock word's line costs in the locks' timing: to another core (the
+    /// memory system's idle neighbour transfer), and within the core (an L1 hit).
+    line_transfer: f64,
+    line_local: f64,
 }
 
 fn has_roi_begin(trace: &Trace) -> Result<bool, TraceError> {
@@ -816,6 +839,7 @@ impl<'t, O: Observer> Engine<'t, O> {
                 pending: Pending::default(),
                 after_roi: 0,
                 pending_marker: None,
+                fetched: None,
                 held: Vec::new(),
                 owed: Vec::new(),
             });
@@ -843,6 +867,8 @@ impl<'t, O: Observer> Engine<'t, O> {
             sync: SyncStats::default(),
             cores,
             failed: None,
+            line_transfer: cfg.memory.neighbour_latency() as f64,
+            line_local: cfg.memory.l1d.data_latency as f64,
         })
     }
 
@@ -1448,6 +1474,61 @@ impl<'t, O: Observer> Engine<'t, O> {
         o.latency as f64
     }
 
+    /// Moves mutex `addr`'s line to `tid`'s core, asked for at `at` (after any move in
+    /// flight): when it is there. The memory system does the access (cache state, counts;
+    /// its latency times the word's first access, from wherever the line was); after that
+    /// the line is a token one core holds at a time, each move between cores costing the
+    /// machine's neighbour transfer on an idle machine (requests for one line from several
+    /// cores reach the memory system out of time order, so its latencies would mix in
+    /// waits for moves that come later in simulated time).
+    fn move_line(&mut self, tid: u32, addr: u64, at: f64) -> f64 {
+        let core = self.threads[tid as usize].core.id();
+        let m = self.mutexes.entry(addr).or_default();
+        let start = if at >= m.line_asked {
+            at.max(m.line_ready)
+        } else {
+            at
+        };
+        let was = m.line;
+        let first = self.lock_word(tid, addr, start);
+        let lat = match was {
+            _ if !self.timed() => 0.0,
+            None => first,
+            Some(c) if c == core => self.line_local,
+            Some(_) => self.line_transfer,
+        };
+        let m = self.mutexes.entry(addr).or_default();
+        m.line = Some(core);
+        m.line_asked = start;
+        m.line_ready = start + lat;
+        m.line_ready
+    }
+
+    /// Thread `tid` asks for mutex `addr`'s line at `at` (its lock instruction entering the
+    /// window, or its failed attempt on a held lock). A free lock's line simply moves. A held
+    /// one's move is decided at the release, when it is known whether the request reached
+    /// the holder's core before the holder let go ([`Engine::unlock`]).
+    fn touch(&mut self, tid: u32, addr: u64, at: f64) {
+        if !self.timed() {
+            return;
+        }
+        let m = self.mutexes.entry(addr).or_default();
+        match m.owner {
+            Some(o) if o != tid => {
+                if at < m.held_since {
+                    return;
+                }
+                let x = at.max(m.line_ready);
+                if m.touch.is_none_or(|(_, t)| x < t) {
+                    m.touch = Some((tid, x));
+                }
+            }
+            _ => {
+                self.move_line(tid, addr, at);
+            }
+        }
+    }
+
     /// Gives mutex `addr` to `tid` (drained, asking at its clock) when it is free at `at`:
     /// the thread resumes once the lock word's line is here, the whole wait charged to
     /// `sync-crit-sect` (to collectors, one wait: the thread is inside the lock call).
@@ -1457,7 +1538,7 @@ impl<'t, O: Observer> Engine<'t, O> {
         if at > asked {
             self.sync.lock_waits += 1;
         }
-        let until = at.max(asked) + self.lock_word(tid, addr, at.max(asked));
+        let until = self.move_line(tid, addr, at.max(asked));
         if until > asked {
             self.set_active(tid, asked, false);
         }
@@ -1480,10 +1561,16 @@ impl<'t, O: Observer> Engine<'t, O> {
                 m.waiters.push(Waiter { at: now, tid, rank });
                 self.threads[tid as usize].state = State::Mutex(addr);
                 self.set_active(tid, now, false);
+                // The failed attempt: every lock implementation's first try is an atomic
+                // write of the word (glibc's compare-and-swap, then its exchange marking the
+                // lock contended; Rust's compare-and-swap and spinning), which asks for the
+                // line from the holder's core.
+                self.touch(tid, addr, now);
                 self.break_cycle(tid);
             }
             None => {
                 m.owner = Some(tid);
+                m.held_since = now;
                 let at = now.max(m.free_at);
                 self.grant(tid, addr, at);
             }
@@ -1511,10 +1598,34 @@ impl<'t, O: Observer> Engine<'t, O> {
             m.depth -= 1;
             return;
         }
-        // A release is a store: it takes the line (an L1 hit when the thread took the lock
-        // on this core) and the thread does not wait for it.
-        let freed = self.threads[tid as usize].core.now;
-        self.lock_word(tid, addr, freed);
+        // A release is a store; the thread does not wait for it, but the lock is free for
+        // others only once it is done. If another core's request for the line reached this
+        // core before the release (half a transfer after it went out), it took the line and
+        // the release has to take it back; otherwise the release is an L1 hit and that
+        // request brings the free lock over once the release is done.
+        let now = self.threads[tid as usize].core.now;
+        let m = self.mutexes.entry(addr).or_default();
+        let touch = m.touch.take();
+        let half = self.line_transfer / 2.0;
+        let freed = match touch {
+            Some((w, x)) if self.timed() && x + half < now => {
+                self.move_line(w, addr, x);
+                self.move_line(tid, addr, now)
+            }
+            Some((w, x)) if self.timed() => {
+                let freed = self.move_line(tid, addr, now);
+                // The request, on its way since `x`, takes the released line: it arrives a
+                // transfer after `x`, and not before half a transfer after the release.
+                self.lock_word(w, addr, freed);
+                let core = self.threads[w as usize].core.id();
+                let m = self.mutexes.entry(addr).or_default();
+                m.line = Some(core);
+                m.line_asked = x;
+                m.line_ready = (x + 2.0 * half).max(freed + half);
+                freed
+            }
+            _ => self.move_line(tid, addr, now),
+        };
         let m = self.mutexes.entry(addr).or_default();
         m.owner = None;
         m.depth = 0;
@@ -1530,6 +1641,7 @@ impl<'t, O: Observer> Engine<'t, O> {
             .expect("non-empty");
         let w = m.waiters.remove(k);
         m.owner = Some(w.tid);
+        m.held_since = now;
         self.grant(w.tid, addr, w.at.max(freed));
     }
 
@@ -1654,6 +1766,17 @@ impl<'t, O: Observer> Engine<'t, O> {
                 }
             }
             Marker::MutexLock { addr, order } => {
+                // The lock instruction asks for its line for ownership as it enters the
+                // window, before the work ahead of it has finished (a store's read for
+                // ownership goes out early): an uncontended acquisition of a line another
+                // core released hides its move behind that work, and a core about to ask
+                // takes the line from a holder still inside its critical section, which then
+                // needs it back to release. The acquisition itself waits for the drain.
+                if self.threads[tid as usize].fetched != Some(addr) {
+                    let entered = self.threads[tid as usize].core.now;
+                    self.touch(tid, addr, entered);
+                    self.threads[tid as usize].fetched = Some(addr);
+                }
                 // Arbitrated in simulated time whether or not the trace recorded an order:
                 // the traced run's order was the host's scheduling, not the machine's.
                 let now = self.drain(tid);
@@ -1662,6 +1785,7 @@ impl<'t, O: Observer> Engine<'t, O> {
                     self.threads[tid as usize].pending_marker = Some(m);
                     return;
                 }
+                self.threads[tid as usize].fetched = None;
                 self.lock(tid, addr, now, rank(order));
             }
             Marker::CondWait {
@@ -1710,7 +1834,14 @@ impl<'t, O: Observer> Engine<'t, O> {
                 }
             }
             Marker::MutexUnlock { addr } => {
-                self.drain(tid);
+                // In simulated-time order with the requests, as they are: whether another
+                // core's request for the line reached this one before the release depends
+                // on which came first.
+                let now = self.drain(tid);
+                if self.timed() && self.someone_earlier(tid, now) {
+                    self.threads[tid as usize].pending_marker = Some(m);
+                    return;
+                }
                 self.unlock(tid, addr);
             }
             Marker::CondWait { cond, mutex, .. } => {
