@@ -46,6 +46,9 @@ pub struct Dep {
     /// Per other thread of the episode, its last instruction on the counter: (thread,
     /// position just after it, its sequence number), by thread.
     pub sources: Vec<(u32, u64, u64)>,
+    /// The wait goes before the thread's own markers at `at` (a first look under a lock it
+    /// had just taken: the wait belongs before that lock), not after them.
+    pub before: bool,
 }
 
 /// Finds the waits for counters counted down to zero. `by_word` holds each word's history
@@ -134,6 +137,7 @@ pub fn find(
                         from: pos,
                         seq,
                         sources,
+                        before: false,
                     });
                 }
             }
@@ -214,6 +218,7 @@ mod tests {
                 from: 90,
                 seq: 9,
                 sources: vec![(1, 51, 4), (2, 71, 7), (3, 61, 5)],
+                before: false,
             }]
         );
     }

@@ -46,6 +46,16 @@ use super::raw::Op;
 use super::spinwait::{self, Change, Store};
 use super::sync::RawMark;
 
+/// The order of markers at one position: dependences waited for before the thread's own
+/// markers there (a first look under a lock waits before taking it), the thread's own
+/// (raw) markers, then the markers added after them.
+const BEFORE: u8 = 0;
+const RAW: u8 = 1;
+const ADDED: u8 = 2;
+
+/// A marker added to a thread: (position, [`BEFORE`] or [`ADDED`], order, marker, end of the
+/// instructions left out).
+type DepItem = (u64, u8, usize, RawMark, u64);
 /// Most instructions between two failed attempts of one acquisition (the spinning between
 /// them: Rust spins 100 times, a few instructions each, before it waits on the futex).
 pub const SPIN_GAP: u64 = 4096;
@@ -365,7 +375,7 @@ pub fn find(
     out.spin_unmatched = spun.unmatched;
     out.spin_barrier_words = spun.barrier_words;
     // Per thread: (position, order, marker, end of the instructions left out).
-    let mut dep_items: Vec<Vec<(u64, usize, RawMark, u64)>> = (0..n).map(|_| Vec::new()).collect();
+    let mut dep_items: Vec<Vec<DepItem>> = (0..n).map(|_| Vec::new()).collect();
     // Per thread: the ranges of spinning left out, whose futex waits go with them.
     let mut spun_ranges: Vec<Vec<(u64, u64)>> = (0..n).map(|_| Vec::new()).collect();
     for b in &spun.barriers {
@@ -387,8 +397,8 @@ pub fn find(
             seq: 0,
         };
         let list = &mut dep_items[t];
-        list.push((b.from, list.len(), mark, b.at));
-        list.push((b.from, list.len(), done, b.at));
+        list.push((b.from, ADDED, list.len(), mark, b.at));
+        list.push((b.from, ADDED, list.len(), done, b.at));
     }
     out.spin_barrier_episodes = spun.barriers.len() as u64;
     let mut deps = countdowns;
@@ -439,21 +449,22 @@ pub fn find(
                 seq: last,
             };
             let list = &mut dep_items[d.waiter as usize];
-            list.push((d.from, list.len(), wait, d.at));
-            list.push((d.from, list.len(), done, d.at));
+            let kind = if d.before { BEFORE } else { ADDED };
+            list.push((d.from, kind, list.len(), wait, d.at));
+            list.push((d.from, kind, list.len(), done, d.at));
             let wake = RawMark {
                 op: Op::FutexWake,
                 args: [addr, 1, 0],
                 seq,
             };
             let list = &mut dep_items[t as usize];
-            list.push((pos, list.len(), wake, pos));
+            list.push((pos, ADDED, list.len(), wake, pos));
         }
     }
 
     // The new marker lists and the edits.
     for (t, ms) in marks.into_iter().enumerate() {
-        // (position, 0 = raw / 1 = added, order, marker, edit end)
+        // (position, BEFORE / RAW / ADDED, order, marker, edit end)
         let mut items: Vec<(u64, u8, usize, RawMark, u64)> = Vec::with_capacity(ms.len());
         let mut removed = vec![false; ms.len()];
         for (k, m) in ms.iter().enumerate() {
@@ -463,9 +474,11 @@ pub fn find(
             let spun_wait =
                 m.op == Op::FutexWait && spun_ranges[t].iter().any(|&(s, e)| s <= at && at <= e);
             // Polling under a lock: the iterations' locks and unlocks left out with them (the
-            // range runs from one unlock to a lock, both kept).
-            let spun_lock = matches!(m.op, Op::MutexLock | Op::MutexUnlock)
-                && spun_ranges[t].iter().any(|&(s, e)| s < at && at < e);
+            // range runs from the first look's lock, left out, or its unlock, kept, to the
+            // last lock, kept).
+            let spun_lock = spun_ranges[t].iter().any(|&(s, e)| {
+                (m.op == Op::MutexUnlock && s < at || m.op == Op::MutexLock && s <= at) && at < e
+            });
             if lock_futex || spun_wait || spun_lock {
                 removed[k] = true;
                 // A call's result goes with it.
@@ -479,7 +492,7 @@ pub fn find(
         }
         for (k, m) in ms.iter().enumerate() {
             if !removed[k] {
-                items.push((mark_at[t][k], 0, k, *m, 0));
+                items.push((mark_at[t][k], RAW, k, *m, 0));
             }
         }
         let a = &atomics[t];
@@ -490,30 +503,42 @@ pub fn find(
         };
         // Dependences first at a position (they remove nothing): a count's wake belongs
         // before a lock attempt that starts at the next instruction.
-        for &(pos, k, m, end) in &dep_items[t] {
-            items.push((pos, 1, k, m, end));
+        for &(pos, kind, k, m, end) in &dep_items[t] {
+            items.push((pos, kind, k, m, end));
         }
         let lk = 1 << 40;
         for (j, (w, e)) in episodes[t].iter().enumerate() {
             let (s, q) = (a[e.start], a[e.acquire]);
             items.push((
                 s.at,
-                1,
+                ADDED,
                 lk + 4 * j,
                 mark(Op::MutexLock, *w, s.seq),
                 q.at + 1,
             ));
-            items.push((s.at, 1, lk + 4 * j + 1, mark(Op::Done, 0, q.seq), q.at + 1));
+            items.push((
+                s.at,
+                ADDED,
+                lk + 4 * j + 1,
+                mark(Op::Done, 0, q.seq),
+                q.at + 1,
+            ));
             if let Some(r) = e.release {
                 let r = a[r];
                 items.push((
                     r.at,
-                    1,
+                    ADDED,
                     lk + 4 * j + 2,
                     mark(Op::MutexUnlock, *w, r.seq),
                     r.at + 1,
                 ));
-                items.push((r.at, 1, lk + 4 * j + 3, mark(Op::Done, 0, r.seq), r.at + 1));
+                items.push((
+                    r.at,
+                    ADDED,
+                    lk + 4 * j + 3,
+                    mark(Op::Done, 0, r.seq),
+                    r.at + 1,
+                ));
             }
         }
         items.sort_unstable_by_key(|x| (x.0, x.1, x.2));
@@ -523,7 +548,7 @@ pub fn find(
         for (at, kind, k, m, end) in items {
             let here = list.len() as u32;
             list.push(m);
-            if kind == 0 {
+            if kind == RAW {
                 index[k] = here;
             } else if let Some(e) = edits.last_mut()
                 && e.start == at
@@ -726,6 +751,7 @@ mod tests {
             seq: 9,
             since: 5,
             clean: true,
+            under_lock: None,
         };
         let store = Store {
             at: 70,

@@ -38,6 +38,9 @@ pub const PER_CHECK: u64 = 64;
 /// Instructions a spin may have beyond that (the way into a futex wait and back), and the
 /// most between two looks of one spin.
 pub const SLACK: u64 = 4096;
+
+/// Instructions at most between a lock and a look under it (lock, load, unlock: a few).
+const LOOK_UNDER_LOCK: u64 = 64;
 /// Most addresses a thread is followed on at once.
 const OPEN: usize = 8;
 
@@ -63,7 +66,8 @@ pub struct Store {
 pub struct Change {
     /// The address.
     pub addr: u64,
-    /// The first instruction after the spin's first look; `to` if there was no spin.
+    /// The first instruction after the spin's first look (polling under a lock: the first
+    /// look's lock); `to` if there was no spin.
     pub from: u64,
     /// Where the thread waits, the end of the instructions left out: the load that read the
     /// new value, or, polling under a lock, the lock call before that load.
@@ -81,6 +85,9 @@ pub struct Change {
     /// barrier's arrivals: each was, in the traced run, before the store that released it (or
     /// just after its arrival, with nothing between that waits for others).
     pub clean: bool,
+    /// Without a spin: the position of a lock the thread took just before this load (a look
+    /// under a lock), where a wait for the store belongs.
+    pub under_lock: Option<u64>,
 }
 
 impl Change {
@@ -110,6 +117,9 @@ struct Open {
     mutex: Option<u64>,
     first_unlock: Option<u64>,
     last_lock: Option<u64>,
+    /// The lock (position, mutex) right before the run's first load, if the thread's last
+    /// marker was one: the first look's own lock.
+    first_lock: Option<(u64, u64)>,
 }
 
 /// Finds one thread's spins and recorded stores as its stream is read.
@@ -124,6 +134,8 @@ pub struct Detector {
     /// change seen (0: none).
     last_atomic: u64,
     last_event: u64,
+    /// The thread's last marker, if it was a lock: (position, mutex).
+    last_lock_mark: Option<(u64, u64)>,
 }
 
 impl Detector {
@@ -149,6 +161,7 @@ impl Detector {
                     o.mutex = None;
                     o.first_unlock = None;
                     o.last_lock = None;
+                    o.first_lock = self.last_lock_mark;
                 }
                 o.run_loads += 1;
                 o.last_load = at;
@@ -169,6 +182,7 @@ impl Detector {
             return;
         }
         self.last_event = at + 1;
+        self.last_lock_mark = (op == Op::MutexLock).then_some((at, arg));
         for o in &mut self.open {
             let poll = matches!(op, Op::MutexLock | Op::MutexUnlock)
                 && !o.broken
@@ -216,6 +230,7 @@ impl Detector {
                     mutex: None,
                     first_unlock: None,
                     last_lock: None,
+                    first_lock: None,
                 });
                 return;
             }
@@ -231,11 +246,15 @@ impl Detector {
             let mut spun = !o.broken
                 && o.run_loads >= 2
                 && at - o.run_start <= PER_CHECK * o.run_loads + SLACK;
-            // Polling under a lock leaves out whole iterations: from the first unlock to the
-            // last lock, so that the mutex is taken and released as often as before.
+            // Polling under a lock leaves out whole iterations, from the first look's lock
+            // (or, if it was not seen, its unlock) to the last lock: what remains is one
+            // look under the lock, as when the first look found the value.
             let (from, to) = match (o.mutex, o.first_unlock, o.last_lock) {
                 (None, ..) => (o.run_start + 1, at),
-                (Some(_), Some(u), Some(l)) if u < l => (u, l),
+                (Some(m), Some(u), Some(l)) if u < l => match o.first_lock {
+                    Some((f, fm)) if fm == m => (f, l),
+                    _ => (u, l),
+                },
                 _ => {
                     spun = false;
                     (at, at)
@@ -251,6 +270,12 @@ impl Detector {
                 seq,
                 since: o.seq,
                 clean: spun || arrived,
+                under_lock: self
+                    .last_lock_mark
+                    .filter(|&(p, _)| {
+                        !spun && self.last_event == p + 1 && at - p <= LOOK_UNDER_LOCK
+                    })
+                    .map(|(p, _)| p),
             });
             self.last_event = at + 1;
             // A wait that ended here is no looking at the other addresses.
@@ -475,13 +500,19 @@ pub fn find(
                 out.unmatched += c.spun() as u64;
                 continue;
             }
+            // A first look under a lock waits before that lock, not holding it.
+            let (from, to, before) = match c.under_lock {
+                Some(p) if c.from == c.to => (p, p, true),
+                _ => (c.from, c.to, false),
+            };
             out.deps.push(Dep {
                 word: c.addr,
                 waiter: w as u32,
-                from: c.from,
-                at: c.to,
+                from,
+                at: to,
                 seq: c.seq,
                 sources: vec![(u, at + 1, seq)],
+                before,
             });
         }
     }
@@ -524,6 +555,7 @@ mod tests {
                 seq: 9,
                 since: 5,
                 clean: true,
+                under_lock: None,
             }]
         );
     }
@@ -612,6 +644,7 @@ mod tests {
                 at: 50,
                 seq: 9,
                 sources: vec![(1, 201, 7)],
+                before: false,
             }]
         );
         // The store's number came after the load's (their callbacks raced): still that one,
@@ -653,6 +686,7 @@ mod tests {
             seq,
             since,
             clean: true,
+            under_lock: None,
         };
         let stores = vec![vec![store(100, 1, 10)], vec![store(300, 0, 20)], vec![]];
         let changes = vec![
@@ -750,5 +784,44 @@ mod tests {
         c.recorded(10, A, false, 1, 6); // `data`
         assert!(c.changes[0].clean);
         assert!(!c.changes[1].clean);
+    }
+
+    /// Polling under a lock (lock, look, unlock, yield, again): the range left out starts
+    /// at the first look's lock, so that one look under the lock remains, as when the first
+    /// look found the value; a first look that found it under a lock just taken says where
+    /// that lock is (a wait for the store belongs before it).
+    #[test]
+    fn polling_under_a_lock_leaves_one_look_and_a_first_look_names_its_lock() {
+        const M: u64 = 0x9000;
+        let mut d = Detector::default();
+        d.access(2, A, false, false, false);
+        d.recorded(2, A, false, 0, 1);
+        d.access(4, 0x5000, true, false, false); // work
+        for k in 0..3u64 {
+            let at = 10 + 10 * k;
+            d.marker(at, Op::MutexLock, M);
+            d.access(at + 2, A, false, false, false);
+            d.marker(at + 4, Op::MutexUnlock, M);
+            d.marker(at + 6, Op::Suppress, 0); // sched_yield, untraced
+        }
+        d.marker(40, Op::MutexLock, M);
+        d.access(42, A, false, false, false);
+        d.recorded(42, A, false, 1, 7);
+        d.marker(44, Op::MutexUnlock, M);
+        let c = d.changes[0];
+        assert_eq!((c.from, c.to, c.under_lock), (10, 40, None), "{c:?}");
+        // Later, work, then a first look under a lock finds the next value at once.
+        d.access(60, 0x5000, true, false, false);
+        d.marker(70, Op::MutexLock, M);
+        d.access(72, A, false, false, false);
+        d.recorded(72, A, false, 2, 11);
+        let c = d.changes[1];
+        assert_eq!((c.from, c.to, c.under_lock), (72, 72, Some(70)), "{c:?}");
+        // A look far from the lock is no look under it.
+        d.marker(80, Op::MutexUnlock, M);
+        d.marker(90, Op::MutexLock, M);
+        d.access(200, A, false, false, false);
+        d.recorded(200, A, false, 3, 15);
+        assert_eq!(d.changes[2].under_lock, None);
     }
 }
