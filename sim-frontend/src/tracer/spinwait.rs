@@ -136,6 +136,9 @@ pub struct Detector {
     last_event: u64,
     /// The thread's last marker, if it was a lock: (position, mutex).
     last_lock_mark: Option<(u64, u64)>,
+    /// Per address whose entry was evicted from `open`: the value the thread last saw there
+    /// and that access's sequence number.
+    evicted: HashMap<u64, (u64, u64)>,
 }
 
 impl Detector {
@@ -200,6 +203,14 @@ impl Detector {
         }
     }
 
+    /// The position of a lock the thread took just before a load at `at` (its last marker,
+    /// at most [`LOOK_UNDER_LOCK`] instructions before): a look under that lock.
+    fn look_under_lock(&self, at: u64) -> Option<u64> {
+        self.last_lock_mark
+            .filter(|&(p, _)| self.last_event == p + 1 && at - p <= LOOK_UNDER_LOCK)
+            .map(|(p, _)| p)
+    }
+
     /// A recorded plain access at position `at` (its access was just given to
     /// [`Detector::access`]).
     pub fn recorded(&mut self, at: u64, addr: u64, store: bool, value: u64, seq: u64) {
@@ -217,7 +228,30 @@ impl Detector {
             Some(i) => i,
             None => {
                 if self.open.len() == OPEN {
-                    self.open.remove(0);
+                    let o = self.open.remove(0);
+                    self.evicted.insert(o.addr, (o.value, o.seq));
+                }
+                // An address whose entry was evicted (more than `OPEN` watched addresses
+                // since): a load of another value than it last saw there is a change, seen
+                // without a spin (a barrier's phase read after the thread looked elsewhere).
+                if let Some((v, since)) = self.evicted.remove(&addr)
+                    && !store
+                    && v != value
+                {
+                    self.changes.push(Change {
+                        addr,
+                        from: at,
+                        to: at,
+                        value,
+                        seq,
+                        since,
+                        clean: arrived,
+                        under_lock: self.look_under_lock(at),
+                    });
+                    self.last_event = at + 1;
+                    for x in &mut self.open {
+                        x.broken = true;
+                    }
                 }
                 self.open.push(Open {
                     addr,
@@ -270,12 +304,7 @@ impl Detector {
                 seq,
                 since: o.seq,
                 clean: spun || arrived,
-                under_lock: self
-                    .last_lock_mark
-                    .filter(|&(p, _)| {
-                        !spun && self.last_event == p + 1 && at - p <= LOOK_UNDER_LOCK
-                    })
-                    .map(|(p, _)| p),
+                under_lock: if spun { None } else { self.look_under_lock(at) },
             });
             self.last_event = at + 1;
             // A wait that ended here is no looking at the other addresses.
@@ -823,5 +852,37 @@ mod tests {
         d.access(200, A, false, false, false);
         d.recorded(200, A, false, 3, 15);
         assert_eq!(d.changes[2].under_lock, None);
+    }
+
+    /// A thread that looked at more than `OPEN` watched addresses since it last saw one (the
+    /// nodes of a tree barrier) still sees that one's new value as a change.
+    #[test]
+    fn a_new_value_is_a_change_after_the_address_was_forgotten() {
+        let mut d = Detector::default();
+        d.access(1, A, false, false, false);
+        d.recorded(1, A, false, 0, 3);
+        for k in 0..OPEN as u64 {
+            let b = 0x10_0000 + 64 * k;
+            d.access(10 + k, b, false, false, false);
+            d.recorded(10 + k, b, false, 7, 4 + k);
+        }
+        d.access(100, A, false, false, false);
+        d.recorded(100, A, false, 1, 40);
+        let c = d.changes.last().copied().unwrap();
+        assert_eq!(
+            (c.addr, c.value, c.since, c.from, c.to),
+            (A, 1, 3, 100, 100),
+            "{c:?}"
+        );
+        // The same value again is no change.
+        let n = d.changes.len();
+        for k in 0..OPEN as u64 {
+            let b = 0x20_0000 + 64 * k;
+            d.access(200 + k, b, false, false, false);
+            d.recorded(200 + k, b, false, 7, 50 + k);
+        }
+        d.access(300, A, false, false, false);
+        d.recorded(300, A, false, 1, 70);
+        assert_eq!(d.changes.len(), n);
     }
 }
