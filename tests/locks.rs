@@ -33,6 +33,8 @@ use sim_frontend::model::{Marker, Order, TraceMeta};
 
 const LOCK: u64 = 0x7000_1000;
 const WIDTH: f64 = 4.0; // configs/default.toml: dispatch_width
+const SOCKET_CORES: usize = 8; // configs/default.toml: cores_per_socket
+const OFF_SOCKET: f64 = 120.0; // configs/default.toml: off_socket latency 40 ns at 3 GHz
 
 /// Writes the lock program: thread 0 creates threads 1..P, each thread (0 included) runs
 /// `n` × {`w` ALU; lock; `c` ALU; unlock}, then thread 0 joins the others.
@@ -136,7 +138,8 @@ fn hand_over() -> f64 {
 }
 
 /// First come, first served, event by event, as the lock program runs, with the lock word's
-/// line as a token that one core holds at a time and that takes `h` cycles to move:
+/// line as a token that one core holds at a time and that takes `h` cycles to move (plus the
+/// off-socket latency between sockets; thread i runs on core i):
 /// * every thread asks for the lock after `w` cycles of work; whoever asks first (ties: the
 ///   lower id) gets it when it is free, `h` later if the line is on another core;
 /// * the critical section takes `c` cycles, then the holder releases;
@@ -149,6 +152,16 @@ fn hand_over() -> f64 {
 ///
 /// Returns the time the last thread finishes.
 fn fcfs_model(p: usize, n: usize, w: f64, c: f64, h: f64) -> f64 {
+    // Thread i runs on core i; a move between sockets adds the off-socket latency.
+    let mv = |from: usize, to: usize| {
+        if from == to {
+            0.0
+        } else if from / SOCKET_CORES != to / SOCKET_CORES {
+            h + OFF_SOCKET
+        } else {
+            h
+        }
+    };
     let mut ask: Vec<f64> = vec![w; p]; // when each thread next asks
     let mut left = vec![n; p];
     let mut free = 0.0f64; // when the last release was done
@@ -169,11 +182,7 @@ fn fcfs_model(p: usize, n: usize, w: f64, c: f64, h: f64) -> f64 {
                     break;
                 };
                 let a = ask[t].max(free).max(line_ready);
-                let got = if line.is_none_or(|l| l == t) {
-                    a
-                } else {
-                    a + h
-                };
+                let got = a + line.map_or(0.0, |l| mv(l, t));
                 (t, got, ask[t])
             }
         };
@@ -189,12 +198,13 @@ fn fcfs_model(p: usize, n: usize, w: f64, c: f64, h: f64) -> f64 {
         free = match toucher {
             Some(u) => {
                 let x = ask[u].max(got);
-                if x + h / 2.0 < r {
-                    line_ready = r.max(x + h) + h;
+                let hu = mv(t, u);
+                if x + hu / 2.0 < r {
+                    line_ready = r.max(x + hu) + hu;
                     line_ready
                 } else {
                     line = Some(u);
-                    line_ready = (x + h).max(r + h / 2.0);
+                    line_ready = (x + hu).max(r + hu / 2.0);
                     r
                 }
             }
@@ -205,7 +215,7 @@ fn fcfs_model(p: usize, n: usize, w: f64, c: f64, h: f64) -> f64 {
         };
         if let Some(u) = next(&ask, &left, r) {
             let a = ask[u].max(free).max(line_ready);
-            let got = if line == Some(u) { a } else { a + h };
+            let got = a + line.map_or(0.0, |l| mv(l, u));
             granted = Some((u, got, r));
         }
     }

@@ -780,10 +780,13 @@ pub struct Engine<'t, O: Observer> {
     cores: u32,
     /// An error found inside a marker (no free core), returned by the scheduling loop.
     failed: Option<SimError>,
-    /// What moving a lock word's line costs in the locks' timing: to another core (the
-    /// memory system's idle neighbour transfer), and within the core (an L1 hit).
+    /// What moving a lock word's line costs in the locks' timing: to another core of the
+    /// socket (the memory system's idle neighbour transfer), and within the core (an L1 hit).
     line_transfer: f64,
     line_local: f64,
+    /// What a move to a core of another socket adds, and the cores of a socket.
+    line_off_socket: f64,
+    cores_per_socket: u32,
 }
 
 fn has_roi_begin(trace: &Trace) -> Result<bool, TraceError> {
@@ -869,6 +872,8 @@ impl<'t, O: Observer> Engine<'t, O> {
             failed: None,
             line_transfer: cfg.memory.neighbour_latency() as f64,
             line_local: cfg.memory.l1d.data_latency as f64,
+            line_off_socket: cfg.memory.off_socket_latency as f64,
+            cores_per_socket: cfg.memory.cores_per_socket.max(1),
         })
     }
 
@@ -1494,14 +1499,26 @@ impl<'t, O: Observer> Engine<'t, O> {
         let lat = match was {
             _ if !self.timed() => 0.0,
             None => first,
-            Some(c) if c == core => self.line_local,
-            Some(_) => self.line_transfer,
+            Some(c) => self.move_cost(c, core),
         };
         let m = self.mutexes.entry(addr).or_default();
         m.line = Some(core);
         m.line_asked = start;
         m.line_ready = start + lat;
         m.line_ready
+    }
+
+    /// What moving a lock word's line from core `from` to core `to` costs: an L1 hit on the
+    /// same core, the idle neighbour transfer within a socket, plus the off-socket latency
+    /// between sockets.
+    fn move_cost(&self, from: u32, to: u32) -> f64 {
+        if from == to {
+            self.line_local
+        } else if from / self.cores_per_socket != to / self.cores_per_socket {
+            self.line_transfer + self.line_off_socket
+        } else {
+            self.line_transfer
+        }
     }
 
     /// Thread `tid` asks for mutex `addr`'s line at `at` (its lock instruction entering the
@@ -1606,9 +1623,11 @@ impl<'t, O: Observer> Engine<'t, O> {
         let now = self.threads[tid as usize].core.now;
         let m = self.mutexes.entry(addr).or_default();
         let touch = m.touch.take();
-        let half = self.line_transfer / 2.0;
+        let me = self.threads[tid as usize].core.id();
+        // Half a move between this core and the requester's: when its request gets here.
+        let half = |e: &Self, w: u32| e.move_cost(me, e.threads[w as usize].core.id()) / 2.0;
         let freed = match touch {
-            Some((w, x)) if self.timed() && x + half < now => {
+            Some((w, x)) if self.timed() && x + half(self, w) < now => {
                 self.move_line(w, addr, x);
                 self.move_line(tid, addr, now)
             }
@@ -1616,6 +1635,7 @@ impl<'t, O: Observer> Engine<'t, O> {
                 let freed = self.move_line(tid, addr, now);
                 // The request, on its way since `x`, takes the released line: it arrives a
                 // transfer after `x`, and not before half a transfer after the release.
+                let half = half(self, w);
                 self.lock_word(w, addr, freed);
                 let core = self.threads[w as usize].core.id();
                 let m = self.mutexes.entry(addr).or_default();
