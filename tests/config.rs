@@ -47,6 +47,7 @@ fn every_shipped_config_loads() {
         "default.toml",
         "penryn-4x4.toml",
         "host-zen3.toml",
+        "host-xeon.toml",
         "lime-1ghz.toml",
     ] {
         assert!(

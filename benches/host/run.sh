@@ -12,7 +12,7 @@
 #
 # Environment (defaults in brackets):
 #   ISIM        the isim binary; the tracer libraries are looked up beside it   [target/release/isim]
-#   CONFIG      the machine config                                            [configs/host-zen3.toml]
+#   CONFIG      the machine config                                            [configs/host-xeon.toml]
 #   WORK        work directory: binary, traces, run directories, results     [/tmp/isim-host]
 #   BENCH_LOCK  a lock file held (flock) by every native timing run, so that other benchmarks
 #               on a shared machine wait rather than run alongside            [none]
@@ -23,7 +23,7 @@ set -euo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 root="$(cd "$here/../.." && pwd)"
 ISIM="${ISIM:-$root/target/release/isim}"
-CONFIG="${CONFIG:-$root/configs/host-zen3.toml}"
+CONFIG="${CONFIG:-$root/configs/host-xeon.toml}"
 WORK="${WORK:-/tmp/isim-host}"
 reps=9
 only=""

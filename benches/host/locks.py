@@ -1,0 +1,139 @@
+#!/usr/bin/env python3
+"""Lock programs against this machine (issue 42's host oracle): the 2-thread speedup of each
+program natively (median of REPS runs of the whole process) and in isim on CONFIG (run cycles),
+for the same total work split over 1 and 2 threads.
+
+    benches/host/locks.py [--reps N] [--only NAME,...]
+
+Environment: ISIM (the isim binary; the tracer libraries beside it), CONFIG (the machine,
+default configs/host-xeon.toml), WORK (default /tmp/isim-host-locks), BENCH_LOCK (a file held
+with flock around each native run, as run.sh does).
+
+Native runs are sized to take 10-100 ms with one thread, isim's to trace in seconds; the
+speedup is a ratio of times of the same program at one input size, so the two sizes need not
+match. The native figure is the host's own behaviour, lock implementation included (glibc's
+mutex does not spin, Rust's spins before it sleeps); isim's is the simulated machine's,
+first come first served in simulated time (docs/tracing.md).
+"""
+import json
+import os
+import statistics
+import subprocess
+import sys
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(os.path.dirname(HERE))
+ISIM = os.environ.get("ISIM", os.path.join(ROOT, "target/release/isim"))
+CONFIG = os.environ.get("CONFIG", os.path.join(ROOT, "configs/host-xeon.toml"))
+WORK = os.environ.get("WORK", "/tmp/isim-host-locks")
+LOCK = os.environ.get("BENCH_LOCK")
+
+# name, source, compiler, [(1-thread args, 2-thread args) natively], same for isim.
+# Each pair splits the same total work over 1 and 2 threads.
+PROGRAMS = [
+    ("lock_counter-w1000", "examples/c/lock_counter.c", "c",
+     (["-t", "1", "-w", "1000", "-i", "20000"], ["-t", "2", "-w", "1000", "-i", "10000"]),
+     (["-t", "1", "-w", "1000", "-i", "400"], ["-t", "2", "-w", "1000", "-i", "200"])),
+    ("lock_counter-w200", "examples/c/lock_counter.c", "c",
+     (["-t", "1", "-w", "200", "-i", "100000"], ["-t", "2", "-w", "200", "-i", "50000"]),
+     (["-t", "1", "-w", "200", "-i", "1000"], ["-t", "2", "-w", "200", "-i", "500"])),
+    ("lock_counter-w50", "examples/c/lock_counter.c", "c",
+     (["-t", "1", "-w", "50", "-i", "320000"], ["-t", "2", "-w", "50", "-i", "160000"]),
+     (["-t", "1", "-w", "50", "-i", "3200"], ["-t", "2", "-w", "50", "-i", "1600"])),
+    ("lock_counter-w10", "examples/c/lock_counter.c", "c",
+     (["-t", "1", "-w", "10", "-i", "900000"], ["-t", "2", "-w", "10", "-i", "450000"]),
+     (["-t", "1", "-w", "10", "-i", "9000"], ["-t", "2", "-w", "10", "-i", "4500"])),
+    ("rust-mutex-w200-c20", "examples/rust/mutex_counter.rs", "rust",
+     (["-t", "1", "-w", "200", "-c", "20", "-i", "400000"], ["-t", "2", "-w", "200", "-c", "20", "-i", "200000"]),
+     (["-t", "1", "-w", "200", "-c", "20", "-i", "4000"], ["-t", "2", "-w", "200", "-c", "20", "-i", "2000"])),
+    ("rust-mutex-w40-c20", "examples/rust/mutex_counter.rs", "rust",
+     (["-t", "1", "-w", "40", "-c", "20", "-i", "400000"], ["-t", "2", "-w", "40", "-c", "20", "-i", "200000"]),
+     (["-t", "1", "-w", "40", "-c", "20", "-i", "4000"], ["-t", "2", "-w", "40", "-c", "20", "-i", "2000"])),
+    ("object_locks", "examples/cpp/object_locks.cpp", "c++",
+     (["1", "40000", "300"], ["2", "20000", "300"]),
+     (["1", "800", "300"], ["2", "400", "300"])),
+    ("tree_locks", "examples/c/tree_locks.c", "c",
+     (["-t", "1", "-n", "200000"], ["-t", "2", "-n", "100000"]),
+     (["-t", "1", "-n", "4000"], ["-t", "2", "-n", "2000"])),
+]
+
+
+def build(name, src, lang):
+    out = os.path.join(WORK, os.path.basename(src).rsplit(".", 1)[0])
+    if os.path.exists(out):
+        return out
+    path = os.path.join(ROOT, src)
+    if lang == "c":
+        cmd = ["gcc", "-O2", "-g", "-pthread", "-o", out, path]
+    elif lang == "c++":
+        cmd = ["g++", "-O2", "-g", "-std=c++20", "-pthread", "-o", out, path]
+    else:
+        cmd = ["rustc", "-O", "-g", "-o", out, path]
+    subprocess.run(cmd, check=True)
+    return out
+
+
+def native(binary, args, reps):
+    times = []
+    for _ in range(reps):
+        cmd = [binary] + args
+        if LOCK:
+            cmd = ["flock", LOCK] + cmd
+        start = time.perf_counter()
+        subprocess.run(cmd, stdout=subprocess.DEVNULL, check=True)
+        times.append(time.perf_counter() - start)
+    return statistics.median(times)
+
+
+def simulated(binary, args, tag):
+    env = dict(os.environ)
+    env.pop("_", None)
+    trace = os.path.join(WORK, tag + ".itrace")
+    run = os.path.join(WORK, tag)
+    subprocess.run([ISIM, "trace", "-o", trace, "--", binary] + args, env=env, check=True,
+                   stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    # Each live thread holds a simulated core, the main thread waiting in its join too; the
+    # host's 2 vCPUs run the 2 workers while it sleeps. 4 cores in the socket keep the three
+    # on one socket, as on the host, where isim would otherwise add a second socket.
+    subprocess.run([ISIM, "run", "-c", CONFIG, "--set", "system.cores_per_socket=4",
+                    "--trace", trace, "-o", run], check=True,
+                   stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    with open(os.path.join(run, "summary.json")) as f:
+        return json.load(f)["cycles"]
+
+
+def main():
+    reps, only = 9, None
+    argv = sys.argv[1:]
+    while argv:
+        a = argv.pop(0)
+        if a == "--reps":
+            reps = int(argv.pop(0))
+        elif a == "--only":
+            only = set(argv.pop(0).split(","))
+        else:
+            sys.exit(__doc__)
+    os.makedirs(WORK, exist_ok=True)
+    rows = []
+    print(f"config {os.path.relpath(CONFIG, ROOT)}, native median of {reps}\n")
+    print("| program | native 1 thread | native 2 threads | native speedup | isim 1 thread | isim 2 threads | isim speedup | error % |")
+    print("|---|---:|---:|---:|---:|---:|---:|---:|")
+    for name, src, lang, nat, sim in PROGRAMS:
+        if only and name not in only:
+            continue
+        binary = build(name, src, lang)
+        n1, n2 = native(binary, nat[0], reps), native(binary, nat[1], reps)
+        s1, s2 = simulated(binary, sim[0], name + "-1"), simulated(binary, sim[1], name + "-2")
+        ns, ss = n1 / n2, s1 / s2
+        err = 100 * (ss / ns - 1)
+        rows.append({"program": name, "native_s": [n1, n2], "isim_cycles": [s1, s2],
+                     "native_speedup": ns, "isim_speedup": ss, "error_pct": err})
+        print(f"| {name} | {n1 * 1e3:.1f} ms | {n2 * 1e3:.1f} ms | {ns:.2f} | {s1:,.0f} | {s2:,.0f} | {ss:.2f} | {err:+.1f} |",
+              flush=True)
+    with open(os.path.join(WORK, "locks.json"), "w") as f:
+        json.dump({"config": CONFIG, "reps": reps, "rows": rows}, f, indent=1)
+
+
+if __name__ == "__main__":
+    main()
