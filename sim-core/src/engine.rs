@@ -24,13 +24,13 @@
 //!   request waits until no runnable thread is earlier in simulated time (ties: the lower id),
 //!   so the mutex goes first come, first served in simulated time; a free mutex is taken at
 //!   once, at the earliest after its last release; a held one passes at each unlock to the
-//!   waiter that asked first (wait: `sync-crit-sect`). Every acquisition is an atomic write
-//!   of the lock word through the memory system from the thread's core, so a hand-over costs
-//!   the lock line's move between cores (charged to `sync-crit-sect`); a release writes it
-//!   too, without waiting (a store), and the lock is free once that store is done. A request
-//!   that finds the lock held writes the word too (the implementation's failed atomic
-//!   attempt), so a contended hand-over moves the line twice: back to the holder for its
-//!   release, then to the next owner.
+//!   waiter that asked first (wait: `sync-crit-sect`). The lock word's line is a token one
+//!   core holds at a time ([`Engine::move_line`]): a hand-over costs its move between cores
+//!   (charged to `sync-crit-sect`), the machine's idle neighbour transfer. A lock asks for
+//!   the line as it enters the window; a request that finds the lock held (the failed atomic
+//!   attempt) takes the line from the holder if it reaches it before the release, which
+//!   then takes it back; a release is a store the thread does not wait for, and the lock is
+//!   free once it is done. Requests and releases are done in simulated-time order.
 //!   Recursive acquisitions nest. A lock-order cycle among waiting threads (simulated time
 //!   ordered two acquisitions the other way round from a traced run that completed), or a
 //!   stall with every thread blocked and some waiting for a mutex, is broken by giving the
@@ -1501,11 +1501,17 @@ impl<'t, O: Observer> Engine<'t, O> {
             None => first,
             Some(c) => self.move_cost(c, core),
         };
+        self.place_line(addr, core, start, start + lat)
+    }
+
+    /// Records that mutex `addr`'s line goes to `core`, asked for at `asked`, there at
+    /// `ready`; returns `ready`.
+    fn place_line(&mut self, addr: u64, core: u32, asked: f64, ready: f64) -> f64 {
         let m = self.mutexes.entry(addr).or_default();
         m.line = Some(core);
-        m.line_asked = start;
-        m.line_ready = start + lat;
-        m.line_ready
+        m.line_asked = asked;
+        m.line_ready = ready;
+        ready
     }
 
     /// What moving a lock word's line from core `from` to core `to` costs: an L1 hit on the
@@ -1638,10 +1644,7 @@ impl<'t, O: Observer> Engine<'t, O> {
                 let half = half(self, w);
                 self.lock_word(w, addr, freed);
                 let core = self.threads[w as usize].core.id();
-                let m = self.mutexes.entry(addr).or_default();
-                m.line = Some(core);
-                m.line_asked = x;
-                m.line_ready = (x + 2.0 * half).max(freed + half);
+                self.place_line(addr, core, x, (x + 2.0 * half).max(freed + half));
                 freed
             }
             _ => self.move_line(tid, addr, now),

@@ -509,36 +509,17 @@ pub fn find(
         let lk = 1 << 40;
         for (j, (w, e)) in episodes[t].iter().enumerate() {
             let (s, q) = (a[e.start], a[e.acquire]);
-            items.push((
-                s.at,
-                ADDED,
-                lk + 4 * j,
-                mark(Op::MutexLock, *w, s.seq),
-                q.at + 1,
-            ));
-            items.push((
-                s.at,
-                ADDED,
-                lk + 4 * j + 1,
-                mark(Op::Done, 0, q.seq),
-                q.at + 1,
-            ));
-            if let Some(r) = e.release {
-                let r = a[r];
-                items.push((
-                    r.at,
-                    ADDED,
-                    lk + 4 * j + 2,
-                    mark(Op::MutexUnlock, *w, r.seq),
-                    r.at + 1,
-                ));
-                items.push((
-                    r.at,
-                    ADDED,
-                    lk + 4 * j + 3,
-                    mark(Op::Done, 0, r.seq),
-                    r.at + 1,
-                ));
+            let rel = e.release.map(|r| a[r]);
+            let added = [
+                Some((s.at, mark(Op::MutexLock, *w, s.seq), q.at + 1)),
+                Some((s.at, mark(Op::Done, 0, q.seq), q.at + 1)),
+                rel.map(|r| (r.at, mark(Op::MutexUnlock, *w, r.seq), r.at + 1)),
+                rel.map(|r| (r.at, mark(Op::Done, 0, r.seq), r.at + 1)),
+            ];
+            for (k, x) in added.into_iter().enumerate() {
+                if let Some((pos, m, end)) = x {
+                    items.push((pos, ADDED, lk + 4 * j + k, m, end));
+                }
             }
         }
         items.sort_unstable_by_key(|x| (x.0, x.1, x.2));
