@@ -252,6 +252,102 @@ const SYSTEM_SOURCE_PREFIXES: [&str; 4] = [
 /// Path parts of a local Rust toolchain's or dependency's sources (not the program's own).
 const SYSTEM_SOURCE_PARTS: [&str; 2] = ["/.rustup/toolchains/", "/.cargo/registry/"];
 
+/// Whether a function (demangled name) can be the program's own: not a language runtime's
+/// ([`RUNTIME_PREFIXES`]).
+pub fn is_own_function(name: &str) -> bool {
+    !RUNTIME_PREFIXES.iter().any(|p| name.starts_with(p))
+}
+
+/// Whether a source file can be the program's own: not a system header or a toolchain's
+/// library source ([`SYSTEM_SOURCE_PREFIXES`], [`SYSTEM_SOURCE_PARTS`]).
+pub fn is_own_file(path: &str) -> bool {
+    !SYSTEM_SOURCE_PREFIXES.iter().any(|p| path.starts_with(p))
+        && !SYSTEM_SOURCE_PARTS.iter().any(|p| path.contains(p))
+}
+
+/// What an instruction's code is to the analyses that name causes in the program (LIME).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CodeRole {
+    /// The program's own code ([`Program::own_code`]).
+    Own,
+    /// A library's code outside synchronization (`malloc`, `memcpy`, libm, a container's
+    /// methods): what it does is the user call that led to it.
+    Library,
+    /// A synchronization primitive or a parallel runtime (libgomp, the pthread calls, C++'s
+    /// `std::barrier` and `std::mutex`, Rust's `std::sync` and `std::thread`): how much of it a
+    /// thread runs, and which way it returns, depends on the thread's role (the last to arrive,
+    /// the team's master) and on the host, not on the work the program gave it.
+    Sync,
+}
+
+/// Name prefixes of synchronization and parallel-runtime functions (C names, and the objects
+/// of runtimes without symbols).
+const SYNC_PREFIXES: [&str; 24] = [
+    "GOMP_",
+    "gomp_",
+    "omp_",
+    "__kmp",
+    "pthread_",
+    "__pthread",
+    "___pthread",
+    "__lll_",
+    "__GI___lll",
+    "__GI___pthread",
+    "__GI_pthread",
+    "futex",
+    "__futex",
+    "sem_",
+    "__new_sem",
+    "__sched_yield",
+    "sched_yield",
+    "start_thread",
+    "__clone",
+    "__cxa_guard",
+    "<libgomp",
+    "<libomp",
+    "<libpthread",
+    "rayon_core::",
+];
+
+/// Parts of demangled C++ and Rust names of synchronization code: the C++ library's
+/// barriers, latches, mutexes, condition variables, atomics' waits, semaphores and threads,
+/// Rust's `std::sync` and `std::thread` (and trait impls on their types: `<std::sync::…>`),
+/// the futex and thread parking underneath, and crates that are runtimes.
+const SYNC_PARTS: [&str; 24] = [
+    "std::barrier",
+    "std::__barrier",
+    "std::__tree_barrier",
+    "std::latch",
+    "mutex",
+    "condition_variable",
+    "std::__atomic",
+    "std::atomic",
+    "std::__detail::__waiter",
+    "std::__detail::__platform",
+    "std::__detail::__thread",
+    "semaphore",
+    "std::thread",
+    "std::jthread",
+    "std::this_thread",
+    "lock_guard",
+    "unique_lock",
+    "scoped_lock",
+    "std::sync::",
+    "std::thread::",
+    "std::sys::",
+    "core::sync::atomic",
+    "parking_lot",
+    "crossbeam",
+];
+
+/// Whether a function (demangled name, or `<object>` for code no symbol names) is a
+/// synchronization primitive's or a parallel runtime's ([`CodeRole::Sync`]).
+pub fn is_sync_function(name: &str) -> bool {
+    SYNC_PREFIXES.iter().any(|p| name.starts_with(p))
+        || name.starts_with("<rayon_core::")
+        || SYNC_PARTS.iter().any(|p| name.contains(p))
+}
+
 impl Program {
     /// Per static instruction: whether it is the program's own code. It must have a source
     /// file (debug information, which system libraries lack) that is not a system header or a
@@ -263,21 +359,54 @@ impl Program {
             .source
             .functions
             .iter()
-            .map(|f| !RUNTIME_PREFIXES.iter().any(|p| f.starts_with(p)))
+            .map(|f| is_own_function(f))
             .collect();
-        let files: Vec<bool> = self
-            .source
-            .files
-            .iter()
-            .map(|f| {
-                !SYSTEM_SOURCE_PREFIXES.iter().any(|p| f.starts_with(p))
-                    && !SYSTEM_SOURCE_PARTS.iter().any(|p| f.contains(p))
-            })
-            .collect();
+        let files: Vec<bool> = self.source.files.iter().map(|f| is_own_file(f)).collect();
         let marked = |table: &[bool], k: u32| table.get(k as usize).copied().unwrap_or(false);
         self.insts
             .iter()
             .map(|i| marked(&files, i.loc.file) && marked(&functions, i.loc.function))
+            .collect()
+    }
+
+    /// Per static instruction: its [`CodeRole`]. Code in a synchronization or runtime
+    /// function ([`is_sync_function`]) is `Sync`, other code that is not the program's own
+    /// ([`Program::own_code`]) is `Library`. A program with no own code at all (a built-in
+    /// workload, an imported trace: no debug information) is all `Own`.
+    pub fn code_roles(&self) -> Vec<CodeRole> {
+        let own = self.own_code();
+        if !own.iter().any(|&o| o) {
+            return vec![CodeRole::Own; self.insts.len()];
+        }
+        let sync: Vec<bool> = self
+            .source
+            .functions
+            .iter()
+            .map(|f| is_sync_function(f))
+            .collect();
+        self.insts
+            .iter()
+            .zip(own)
+            .map(|(i, own)| {
+                if sync.get(i.loc.function as usize).copied().unwrap_or(false) {
+                    CodeRole::Sync
+                } else if own {
+                    CodeRole::Own
+                } else {
+                    CodeRole::Library
+                }
+            })
+            .collect()
+    }
+
+    /// Per static instruction: whether its source line is in the program's own files
+    /// ([`is_own_file`]), as the own call site of an inlined synchronization primitive's code
+    /// is, though its function is the primitive's.
+    pub fn own_lines(&self) -> Vec<bool> {
+        let files: Vec<bool> = self.source.files.iter().map(|f| is_own_file(f)).collect();
+        self.insts
+            .iter()
+            .map(|i| files.get(i.loc.file as usize).copied().unwrap_or(false))
             .collect()
     }
 

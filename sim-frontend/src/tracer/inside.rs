@@ -30,12 +30,24 @@ pub struct InsideCounts {
     pub rmw: u64,
 }
 
+/// Whether a demangled function name `name` is the function a user called `wanted`: the same
+/// name, or a C++ name whose parameter list (and anything after it) follows it:
+/// `parsec_barrier_wait` names `parsec_barrier_wait(parsec_barrier_t*)`, `ns::f` names
+/// `ns::f(int) const`.
+pub fn names(name: &str, wanted: &str) -> bool {
+    name == wanted
+        || name
+            .strip_prefix(wanted)
+            .is_some_and(|rest| rest.starts_with('(') && !wanted.contains('('))
+}
+
 /// Counts, per thread, the instructions and accesses executed inside `function` (by name, as
-/// in the trace's source map). Errors if no instruction of the trace belongs to it.
+/// in the trace's source map: a plain name matches a C++ function with its parameters).
+/// Errors if no instruction of the trace belongs to it.
 pub fn inside_counts(trace: &Trace, function: &str) -> Result<Vec<InsideCounts>, TraceError> {
     let p = &trace.program;
     let is_f: Vec<bool> = (0..p.insts.len() as u32)
-        .map(|s| p.function_name(s) == Some(function))
+        .map(|s| p.function_name(s).is_some_and(|n| names(n, function)))
         .collect();
     if !is_f.iter().any(|&b| b) {
         return Err(TraceError::at(
@@ -102,4 +114,28 @@ pub fn inside_counts(trace: &Trace, function: &str) -> Result<Vec<InsideCounts>,
         out.push(c);
     }
     Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::names;
+
+    /// A plain name matches the C++ function of that name with its parameters; a name with
+    /// parameters matches exactly; another function whose name starts alike does not match.
+    #[test]
+    fn plain_names_match_cxx_functions_with_their_parameters() {
+        assert!(names("parsec_barrier_wait", "parsec_barrier_wait"));
+        assert!(names(
+            "parsec_barrier_wait(parsec_barrier_t*)",
+            "parsec_barrier_wait"
+        ));
+        assert!(names("ns::f(int) const", "ns::f"));
+        assert!(names("ns::f(int) const", "ns::f(int) const"));
+        assert!(!names("ns::f(int) const", "ns::f(long)"));
+        assert!(!names(
+            "parsec_barrier_wait_all(int)",
+            "parsec_barrier_wait"
+        ));
+        assert!(!names("f", "ns::f"));
+    }
 }

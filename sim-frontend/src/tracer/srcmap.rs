@@ -3,6 +3,7 @@
 //! or at least its function from the ELF symbol table (libraries without debug info). Names are
 //! demangled (addr2line's C++ and Rust demanglers: cpp_demangle, rustc-demangle).
 
+use crate::model::{is_own_file, is_own_function, is_sync_function};
 use std::path::{Path, PathBuf};
 
 /// One executable segment of a loaded object, as the interposition library saw it.
@@ -174,17 +175,52 @@ impl Resolver {
             r.function = Some(addr2line::demangle_auto(sym.name().into(), None).into_owned());
             r.symbol_start = Some(sym.address().wrapping_add(bias));
         }
-        if let Ok(mut frames) = loader.find_frames(probe)
-            && let Ok(Some(f)) = frames.next()
-        {
-            if let Some(func) = f.function.as_ref()
-                && let Ok(name) = func.demangle()
-            {
-                r.function = Some(name.into_owned());
+        // Library code the compiler inlined into the program's own function (a Rust range's
+        // `next`, `black_box`, a C++ container's method, glibc's fortified `printf`) is named
+        // by the own line that called it: the first frame, from the innermost out, whose
+        // function and file are the program's own. Code inlined from a synchronization
+        // primitive (`std::barrier::arrive_and_wait`'s atomics) takes that line too but keeps
+        // the outermost primitive's name, so that it stays the primitive's code
+        // ([`crate::model::CodeRole`]) at the user's call.
+        if let Ok(mut frames) = loader.find_frames(probe) {
+            let mut innermost: Option<(Option<String>, Option<String>, u32)> = None;
+            let mut sync_name: Option<String> = None;
+            let mut own = None;
+            while let Ok(Some(f)) = frames.next() {
+                let name = f
+                    .function
+                    .as_ref()
+                    .and_then(|func| func.demangle().ok())
+                    .map(|n| n.into_owned());
+                let (file, line) = f.location.map_or((None, 0), |l| {
+                    (l.file.map(str::to_string), l.line.unwrap_or(0))
+                });
+                let mine = name.as_deref().is_some_and(is_own_function)
+                    && file.as_deref().is_some_and(is_own_file);
+                if name.as_deref().is_some_and(is_sync_function) {
+                    sync_name.clone_from(&name);
+                }
+                let frame = (name, file, line);
+                if innermost.is_none() {
+                    innermost = Some(frame.clone());
+                }
+                if mine {
+                    own = Some(frame);
+                    break;
+                }
             }
-            if let Some(loc) = f.location {
-                r.file = loc.file.map(str::to_string);
-                r.line = loc.line.unwrap_or(0);
+            let chosen = match own {
+                Some((name, file, line)) => Some((sync_name.or(name), file, line)),
+                None => innermost,
+            };
+            if let Some((name, file, line)) = chosen {
+                if name.is_some() {
+                    r.function = name;
+                }
+                if file.is_some() || line > 0 {
+                    r.file = file;
+                    r.line = line;
+                }
             }
         }
         if r.function.is_none() {
