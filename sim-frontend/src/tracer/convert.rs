@@ -224,6 +224,10 @@ struct Hot {
     pause: bool,
     /// An atomic read-modify-write instruction (its recorded values go to `futexlock`).
     atomic: bool,
+    /// An `xchg` with memory: its value is a store that can end a spin (`spinwait`), as a
+    /// sequentially consistent `store` compiles to one. Counters' `lock xadd` and
+    /// `cmpxchg` are not: a barrier's arrivals, not its release.
+    swap: bool,
 }
 
 /// Instructions between two `pause`s of a thread that count as one spin-wait loop.
@@ -541,6 +545,9 @@ fn first_pass(dir: &Path, t: u32, raw_tid: u32, hot: &[Hot]) -> Result<FirstPass
             Word::Value { value, seq } => {
                 let at = execs.saturating_sub(1);
                 if hot.get(last_raw as usize).is_some_and(|h| h.atomic) {
+                    if hot[last_raw as usize].swap {
+                        out.spins.atomic_store(at, last_addr, value, seq);
+                    }
                     out.atomics.push(Atomic {
                         at,
                         raw: last_raw,
@@ -961,6 +968,7 @@ pub fn convert(dir: &Path, out: &Path, opts: &Options) -> Result<Summary, TraceE
             keep: !drop && d.size != 0,
             pause: s.code.starts_with(&[0xf3, 0x90]),
             atomic: raw::atomic_kind(&s.code).is_some(),
+            swap: raw::atomic_kind(&s.code) == Some(raw::AtomicKind::Swap),
         })
         .collect();
     let mut block_starts = HashSet::new();

@@ -7,8 +7,10 @@
 //! **Input.** The plugin watches the lines a thread loaded just before a `pause` (the spin
 //! hint) and records, with a sequence number, the value every store to a watched line left
 //! and the value a load read when it differs from the last one that thread saw there
-//! (`isim_trace_protocol::word`). [`Detector`] reads one thread's stream in the converter's
-//! first pass.
+//! (`isim_trace_protocol::word`); every atomic read-modify-write records the value it left
+//! too, and an `xchg` is a store here like a plain one (a sequentially consistent `store`
+//! compiles to one; a counter's `lock xadd` or `cmpxchg` is an arrival, not a release).
+//! [`Detector`] reads one thread's stream in the converter's first pass.
 //!
 //! **A spin** of thread `W` on address `A`: a *run* of loads of `A` that all read the value
 //! `W` last saw there (not recorded: the value did not change), ended by a recorded load of
@@ -134,6 +136,8 @@ pub struct Detector {
     /// change seen (0: none).
     last_atomic: u64,
     last_event: u64,
+    /// One past the position of the atomic instruction before the last one (0: none).
+    prev_atomic: u64,
     /// The thread's last marker, if it was a lock: (position, mutex).
     last_lock_mark: Option<(u64, u64)>,
     /// Per address whose entry was evicted from `open`: the value the thread last saw there
@@ -147,7 +151,8 @@ impl Detector {
     /// not looking).
     #[inline]
     pub fn access(&mut self, at: u64, addr: u64, store: bool, own: bool, atomic: bool) {
-        if atomic {
+        if atomic && self.last_atomic != at + 1 {
+            self.prev_atomic = self.last_atomic;
             self.last_atomic = at + 1;
         }
         if self.open.is_empty() {
@@ -211,10 +216,35 @@ impl Detector {
             .map(|(p, _)| p)
     }
 
+    /// The value an `xchg` at position `at` left at `addr` (its access was just given to
+    /// [`Detector::access`]): a store that can end a spin like a plain one (a C11 or C++
+    /// `store` with the default sequential consistency is an `xchg`, and so is a hand-built
+    /// barrier's release of its waiters). It is an arrival when it came right after
+    /// the thread's previous atomic instruction (the barrier's counter), as a plain store is.
+    /// The thread's own view of the address follows it, as after a plain store of its own.
+    pub fn atomic_store(&mut self, at: u64, addr: u64, value: u64, seq: u64) {
+        let arrival = self.prev_atomic > self.last_event && at + 1 - self.prev_atomic <= SLACK;
+        self.access_recorded(at, addr, true, value, seq, arrival);
+    }
+
     /// A recorded plain access at position `at` (its access was just given to
     /// [`Detector::access`]).
     pub fn recorded(&mut self, at: u64, addr: u64, store: bool, value: u64, seq: u64) {
         let arrived = self.last_atomic > self.last_event && at + 1 - self.last_atomic <= SLACK;
+        self.access_recorded(at, addr, store, value, seq, arrived);
+    }
+
+    /// A recorded access; `arrived`: it came right after the thread's arrival (its atomic
+    /// instruction) with no event between.
+    fn access_recorded(
+        &mut self,
+        at: u64,
+        addr: u64,
+        store: bool,
+        value: u64,
+        seq: u64,
+        arrived: bool,
+    ) {
         if store {
             self.stores.push(Store {
                 at,

@@ -173,9 +173,10 @@ static GUEST_BASE: OnceLock<Option<usize>> = OnceLock::new();
 
 /// Cache lines some thread spins on: a direct-mapped table of line numbers plus one (0 =
 /// empty), filled when a thread executes a `pause` (the spin-wait hint) or calls
-/// `sched_yield` with the lines of its last eight loads, and when one of its load
-/// instructions reads the same address [`REPEATS`] times with no store of the thread in
-/// between (a spin without `pause`); never with a line of the thread's own stack
+/// `sched_yield` with the lines of its last eight loads outside its own stack, and when one of
+/// its load instructions reads the same address [`REPEATS`] times with no store of the thread
+/// outside its own stack in between (a spin without `pause`, at `-O0` too, where the loop's
+/// counter lives on the stack); never with a line of the thread's own stack
 /// ([`watch_load`]). A store of any thread to a watched line records the value it left with
 /// a sequence number, and a load records the value it read when it differs from the last one
 /// this thread saw there: so a spin-wait's end names the store that ended it (the converter
@@ -283,14 +284,14 @@ struct ThreadState {
     atomic_held: bool,
     /// A futex wait of traced code is in progress (its result becomes a `Done` marker).
     futex_wait: bool,
-    /// The addresses of its last loads, a ring (watched at a `pause` or a `sched_yield`:
-    /// after the spun-on load may come a call's, a return's and PLT stubs').
+    /// The addresses of its last loads outside its own stack, a ring (watched at a `pause` or
+    /// a `sched_yield`: after the spun-on load may come a call's, a return's and PLT stubs').
     last_loads: [u64; LAST_LOADS],
     /// Where the next load goes in `last_loads`.
     next_load: usize,
     /// Its stack, `[lo, hi)` (from its `ThreadStart` or `MainBegin` marker; empty if unknown).
     stack: (u64, u64),
-    /// Its stores so far.
+    /// Its stores so far outside its own stack.
     stores: u64,
     /// Loads that repeat, by instruction (direct-mapped): (raw index, address, the thread's
     /// stores when it last ran, repeats). An instruction that loads the same address again and
@@ -517,10 +518,18 @@ extern "C" fn on_mem(vcpu: c_uint, info: u32, vaddr: u64, udata: *mut c_void) {
             };
             t.enc.mem(&mut t.buf, vaddr, shift, store);
             if store {
-                t.stores += 1;
+                // Stores to its own stack (`-O0` code's locals, return addresses) do not end a
+                // repetition: a spin's loop at `-O0` stores its loop counter at every turn.
+                if vaddr.wrapping_sub(t.stack.0) >= t.stack.1 - t.stack.0 {
+                    t.stores += 1;
+                }
             } else {
-                t.last_loads[t.next_load & (LAST_LOADS - 1)] = vaddr;
-                t.next_load = t.next_load.wrapping_add(1);
+                // Only loads outside its own stack: at `-O0` a spin's loop reloads its locals
+                // between its look at the flag and its `pause`, and would push the flag out.
+                if vaddr.wrapping_sub(t.stack.0) >= t.stack.1 - t.stack.0 {
+                    t.last_loads[t.next_load & (LAST_LOADS - 1)] = vaddr;
+                    t.next_load = t.next_load.wrapping_add(1);
+                }
                 let idx = udata as usize as u32;
                 let r = &mut t.repeat[idx as usize & (REPEAT_SLOTS - 1)];
                 if r.0 == idx && r.1 == vaddr && r.2 == t.stores {
