@@ -363,6 +363,64 @@ fn a_lock_order_inversion_that_ran_to_completion_replays_to_completion() {
     assert_eq!(s["instructions"].as_u64(), Some(400));
 }
 
+/// A futex wait whose recorded wake, in the replay, comes after a barrier the waiter itself
+/// must reach (a pairing the conversion could record from a run where a thread slept inside a
+/// spin barrier): every thread blocks, no mutex can be given, and the replay lets the waiter
+/// go on instead of reporting a deadlock, and counts it. Without that resolution this trace
+/// stops with `deadlock`.
+#[test]
+fn a_recorded_wake_behind_a_barrier_the_waiter_must_reach_is_forced_not_a_deadlock() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("wake.itrace");
+    let meta = TraceMeta {
+        isa: "x86-64".into(),
+        workload: "wake behind a barrier (traced)".into(),
+        params: vec![],
+        producer: "tests/locks.rs".into(),
+    };
+    let mut tw = TraceWriter::create(&path, meta).unwrap();
+    let alu = common::alu_inst(&mut tw);
+    tw.marker(0, Marker::ThreadStart).unwrap();
+    tw.marker(0, Marker::RoiBegin).unwrap();
+    tw.marker(0, Marker::ThreadCreate { child: 1 }).unwrap();
+    tw.marker(1, Marker::ThreadStart).unwrap();
+    for t in 0..2u32 {
+        for _ in 0..100 {
+            tw.inst(t, alu, false, &[]).unwrap();
+        }
+    }
+    tw.marker(
+        1,
+        Marker::FutexWait {
+            addr: 0xf000,
+            wake: Order::after(0),
+        },
+    )
+    .unwrap();
+    for t in 0..2u32 {
+        tw.marker(
+            t,
+            Marker::Barrier {
+                id: 0xb,
+                participants: 2,
+                lead: false,
+            },
+        )
+        .unwrap();
+    }
+    tw.marker(0, Marker::FutexWake { addr: 0xf000 }).unwrap();
+    tw.marker(0, Marker::Release { index: 0 }).unwrap();
+    tw.marker(1, Marker::ThreadEnd).unwrap();
+    tw.marker(0, Marker::ThreadJoin { child: 1 }).unwrap();
+    tw.marker(0, Marker::RoiEnd).unwrap();
+    tw.marker(0, Marker::ThreadEnd).unwrap();
+    tw.finish().unwrap();
+    let s = simulate(&path, &dir.path().join("run"));
+    assert_eq!(s["sync"]["order_waits_forced"].as_u64(), Some(1), "{s}");
+    assert_eq!(s["sync"]["lock_cycles_resolved"].as_u64(), Some(0));
+    assert_eq!(s["instructions"].as_u64(), Some(200));
+}
+
 // ---- Traced programs: the host's scheduling of the traced run must not show. ----
 
 /// Traces `program args` with `isim trace` (`pinned`: under `taskset -c 0`, so that QEMU runs

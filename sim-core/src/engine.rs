@@ -35,7 +35,9 @@
 //!   ordered two acquisitions the other way round from a traced run that completed), or a
 //!   stall with every thread blocked and some waiting for a mutex, is broken by giving the
 //!   waiter the traced run let through first its mutex while the holder keeps it
-//!   (`SyncStats::lock_cycles_resolved`); markers without a recorded order are never forced,
+//!   (`SyncStats::lock_cycles_resolved`); a stall with no mutex to give and a thread waiting
+//!   for a recorded release no thread has reached lets that thread go on
+//!   (`SyncStats::order_waits_forced`); markers without a recorded order are never forced,
 //!   so a hand-made trace that truly deadlocks still gets the watchdog's report;
 //! * condition wait releases the mutex and sleeps until a signal (one waiter, earliest first)
 //!   or broadcast (all), then re-acquires the mutex (wait until woken: `sync-cond`); a signal
@@ -182,11 +184,16 @@ pub trait Observer {
     /// differences between calls; the final stacks are in the [`RunResult`]).
     fn inst(&mut self, _tid: u32, _sidx: u32, _r: &InstResult, _stack: &CycleStack) {}
     /// Thread `tid` arrived at a barrier at `arrival` and left it at `release`; `site` is the
-    /// static index of the instruction before the barrier marker (the barrier call).
+    /// static index of the instruction before the barrier marker (the barrier call), the same
+    /// for every participant of one episode: the lead's, else the one most participants had.
+    /// The participants of an episode are reported one after another.
     fn barrier(&mut self, _tid: u32, _site: u32, _arrival: f64, _release: f64) {}
     /// Thread `tid` waited from `from` to `until` for a mutex, a condition, a join or its
     /// creation (`kind` is the component the wait was charged to).
     fn wait(&mut self, _tid: u32, _kind: Component, _from: f64, _until: f64) {}
+    /// Thread `parent` created `child` at `at` (reported just before the child's
+    /// [`Observer::thread_start`]).
+    fn create(&mut self, _parent: u32, _child: u32, _at: f64) {}
     /// Thread `tid` started running (was created, or was running when the ROI began) at `at`.
     fn thread_start(&mut self, _tid: u32, _at: f64) {}
     /// Thread `tid` ended at `at` (its window drained).
@@ -244,6 +251,10 @@ impl<A: Observer, B: Observer> Observer for (A, B) {
     fn wait(&mut self, tid: u32, kind: Component, from: f64, until: f64) {
         self.0.wait(tid, kind, from, until);
         self.1.wait(tid, kind, from, until);
+    }
+    fn create(&mut self, parent: u32, child: u32, at: f64) {
+        self.0.create(parent, child, at);
+        self.1.create(parent, child, at);
     }
     fn thread_start(&mut self, tid: u32, at: f64) {
         self.0.thread_start(tid, at);
@@ -599,6 +610,12 @@ pub struct SyncStats {
     /// every thread blocked and some waiting for a mutex, each resolved by giving one waiter
     /// its mutex while the holder keeps it (the waiter that came first in the traced run).
     pub lock_cycles_resolved: u64,
+    /// Stalls with every thread blocked, no mutex to give, and some thread waiting for a
+    /// recorded release that no thread has reached (a wake the traced run paired with this
+    /// wait comes, in the replay, after a barrier the waiter itself must reach), each resolved
+    /// by letting that waiter go on at its clock (the earliest, then the lowest id).
+    #[serde(default)]
+    pub order_waits_forced: u64,
 }
 
 /// A waiter's rank for breaking a lock-order cycle ([`Waiter::rank`]): where the traced run
@@ -1028,7 +1045,7 @@ impl<'t, O: Observer> Engine<'t, O> {
                 // Every thread is blocked and some wait for a mutex: a lock-order cycle
                 // through other waits (a barrier, a recorded wake) that simulated time made.
                 // Only a stall with no mutex waiter from a traced run is a deadlock.
-                if self.force_one(|_| true) {
+                if self.force_one(|_| true) || self.force_order() {
                     for t in self.touched.drain(..) {
                         let th = &self.threads[t as usize];
                         sched.update(t, th.core.now, th.state == State::Runnable);
@@ -1720,6 +1737,37 @@ impl<'t, O: Observer> Engine<'t, O> {
         true
     }
 
+    /// Every thread is blocked and no mutex can be given: lets the thread waiting for a
+    /// recorded release that no thread has reached (the earliest clock, then the lowest id)
+    /// go on at its clock, as if that release had come (`SyncStats::order_waits_forced`). The
+    /// traced run completed, so the pairing the conversion recorded cannot hold in this
+    /// order: the releasing thread waits, in the replay, at a barrier the waiter must reach
+    /// first. False if no thread waits for a release.
+    fn force_order(&mut self) -> bool {
+        let Some(w) = self
+            .threads
+            .iter()
+            .enumerate()
+            .filter(|(_, t)| matches!(t.state, State::Ordered(_)))
+            .min_by(|a, b| a.1.core.now.total_cmp(&b.1.core.now).then(a.0.cmp(&b.0)))
+            .map(|(i, _)| i as u32)
+        else {
+            return false;
+        };
+        let State::Ordered(k) = self.threads[w as usize].state else {
+            unreachable!("filtered")
+        };
+        let th = &mut self.threads[w as usize];
+        for e in &mut th.pending.edges {
+            if e.is_some_and(|(r, _)| r == k) {
+                *e = None;
+            }
+        }
+        self.sync.order_waits_forced += 1;
+        self.proceed(w);
+        true
+    }
+
     fn marker(&mut self, tid: u32, m: Marker) {
         match m {
             Marker::ThreadStart | Marker::SectionBegin { .. } | Marker::SectionEnd { .. } => {}
@@ -1774,12 +1822,28 @@ impl<'t, O: Observer> Engine<'t, O> {
                         // earlier clock than one that arrived before it: it waits too.
                         self.set_active(tid, now, false);
                     }
-                    let lead_site = arrivals
-                        .iter()
-                        .find(|a| a.2)
-                        .map(|a| self.threads[a.0 as usize].last_sidx);
+                    // One episode, one site: the lead's call, else the call most participants
+                    // made (ties: the smallest index), so that participants calling from
+                    // different places (a spin barrier's storer and its watchers, a main
+                    // thread's own call) report one episode.
+                    let site = match arrivals.iter().find(|a| a.2) {
+                        Some(a) => self.threads[a.0 as usize].last_sidx,
+                        None => {
+                            let mut sites: Vec<u32> = arrivals
+                                .iter()
+                                .map(|a| self.threads[a.0 as usize].last_sidx)
+                                .collect();
+                            sites.sort_unstable();
+                            let mut best = (0, sites[0]);
+                            for run in sites.chunk_by(|a, b| a == b) {
+                                if run.len() > best.0 {
+                                    best = (run.len(), run[0]);
+                                }
+                            }
+                            best.1
+                        }
+                    };
                     for (t, arrival, _) in arrivals {
-                        let site = lead_site.unwrap_or(self.threads[t as usize].last_sidx);
                         self.obs.barrier(t, site, arrival, release);
                         self.resume(t, release, Component::SyncBarrier);
                     }
@@ -1927,6 +1991,7 @@ impl<'t, O: Observer> Engine<'t, O> {
                     };
                     self.threads[child as usize].core.set_id(core as u32);
                     if self.timed() {
+                        self.obs.create(tid, child, now);
                         self.obs.thread_start(child, now);
                     }
                     self.resume(child, now, Component::ImbalanceStart);
