@@ -241,6 +241,11 @@ pub struct CauseRow {
     pub location: String,
     /// Static index.
     pub sidx: u32,
+    /// β of its cluster in the instance contributing the most (unbounded; the score takes at
+    /// most 1 of it).
+    pub beta: f64,
+    /// The leader score s_v (LIME Eq. 1) there, for a control-flow leader.
+    pub leader_score: Option<f64>,
 }
 
 /// "Rpt" counts of one cause type (LIME Table 2): above 0.1, all, and the best score.
@@ -327,6 +332,7 @@ fn kind_name(k: SectionKind) -> &'static str {
     match k {
         SectionKind::Barrier => "barrier",
         SectionKind::Join => "join",
+        SectionKind::Serial => "serial",
     }
 }
 
@@ -395,6 +401,8 @@ pub fn report(
                         _ => location(p, c.sidx),
                     },
                     sidx: c.sidx,
+                    beta: c.beta,
+                    leader_score: c.leader_score,
                 })
                 .collect(),
             rpt_control_flow: rpt(&s.causes, |k| k == CauseKind::ControlFlow),
@@ -605,10 +613,12 @@ pub fn render(rep: &LimeReport, sections: usize, top: usize) -> String {
     } else if rep.wait_run_pct - rep.idle_run_pct > BALANCED_PCT {
         let _ = writeln!(
             s,
-            "\nthreads wait for {:.1}% of the run's thread-cycles, {:.1}% of it outside these \
-             sections (locks, condition variables, thread start and end): LIME analyses only \
-             barrier- and join-delimited sections; see the run's cycle stacks",
+            "\nthreads wait for {:.1}% of the run's thread-cycles: {:.1}% in these sections and \
+             {:.1}% outside them (locks, condition variables, thread start and end, all shares \
+             of the run's thread-cycles): LIME analyses only barrier- and join-delimited \
+             sections; see the run's cycle stacks",
             rep.wait_run_pct,
+            rep.idle_run_pct,
             rep.wait_run_pct - rep.idle_run_pct
         );
     }

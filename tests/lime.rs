@@ -474,7 +474,7 @@ fn the_report_says_when_a_run_is_balanced_and_ranks_by_cost_to_the_run() {
         );
         assert_eq!(wait <= 3.0, balanced, "{workload}: {wait}");
         assert_eq!(
-            text.contains("outside these sections"),
+            text.contains("in these sections and"),
             wait - want > 3.0,
             "{workload}: {text}"
         );

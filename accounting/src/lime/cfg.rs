@@ -124,17 +124,29 @@ pub struct Leader {
 /// Leaders of the cluster made of `edges`, scored with `corr(edge)` = the edge's correlation
 /// with the execution times (0 for edges not observed). If no vertex qualifies (the
 /// cluster's vertices form a cycle of forward edges), the vertex with the highest score is
-/// taken, so that a control-flow cluster always names a place in the code.
-pub fn leaders(cfg: &Cfg, edges: &[(u32, u32)], corr: impl Fn(u32, u32) -> f64) -> Vec<Leader> {
+/// taken, so that a control-flow cluster always names a place in the code. Out-edges equally
+/// correlated name the one whose target ran the most (`runs`: a switch whose slow thread
+/// took two arms names the arm it spent its time in).
+pub fn leaders(
+    cfg: &Cfg,
+    edges: &[(u32, u32)],
+    corr: impl Fn(u32, u32) -> f64,
+    runs: impl Fn(u32) -> f64,
+) -> Vec<Leader> {
     let members: BTreeSet<u32> = edges.iter().map(|e| e.0).collect();
     let mut all = Vec::new();
     for &v in &members {
-        let (best_out, out_max) = edges
+        let (best_out, out_max, _) = edges
             .iter()
             .filter(|e| e.0 == v)
-            .map(|e| (e.1, corr(e.0, e.1)))
-            .fold((u32::MAX, f64::NEG_INFINITY), |acc, x| {
-                if x.1 > acc.1 { x } else { acc }
+            .map(|e| (e.1, corr(e.0, e.1), runs(e.1)))
+            .fold((u32::MAX, f64::NEG_INFINITY, 0.0), |acc, x| {
+                let tie = (x.1 - acc.1).abs() <= 1e-9;
+                if (x.1 > acc.1 && !tie) || (tie && x.2 > acc.2) {
+                    x
+                } else {
+                    acc
+                }
             });
         let in_max = cfg
             .forward_preds(v)
@@ -188,7 +200,7 @@ mod tests {
     #[test]
     fn fig3_if_then_else_leader_is_the_decision() {
         let cfg = Cfg::new([(ENTRY, A), (A, B), (A, E), (B, C), (E, F), (C, D), (F, D)]);
-        let l = leaders(&cfg, &[(A, B), (B, C)], |_, _| 0.0);
+        let l = leaders(&cfg, &[(A, B), (B, C)], |_, _| 0.0, |_| 0.0);
         assert_eq!(vertices(&l), vec![A]);
     }
 
@@ -200,7 +212,7 @@ mod tests {
         let cfg = Cfg::new([(ENTRY, A), (A, B), (B, C), (C, B), (B, D)]);
         assert!(cfg.is_back(C, B));
         assert!(!cfg.is_back(A, B));
-        let l = leaders(&cfg, &[(B, C), (C, B)], |_, _| 0.0);
+        let l = leaders(&cfg, &[(B, C), (C, B)], |_, _| 0.0, |_| 0.0);
         assert_eq!(vertices(&l), vec![B]);
     }
 
@@ -230,7 +242,7 @@ mod tests {
     #[test]
     fn fig3_two_leaders() {
         let cfg = fig3_right();
-        let l = leaders(&cfg, &[(A, E), (E, F), (G, K), (K, L)], |_, _| 0.0);
+        let l = leaders(&cfg, &[(A, E), (E, F), (G, K), (K, L)], |_, _| 0.0, |_| 0.0);
         assert_eq!(vertices(&l), vec![A, G]);
     }
 
@@ -248,8 +260,8 @@ mod tests {
             (G, K) => 0.92,
             _ => 0.0,
         };
-        let c1 = leaders(&cfg, &[(A, B), (B, C)], corr);
-        let c2 = leaders(&cfg, &[(A, E), (E, F), (G, K), (K, L)], corr);
+        let c1 = leaders(&cfg, &[(A, B), (B, C)], corr, |_| 0.0);
+        let c2 = leaders(&cfg, &[(A, E), (E, F), (G, K), (K, L)], corr, |_| 0.0);
         let fs = |l: &[Leader], v: u32, beta: f64| {
             l.iter()
                 .find(|x| x.vertex == v)

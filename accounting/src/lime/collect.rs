@@ -10,6 +10,23 @@
 //! the parent (arrival = its first join call); the group closes when the parent reaches any
 //! other synchronization (a barrier, a join elsewhere, a thread creation) or the run ends.
 //!
+//! **Whose events.** Only what a thread's work decides is a candidate cause
+//! ([`CodeRole`]): an instruction of the program's own code counts at its own index; a
+//! library's instruction (`malloc`, `memcpy`) counts its misses and mispredictions at the
+//! thread's last own instruction before it, the user call that led there; synchronization
+//! and runtime code (libgomp, the pthread calls, `std::sync`) counts nothing, and no edge
+//! spans it: which way a runtime returns (into the master's code or the pool's loop) and how
+//! long a thread spins in it are its role and the host's doing, not its work: the branch after
+//! it is reached from the section's entry ([`ENTRY`]), an edge that gives its target the
+//! in-edge LIME's leader score needs and that is never a candidate itself. A section is
+//! named by an own instruction too: a barrier or join called from inside a library (Rust's
+//! `Barrier::wait`, a C++ `std::barrier`) is named by the thread's last own instruction.
+//!
+//! **Serial parts.** An instance in which one participant ran the program's code and the
+//! others none (the team waiting at an OpenMP fork while the master runs the serial code
+//! before it, threads waiting while one initialises) is a [`SectionKind::Serial`] section of
+//! its own, not an imbalance of the parallel section that follows at the same call.
+//!
 //! **Hot path.** Counters are flat per-thread arrays indexed by static index; touched entries
 //! are listed so that closing a section costs what was touched. Edge counts sit in two inline
 //! slots per source branch; a third distinct successor (indirect branches, returns) spills to
@@ -20,7 +37,7 @@ use std::collections::HashMap;
 use serde::{Deserialize, Serialize};
 use sim_core::core::InstResult;
 use sim_core::{CycleStack, Observer, ThreadObserver};
-use sim_frontend::model::Program;
+use sim_frontend::model::{CodeRole, Program};
 
 use super::cfg::ENTRY;
 
@@ -74,6 +91,9 @@ pub enum SectionKind {
     Barrier,
     /// By thread joins.
     Join,
+    /// A barrier instance in which only one participant ran the program's code: the others
+    /// waited for its serial part (the code before an OpenMP fork).
+    Serial,
 }
 
 /// One dynamic instance of a parallel section.
@@ -118,6 +138,9 @@ impl Instance {
     }
 }
 
+/// No own instruction yet.
+const NO_SIDX: u32 = u32::MAX;
+
 #[derive(Debug, Clone, Copy, Default)]
 struct Counter {
     execs: u32,
@@ -143,6 +166,21 @@ struct ThreadState {
     edge_touched: Vec<u32>,
     spill: HashMap<(u32, u32), u64>,
     prev_branch: u32,
+    /// Synchronization or runtime code ran since `prev_branch`: the next edge is not one.
+    crossed: bool,
+    /// The last instruction of the program's own code this thread ran ([`NO_SIDX`]).
+    last_own: u32,
+    /// The last instruction at one of the program's own lines it ran (own code, or a
+    /// primitive's code inlined there: [`Program::own_lines`]), which names sections.
+    last_line: u32,
+    /// Synchronization code ran since the last own instruction: a library's code now was
+    /// called from it, and counts nothing.
+    in_sync: bool,
+    /// It created a thread since its section began ([`Observer::create`]).
+    creating: bool,
+    /// Cycles it waited in synchronization (locks, conditions, futexes) since its section
+    /// began.
+    waited: f64,
     start: f64,
     /// A joined-to-be child's closed tail section.
     tail: Option<ThreadSection>,
@@ -151,11 +189,17 @@ struct ThreadState {
 struct OpenJoin {
     site: u32,
     instance: Instance,
+    /// The parent's synchronization waits in its part of the instance (a latch it waited on
+    /// before joining).
+    parent_waited: f64,
 }
 
 /// The LIME collector: an engine observer.
 pub struct Collector {
     branch: Vec<bool>,
+    roles: Vec<CodeRole>,
+    /// Per static index: its source line is the program's own ([`Program::own_lines`]).
+    own_lines: Vec<bool>,
     counted: Vec<bool>,
     threads: Vec<ThreadState>,
     open_barrier: Option<(u32, u64, Instance)>,
@@ -175,6 +219,8 @@ impl Collector {
             .collect();
         Collector {
             branch,
+            roles: program.code_roles(),
+            own_lines: program.own_lines(),
             counted,
             threads: (0..threads)
                 .map(|_| ThreadState {
@@ -184,6 +230,12 @@ impl Collector {
                     edge_touched: Vec::new(),
                     spill: HashMap::new(),
                     prev_branch: ENTRY,
+                    crossed: true,
+                    last_own: NO_SIDX,
+                    last_line: NO_SIDX,
+                    in_sync: false,
+                    creating: false,
+                    waited: 0.0,
                     start: 0.0,
                     tail: None,
                 })
@@ -209,7 +261,10 @@ impl Collector {
         let mut events = Vec::with_capacity(th.touched.len() * 2 + th.edge_touched.len() * 2);
         for &s in &th.touched {
             let c = std::mem::take(&mut th.counters[s as usize]);
-            if counted[s as usize] {
+            // An own instruction that is neither a branch nor an access counts its executions
+            // when a library's misses or mispredictions were counted at it (the superior of
+            // those events).
+            if counted[s as usize] || c.misses != [0; 3] || c.mispredicted > 0 {
                 events.push((Event::Exec(s), c.execs as u64));
             }
             for (l, &m) in c.misses.iter().enumerate() {
@@ -243,6 +298,12 @@ impl Collector {
             }
         }
         th.edge_touched.clear();
+        th.creating = false;
+        th.waited = 0.0;
+        // No edge spans a section boundary: what a thread runs first after a barrier or a
+        // fork depends on its role there (the master returns into its own code, the team
+        // into the region).
+        th.crossed = true;
         for ((from, to), n) in th.spill.drain() {
             events.push((Event::Edge { from, to }, n));
         }
@@ -259,12 +320,42 @@ impl Collector {
     fn close_barrier(&mut self) {
         if let Some((_, _, mut inst)) = self.open_barrier.take() {
             inst.threads.sort_by_key(|t| t.thread);
+            let working = inst.threads.iter().filter(|t| !t.events.is_empty()).count();
+            if inst.threads.len() >= 2 && working == 1 {
+                inst.kind = SectionKind::Serial;
+            }
             self.instances.push(inst);
+        }
+    }
+
+    /// The instruction that names a section closed at `site` by thread `t`: the site when its
+    /// line is the program's own (its code, or a primitive's code inlined there), else the
+    /// last instruction at an own line the thread ran (the user's call into the library whose
+    /// barrier or join it is), else the site.
+    fn named(&self, t: usize, site: u32) -> u32 {
+        if self.own_lines.get(site as usize).is_none_or(|&own| own) {
+            return site;
+        }
+        match self.threads[t].last_line {
+            NO_SIDX => site,
+            line => line,
         }
     }
 
     fn close_join(&mut self, t: usize) {
         if let Some(mut j) = self.open_joins[t].take() {
+            // A parent that worked little between creating its children (or its last barrier
+            // with them) and joining them was waiting for them, not working beside them: its
+            // wait is no imbalance of their work. Little: its time there, less what it spent
+            // waiting in synchronization (a latch the children counted down), under a tenth
+            // of the time from then to the last child's end.
+            let release = j.instance.release;
+            let waited = j.parent_waited;
+            if j.instance.threads.len() > 1 {
+                j.instance.threads.retain(|ts| {
+                    ts.thread != t as u32 || (ts.time() - waited) * 10.0 >= release - ts.start
+                });
+            }
             j.instance.threads.sort_by_key(|t| t.thread);
             self.instances.push(j.instance);
         }
@@ -299,24 +390,49 @@ impl Collector {
 pub struct CollectorPart<'a> {
     th: &'a mut ThreadState,
     branch: &'a [bool],
+    roles: &'a [CodeRole],
+    own_lines: &'a [bool],
 }
 
 impl ThreadObserver for CollectorPart<'_> {
     #[inline(always)]
     fn inst(&mut self, sidx: u32, r: &InstResult, _stack: &CycleStack) {
         let th = &mut *self.th;
-        let c = &mut th.counters[sidx as usize];
-        if c.execs == 0 {
-            th.touched.push(sidx);
+        if self.own_lines[sidx as usize] {
+            th.last_line = sidx;
         }
-        c.execs += 1;
+        let at = match self.roles[sidx as usize] {
+            CodeRole::Own => {
+                th.in_sync = false;
+                sidx
+            }
+            CodeRole::Library if th.last_own != NO_SIDX && !th.in_sync => th.last_own,
+            CodeRole::Library => return,
+            CodeRole::Sync => {
+                th.crossed = true;
+                th.in_sync = true;
+                return;
+            }
+        };
+        let c = &mut th.counters[at as usize];
+        if c.execs == 0 && c.misses == [0; 3] && c.mispredicted == 0 {
+            th.touched.push(at);
+        }
         c.misses[0] += r.misses[0];
         c.misses[1] += r.misses[1];
         c.misses[2] += r.misses[2];
         c.mispredicted += r.mispredicted as u32;
+        if at != sidx {
+            return;
+        }
+        c.execs += 1;
+        th.last_own = sidx;
         if self.branch[sidx as usize] {
-            let from = th.prev_branch;
+            // After synchronization or runtime code the thread comes from the section's entry,
+            // not from its branch before the call.
+            let from = if th.crossed { ENTRY } else { th.prev_branch };
             Collector::edge(th, from, sidx);
+            th.crossed = false;
             th.prev_branch = sidx;
         }
     }
@@ -328,10 +444,17 @@ impl Observer for Collector {
 
     fn parts(&mut self) -> Option<Vec<CollectorPart<'_>>> {
         let branch = &self.branch[..];
+        let roles = &self.roles[..];
+        let own_lines = &self.own_lines[..];
         Some(
             self.threads
                 .iter_mut()
-                .map(|th| CollectorPart { th, branch })
+                .map(|th| CollectorPart {
+                    th,
+                    branch,
+                    roles,
+                    own_lines,
+                })
                 .collect(),
         )
     }
@@ -341,8 +464,22 @@ impl Observer for Collector {
         CollectorPart {
             th: &mut self.threads[tid as usize],
             branch: &self.branch,
+            roles: &self.roles,
+            own_lines: &self.own_lines,
         }
         .inst(sidx, r, stack);
+    }
+
+    fn create(&mut self, parent: u32, _child: u32, at: f64) {
+        // The parent's code before it created its first child of a group is serial code
+        // before the parallel part (no one waits for it: the children did not exist); its
+        // part of the section that the children's join or barrier closes starts here.
+        let p = parent as usize;
+        if !self.threads[p].creating {
+            self.snapshot(p, at);
+            self.threads[p].start = at;
+            self.threads[p].creating = true;
+        }
     }
 
     fn thread_start(&mut self, tid: u32, at: f64) {
@@ -365,6 +502,7 @@ impl Observer for Collector {
         {
             self.close_barrier();
         }
+        let named = self.named(tid as usize, site);
         let ts = self.snapshot(tid as usize, arrival);
         self.threads[tid as usize].start = release;
         let open = self.open_barrier.get_or_insert_with(|| {
@@ -372,7 +510,7 @@ impl Observer for Collector {
                 site,
                 release.to_bits(),
                 Instance {
-                    site,
+                    site: named,
                     kind: SectionKind::Barrier,
                     release,
                     threads: Vec::new(),
@@ -380,6 +518,10 @@ impl Observer for Collector {
             )
         });
         open.2.threads.push(ts);
+    }
+
+    fn wait(&mut self, tid: u32, _kind: sim_core::Component, from: f64, until: f64) {
+        self.threads[tid as usize].waited += (until - from).max(0.0);
     }
 
     fn thread_end(&mut self, tid: u32, at: f64) {
@@ -393,15 +535,18 @@ impl Observer for Collector {
             self.close_join(t);
         }
         if self.open_joins[t].is_none() {
+            let named = self.named(t, site);
+            let parent_waited = self.threads[t].waited;
             let me = self.snapshot(t, arrival);
             self.open_joins[t] = Some(OpenJoin {
                 site,
                 instance: Instance {
-                    site,
+                    site: named,
                     kind: SectionKind::Join,
                     release,
                     threads: vec![me],
                 },
+                parent_waited,
             });
         }
         self.threads[t].start = release;
