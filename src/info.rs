@@ -8,6 +8,17 @@ use serde::Serialize;
 use sim_frontend::model::{Batch, Marker, Record};
 use sim_frontend::{Trace, TraceError};
 
+/// Bytes per instruction to three significant digits ("0.00412", "1.50", "12.3"): traces of
+/// a few bytes per thousand instructions printed as "0.00" said nothing.
+pub fn per_instruction(bytes: u64, instructions: u64) -> String {
+    if instructions == 0 || bytes == 0 {
+        return "0".into();
+    }
+    let x = bytes as f64 / instructions as f64;
+    let decimals = (2 - x.log10().floor() as i32).max(0) as usize;
+    format!("{x:.decimals$}")
+}
+
 /// Counts for one thread.
 #[derive(Debug, Clone, Default, Serialize, PartialEq, Eq)]
 pub struct ThreadCounts {
@@ -179,14 +190,10 @@ impl TraceInfo {
         let _ = writeln!(o, "trace       {}", self.file);
         let _ = writeln!(
             o,
-            "format      isim trace v{}, {} bytes ({:.2} bytes per instruction){}",
+            "format      isim trace v{}, {} bytes ({} bytes per instruction){}",
             self.format_version,
             self.bytes,
-            if n > 0 {
-                self.bytes as f64 / n as f64
-            } else {
-                0.0
-            },
+            per_instruction(self.bytes, n),
             if self.verified {
                 ", every record decoded and checked"
             } else {
@@ -204,19 +211,7 @@ impl TraceInfo {
         let _ = writeln!(o, "threads     {}", self.threads.len());
         let _ = writeln!(o, "instructions {n}");
         let _ = writeln!(o);
-        let cols = [
-            "barrier",
-            "mutex-lock",
-            "mutex-unlock",
-            "cond-wait",
-            "cond-signal",
-            "cond-broadcast",
-            "create",
-            "join",
-            "roi-begin",
-            "roi-end",
-            "section-begin",
-        ];
+        let cols = TABLE_MARKERS;
         let _ = write!(
             o,
             "{:>6} {:>12} {:>10} {:>10} {:>10} {:>10}",
@@ -240,6 +235,24 @@ impl TraceInfo {
         o
     }
 }
+
+/// The marker kinds (`Marker::KIND_NAMES`) the per-thread tables of `isim trace-info` and
+/// `isim trace` count, in their column order: one list, so both tables have the same columns.
+pub(crate) const TABLE_MARKERS: [&str; 13] = [
+    "barrier",
+    "mutex-lock",
+    "mutex-unlock",
+    "cond-wait",
+    "cond-signal",
+    "cond-broadcast",
+    "futex-wait",
+    "futex-wake",
+    "create",
+    "join",
+    "roi-begin",
+    "roi-end",
+    "section-begin",
+];
 
 /// The short column heading of a marker kind in the per-thread tables of `isim trace-info` and
 /// `isim trace` (`cond-broadcast` → `cbcast`).

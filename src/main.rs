@@ -238,11 +238,11 @@ fn summary_line(path: &Path) -> Result<String> {
     let n: u64 = t.threads.iter().map(|d| d.instructions).sum();
     let bytes = std::fs::metadata(path)?.len();
     Ok(format!(
-        "wrote {}: {}, {} threads, {n} instructions, {bytes} bytes ({:.2} bytes/instruction)",
+        "wrote {}: {}, {} threads, {n} instructions, {bytes} bytes ({} bytes/instruction)",
         path.display(),
         t.meta.workload,
         t.thread_count(),
-        bytes as f64 / n.max(1) as f64
+        isim::info::per_instruction(bytes, n)
     ))
 }
 

@@ -351,8 +351,8 @@ pub fn render_summary(o: &RunOutcome) -> String {
     );
     let _ = writeln!(
         s,
-        "{:>6} {:>12} {:>12} {:>6} {:>8}",
-        "thread", "instructions", "cycles", "IPC", "sync %"
+        "{:>6} {:>12} {:>12} {:>6} {:>8} {:>11}",
+        "thread", "instructions", "cycles", "IPC", "sync %", "not alive %"
     );
     for t in &r.threads {
         let ipc = if t.cycles > 0.0 {
@@ -360,15 +360,25 @@ pub fn render_summary(o: &RunOutcome) -> String {
         } else {
             0.0
         };
-        let sync = if t.cycles > 0.0 {
-            100.0 * t.stack.sync() / t.cycles
-        } else {
-            0.0
+        let share = |x: f64| {
+            if t.cycles > 0.0 {
+                100.0 * x / t.cycles
+            } else {
+                0.0
+            }
         };
+        // Before its start and after its end a thread is not waiting for anyone: that time
+        // (`imbalance-start`, `imbalance-end`) is apart from its synchronization waits.
+        let absent = t.stack.get(Component::ImbalanceStart) + t.stack.get(Component::ImbalanceEnd);
         let _ = writeln!(
             s,
-            "{:>6} {:>12} {:>12.0} {:>6.2} {:>7.1}%",
-            t.thread, t.instructions, t.cycles, ipc, sync
+            "{:>6} {:>12} {:>12.0} {:>6.2} {:>7.1}% {:>10.1}%",
+            t.thread,
+            t.instructions,
+            t.cycles,
+            ipc,
+            share(t.stack.sync() - absent),
+            share(absent)
         );
     }
     let bars = stack_bars(r);

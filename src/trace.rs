@@ -614,20 +614,7 @@ impl TraceReport {
             self.instructions,
             self.static_instructions
         );
-        let kinds = [
-            "barrier",
-            "mutex-lock",
-            "mutex-unlock",
-            "cond-wait",
-            "cond-signal",
-            "cond-broadcast",
-            "futex-wait",
-            "futex-wake",
-            "create",
-            "join",
-            "roi-begin",
-            "roi-end",
-        ];
+        let kinds = crate::info::TABLE_MARKERS;
         let _ = write!(
             s,
             "{:>6} {:>13} {:>11} {:>11} {:>11}",
@@ -654,8 +641,10 @@ impl TraceReport {
         }
         let _ = writeln!(
             s,
-            "wrote {}: {} bytes ({:.2} bytes/instruction)",
-            self.trace, self.bytes, self.bytes_per_instruction
+            "wrote {}: {} bytes ({} bytes/instruction)",
+            self.trace,
+            self.bytes,
+            crate::info::per_instruction(self.bytes, self.instructions)
         );
         let _ = writeln!(
             s,
