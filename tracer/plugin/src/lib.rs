@@ -173,8 +173,9 @@ static GUEST_BASE: OnceLock<Option<usize>> = OnceLock::new();
 
 /// Cache lines some thread spins on: a direct-mapped table of line numbers plus one (0 =
 /// empty), filled when a thread executes a `pause` (the spin-wait hint) or calls
-/// `sched_yield` with the lines of its last eight loads outside its own stack, and when one of
-/// its load instructions reads the same address [`REPEATS`] times with no store of the thread
+/// `sched_yield` with the lines of its last eight loads and of its last two outside its own
+/// stack (a `-O0` loop reloads its locals after its look), and when one of its load
+/// instructions reads the same address [`REPEATS`] times with no store of the thread
 /// outside its own stack in between (a spin without `pause`, at `-O0` too, where the loop's
 /// counter lives on the stack); never with a line of the thread's own stack
 /// ([`watch_load`]). A store of any thread to a watched line records the value it left with
@@ -208,6 +209,8 @@ fn watch(vaddr: u64) {
 
 /// Entries of a thread's memo of the values it last saw at watched addresses.
 const SEEN: usize = 8;
+/// Loads outside its own stack a thread remembers beside them (a power of two).
+const LAST_FAR: usize = 2;
 /// Loads a thread remembers for [`watch_last_loads`] (a power of two).
 const LAST_LOADS: usize = 8;
 /// Entries of a thread's table of repeating loads.
@@ -284,11 +287,15 @@ struct ThreadState {
     atomic_held: bool,
     /// A futex wait of traced code is in progress (its result becomes a `Done` marker).
     futex_wait: bool,
-    /// The addresses of its last loads outside its own stack, a ring (watched at a `pause` or
-    /// a `sched_yield`: after the spun-on load may come a call's, a return's and PLT stubs').
+    /// The addresses of its last loads, a ring (watched at a `pause` or a `sched_yield`:
+    /// after the spun-on load may come a call's, a return's and PLT stubs').
     last_loads: [u64; LAST_LOADS],
     /// Where the next load goes in `last_loads`.
     next_load: usize,
+    /// The addresses of its last loads outside its own stack, watched with `last_loads`.
+    last_far: [u64; LAST_FAR],
+    /// Where the next such load goes in `last_far`.
+    next_far: usize,
     /// Its stack, `[lo, hi)` (from its `ThreadStart` or `MainBegin` marker; empty if unknown).
     stack: (u64, u64),
     /// Its stores so far outside its own stack.
@@ -316,6 +323,8 @@ impl ThreadState {
             futex_wait: false,
             last_loads: [u64::MAX; LAST_LOADS],
             next_load: 0,
+            last_far: [u64::MAX; LAST_FAR],
+            next_far: 0,
             stack: (0, 0),
             stores: 0,
             repeat: [(u32::MAX, 0, 0, 0); REPEAT_SLOTS],
@@ -524,11 +533,14 @@ extern "C" fn on_mem(vcpu: c_uint, info: u32, vaddr: u64, udata: *mut c_void) {
                     t.stores += 1;
                 }
             } else {
-                // Only loads outside its own stack: at `-O0` a spin's loop reloads its locals
-                // between its look at the flag and its `pause`, and would push the flag out.
+                t.last_loads[t.next_load & (LAST_LOADS - 1)] = vaddr;
+                t.next_load = t.next_load.wrapping_add(1);
+                // The last loads outside its own stack too: at `-O0` a spin's loop reloads
+                // its locals between its look at the flag and its `pause`, which push the
+                // flag out of the ring above.
                 if vaddr.wrapping_sub(t.stack.0) >= t.stack.1 - t.stack.0 {
-                    t.last_loads[t.next_load & (LAST_LOADS - 1)] = vaddr;
-                    t.next_load = t.next_load.wrapping_add(1);
+                    t.last_far[t.next_far & (LAST_FAR - 1)] = vaddr;
+                    t.next_far = t.next_far.wrapping_add(1);
                 }
                 let idx = udata as usize as u32;
                 let r = &mut t.repeat[idx as usize & (REPEAT_SLOTS - 1)];
@@ -573,7 +585,7 @@ extern "C" fn on_exec_pause(vcpu: c_uint, udata: *mut c_void) {
 /// Watches the lines of the thread's last loads (at a `pause` or a `sched_yield`).
 fn watch_last_loads(t: &mut ThreadState) {
     if t.recording {
-        for a in t.last_loads {
+        for a in t.last_loads.into_iter().chain(t.last_far) {
             if a != u64::MAX {
                 watch_load(t.stack, a);
             }
