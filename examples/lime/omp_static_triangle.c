@@ -1,0 +1,35 @@
+/* omp_static_triangle.c: a `parallel for schedule(static)` over a triangle: iteration i runs an
+ * inner loop of i steps, written inline in the loop body (no helper function), so the last
+ * thread's block of iterations costs the most.
+ * lime-corpus: cause=control-flow section=the parallel for
+ * usage: omp_static_triangle [-t THREADS] [-r REPS]
+ */
+#include <omp.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <unistd.h>
+
+#define N 1200
+static double a[N];
+
+int main(int argc, char **argv)
+{
+    int P = 4, R = 4, c;
+    while ((c = getopt(argc, argv, "t:r:")) != -1) {
+        if (c == 't') P = atoi(optarg);
+        else if (c == 'r') R = atoi(optarg);
+        else return 2;
+    }
+    omp_set_num_threads(P);
+    for (int r = 0; r < R; r++) {
+#pragma omp parallel for schedule(static)
+        for (int i = 0; i < N; i++) {
+            double x = 0;
+            for (int j = 0; j < i; j++) /* PLANTED */
+                x += j * 0.5 + r;
+            a[i] = x;
+        }
+    }
+    printf("%g\n", a[N - 1]);
+    return 0;
+}
