@@ -383,8 +383,10 @@ pub fn analyze(instances: &[Instance], opts: &Options) -> Vec<SectionResult> {
             })
         }));
         let mut weight_sum = 0.0;
-        let mut acc: BTreeMap<(CauseKind, u32), (f64, f64, Cause)> = BTreeMap::new();
-        let mut edge_votes: BTreeMap<(CauseKind, u32, Option<u32>), f64> = BTreeMap::new();
+        // Per cause: its weighted score sum, the largest instance contribution, that
+        // instance's details, and per out-edge the weighted scores of the instances naming it.
+        type Acc = (f64, f64, Cause, BTreeMap<Option<u32>, f64>);
+        let mut acc: BTreeMap<(CauseKind, u32), Acc> = BTreeMap::new();
         let mut analysed = 0;
         let (mut too_few_threads, mut below_threshold) = (0, 0);
         let mut idle = 0.0;
@@ -414,6 +416,7 @@ pub fn analyze(instances: &[Instance], opts: &Options) -> Vec<SectionResult> {
                                     beta: 0.0,
                                     leader_score: None,
                                 },
+                                BTreeMap::new(),
                             ));
                             c.0 += n as f64;
                             weight_sum += n as f64;
@@ -439,31 +442,32 @@ pub fn analyze(instances: &[Instance], opts: &Options) -> Vec<SectionResult> {
                 // leader is reported with is the one its instances' scores favour in all
                 // (where a decision's arms are taken by different threads from one instance
                 // to the next, the arm that goes with the slow threads every time).
-                *edge_votes.entry((c.kind, c.sidx, c.edge_to)).or_insert(0.0) += w * c.score;
-                let e = acc
-                    .entry((c.kind, c.sidx))
-                    .or_insert((0.0, f64::NEG_INFINITY, c.clone()));
+                let e = acc.entry((c.kind, c.sidx)).or_insert((
+                    0.0,
+                    f64::NEG_INFINITY,
+                    c.clone(),
+                    BTreeMap::new(),
+                ));
                 e.0 += w * c.score;
+                *e.3.entry(c.edge_to).or_insert(0.0) += w * c.score;
                 if w * c.score > e.1 {
                     e.1 = w * c.score;
                     e.2 = c;
                 }
             }
         }
-        for ((kind, sidx, to), v) in &edge_votes {
-            if let Some(e) = acc.get_mut(&(*kind, *sidx)) {
-                let best = edge_votes
-                    .get(&(*kind, *sidx, e.2.edge_to))
-                    .copied()
-                    .unwrap_or(f64::NEG_INFINITY);
-                if *v > best {
-                    e.2.edge_to = *to;
-                }
-            }
-        }
         let mut causes: Vec<Cause> = acc
             .into_values()
-            .map(|(sum, _, mut c)| {
+            .map(|(sum, _, mut c, votes)| {
+                // The most voted edge; ties keep the top instance's, else the smallest.
+                let kept = votes.get(&c.edge_to).copied().unwrap_or(f64::NEG_INFINITY);
+                if let Some((&to, _)) = votes
+                    .iter()
+                    .filter(|e| *e.1 > kept)
+                    .max_by(|a, b| a.1.total_cmp(b.1).then(b.0.cmp(a.0)))
+                {
+                    c.edge_to = to;
+                }
                 c.score = if weight_sum > 0.0 {
                     sum / weight_sum
                 } else {
