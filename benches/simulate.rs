@@ -176,6 +176,7 @@ fn measure(name: &str, path: &Path, machine: &MachineConfig) {
         memory: m.memory().expect("memory"),
         erase: vec![],
         erasure: sim_memory::Erasure::Fill,
+        locks: m.lock_model(),
     };
     let run = |model: Model, h: usize| {
         let start = Instant::now();

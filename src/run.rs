@@ -188,6 +188,7 @@ pub fn run(req: &RunRequest, progress: impl FnMut(u64)) -> Result<RunOutcome> {
         memory: machine.memory()?,
         erase: req.erase.clone(),
         erasure: sim_memory::Erasure::Fill,
+        locks: machine.lock_model(),
     };
     let has_tlb = cfg.core.tlb.is_some();
     let program = &trace.program;
@@ -454,6 +455,7 @@ impl RunDir {
             memory: machine.memory()?,
             erase: all,
             erasure,
+            locks: machine.lock_model(),
         })
     }
 

@@ -879,3 +879,41 @@ fn a_tlb_table_is_optional_filled_from_its_defaults_and_validated() {
     assert_eq!(errors.len(), 1, "{errors:?}");
     assert!(errors[0].key.contains("entries"), "{}", errors[0]);
 }
+
+/// `[locks]`: `futex` fills its costs from the documented defaults; a futex cost under
+/// `fifo` (the default) and an unknown model are errors naming the key.
+#[test]
+fn the_lock_model_takes_its_costs_only_with_futex() {
+    let m = config::load_str(
+        "[locks]\nmodel = \"futex\"\nfutex_wake = 300\n",
+        "x.toml",
+        &[],
+    )
+    .unwrap();
+    assert_eq!(
+        m.lock_model(),
+        sim_core::LockModel::Futex {
+            wait: 660.0,
+            wake: 300.0,
+            latency: 140_000.0
+        }
+    );
+    assert_eq!(
+        load_shipped("default.toml", &[]).lock_model(),
+        sim_core::LockModel::Fifo
+    );
+
+    let errors = errors_of("[locks]\nfutex_wait = 100\n", &[]);
+    assert_eq!(errors.len(), 1, "{errors:#?}");
+    assert_eq!(errors[0].key, "locks.futex_wait");
+    assert!(
+        errors[0].message.contains("model = \"futex\""),
+        "{}",
+        errors[0]
+    );
+
+    let errors = errors_of("", &["locks.model=fair"]);
+    assert_eq!(errors.len(), 1, "{errors:#?}");
+    assert_eq!(errors[0].key, "locks.model");
+    assert!(errors[0].message.contains("\"futex\""), "{}", errors[0]);
+}

@@ -88,14 +88,21 @@ fn lock_trace(path: &Path, p: u32, n: u32, w: u32, c: u32) {
 
 /// Simulates a trace on `configs/default.toml`; returns `summary.json`.
 fn simulate(trace: &Path, out: &Path) -> Value {
-    let o = Command::new(env!("CARGO_BIN_EXE_isim"))
-        .current_dir(common::root())
+    simulate_with(trace, out, &[])
+}
+
+/// [`simulate`] with `--set` overrides.
+fn simulate_with(trace: &Path, out: &Path, sets: &[&str]) -> Value {
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_isim"));
+    cmd.current_dir(common::root())
         .args(["run", "--config", "configs/default.toml", "--trace"])
         .arg(trace)
         .arg("--out")
-        .arg(out)
-        .output()
-        .unwrap();
+        .arg(out);
+    for s in sets {
+        cmd.args(["--set", s]);
+    }
+    let o = cmd.output().unwrap();
     assert!(
         o.status.success(),
         "isim run {}: {}",
@@ -297,6 +304,75 @@ fn a_lock_in_between_follows_a_first_come_first_served_model() {
     }
 }
 
+/// The futex lock model (`[locks] model = "futex"`), its costs set apart so that each shows.
+const FUTEX: [&str; 4] = [
+    "locks.model=futex",
+    "locks.futex_wait=600",
+    "locks.futex_wake=400",
+    "locks.wake_latency=2000",
+];
+
+/// Under the futex model a free lock goes to whoever asks, so a lock held far longer than
+/// the work between stays with one thread (glibc's and Rust's locks are not fair): the other
+/// thread's futex wait sleeps, and each release the sleeper is woken by finds the holder
+/// back before the sleeper runs (its wake latency is shorter than a critical section, so it
+/// is back, finds the lock held and sleeps again before each release). Two threads then do
+/// their critical sections one after the other, nearly without hand-overs: the run within
+/// 5 % of 2·N·(W + C) + N·wake (the work done serially; each of the holder's releases wakes
+/// the sleeper, a futex wake for the holder), and the threads wait at most a few times each,
+/// where the first come, first served lock hands the lock over at every release.
+#[test]
+fn a_futex_lock_stays_with_its_holder_when_the_work_between_is_short() {
+    let (n, w, c) = (20u32, 40u32, 8000u32);
+    let dir = tempfile::tempdir().unwrap();
+    let trace = dir.path().join("t.itrace");
+    lock_trace(&trace, 2, n, w, c);
+    let futex = simulate_with(&trace, &dir.path().join("futex"), &FUTEX);
+    let fifo = simulate(&trace, &dir.path().join("fifo"));
+    let serial = 2.0 * n as f64 * (w + c) as f64 / WIDTH + n as f64 * 400.0;
+    let ratio = cycles(&futex) / serial;
+    assert!(
+        (0.95..=1.05).contains(&ratio),
+        "run {} cycles, 2·N·(W + C) + N·wake = {serial}: ratio {ratio:.3}",
+        cycles(&futex)
+    );
+    let sync = &futex["sync"];
+    let waits = sync["lock_waits"].as_u64().unwrap();
+    assert!(waits * 4 <= n as u64, "{waits} waits: {sync}");
+    assert!(sync["futex_sleeps"].as_u64().unwrap() >= 1, "{sync}");
+    assert!(sync["futex_wakes"].as_u64().unwrap() >= 1, "{sync}");
+    let fifo_waits = fifo["sync"]["lock_waits"].as_u64().unwrap();
+    assert!(
+        fifo_waits >= (n as u64 - 2),
+        "first come, first served: {fifo_waits} waits"
+    );
+}
+
+/// Under the futex model a rarely taken lock costs what it costs under the first come, first
+/// served one (within 1 %): a thread that never finds it held makes no futex call.
+#[test]
+fn a_rarely_taken_futex_lock_costs_no_system_calls() {
+    let (n, w, c) = (10, 240_000, 8);
+    let dir = tempfile::tempdir().unwrap();
+    let trace = dir.path().join("t.itrace");
+    lock_trace(&trace, 1, n, w, c);
+    let one = simulate_with(&trace, &dir.path().join("futex"), &FUTEX);
+    assert_eq!(one["sync"]["futex_waits"].as_u64(), None, "{}", one["sync"]);
+    assert_eq!(one["sync"]["futex_wakes"].as_u64(), None, "{}", one["sync"]);
+    let fifo = simulate(&trace, &dir.path().join("fifo"));
+    assert_eq!(cycles(&one), cycles(&fifo));
+    for p in [2u32, 8] {
+        lock_trace(&trace, p, n, w, c);
+        let futex = simulate_with(&trace, &dir.path().join(format!("f{p}")), &FUTEX);
+        let fifo = simulate(&trace, &dir.path().join(format!("q{p}")));
+        let ratio = cycles(&futex) / cycles(&fifo);
+        assert!(
+            (0.99..=1.01).contains(&ratio),
+            "P={p}: futex / fifo {ratio:.4}"
+        );
+    }
+}
+
 /// Two threads take two mutexes in opposite orders, as a program does whose traced run
 /// happened not to deadlock (the recorded orders say thread 1 went first). Simulated time
 /// makes them meet: the replay ends anyway, and says it resolved one cycle.
@@ -360,6 +436,15 @@ fn a_lock_order_inversion_that_ran_to_completion_replays_to_completion() {
     tw.finish().unwrap();
     let s = simulate(&path, &dir.path().join("run"));
     assert_eq!(s["sync"]["lock_cycles_resolved"].as_u64(), Some(1));
+    assert_eq!(s["instructions"].as_u64(), Some(400));
+    // The futex model's sleepers form the same cycle.
+    let s = simulate_with(&path, &dir.path().join("futex"), &FUTEX);
+    assert_eq!(
+        s["sync"]["lock_cycles_resolved"].as_u64(),
+        Some(1),
+        "{}",
+        s["sync"]
+    );
     assert_eq!(s["instructions"].as_u64(), Some(400));
 }
 

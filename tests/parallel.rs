@@ -241,6 +241,7 @@ fn results_do_not_depend_on_where_batches_end() {
         memory: m.memory().unwrap(),
         erase: vec![],
         erasure: sim_memory::Erasure::Fill,
+        locks: m.lock_model(),
     };
     for (w, size) in [("lu-owner", 6), ("radix-miss", 512), ("false-sharing", 300)] {
         let p = dir.path().join(format!("{w}.itrace"));

@@ -600,6 +600,7 @@ fn engine_config_with(sets: &[&str]) -> EngineConfig {
         memory: m.memory().unwrap(),
         erase: vec![],
         erasure: sim_memory::Erasure::Fill,
+        locks: m.lock_model(),
     }
 }
 

@@ -12,12 +12,18 @@ with flock around each native run, as run.sh does).
 Native runs are sized to take 10-200 ms with one thread. The 1- and 2-thread runs alternate,
 so that the host's slow and fast phases fall on both; the native speedup is the ratio of their
 medians, and its spread (the speedups of the quartile pairs) is printed beside it: on this
-2-vCPU VM one program's 2-thread time can be bimodal. isim's runs are smaller where the
-program's behaviour per iteration does not depend on the input size (the counters), and the
-same size where it does (tree_locks: the tree's depth and cache misses grow with it; at a
+2-vCPU VM one program's 2-thread time can be bimodal. isim's runs are 10 times smaller where the
+program's behaviour per iteration does not depend on the input size (the counters; larger
+than 1 M cycles, so that `[locks] model = "futex"`'s rare sleeps of 140,000 cycles do not
+decide a run), and the same size where it does (tree_locks: the tree's depth and cache misses grow with it; at a
 50x smaller input isim's speedup was 0.50 against the native 0.68). The native figure is the host's own behaviour, lock implementation included (glibc's
 mutex does not spin, Rust's spins before it sleeps); isim's is the simulated machine's,
-first come first served in simulated time (docs/tracing.md).
+with the lock model CONFIG says (`[locks]`, docs/tracing.md).
+
+Beside the speedups, the futex system calls per lock acquisition of the 2-thread runs: natively
+counted by `perf stat -e syscalls:sys_enter_futex` (one extra run; "-" where perf or its
+tracepoints are missing), in isim the futex waits and wakes of `summary.json` (0 under
+`model = "fifo"`, which makes none).
 """
 import json
 import os
@@ -38,25 +44,25 @@ LOCK = os.environ.get("BENCH_LOCK")
 PROGRAMS = [
     ("lock_counter-w1000", "examples/c/lock_counter.c", "c",
      (["-t", "1", "-w", "1000", "-i", "20000"], ["-t", "2", "-w", "1000", "-i", "10000"]),
-     (["-t", "1", "-w", "1000", "-i", "400"], ["-t", "2", "-w", "1000", "-i", "200"])),
+     (["-t", "1", "-w", "1000", "-i", "4000"], ["-t", "2", "-w", "1000", "-i", "2000"])),
     ("lock_counter-w200", "examples/c/lock_counter.c", "c",
      (["-t", "1", "-w", "200", "-i", "100000"], ["-t", "2", "-w", "200", "-i", "50000"]),
-     (["-t", "1", "-w", "200", "-i", "1000"], ["-t", "2", "-w", "200", "-i", "500"])),
+     (["-t", "1", "-w", "200", "-i", "10000"], ["-t", "2", "-w", "200", "-i", "5000"])),
     ("lock_counter-w50", "examples/c/lock_counter.c", "c",
      (["-t", "1", "-w", "50", "-i", "320000"], ["-t", "2", "-w", "50", "-i", "160000"]),
-     (["-t", "1", "-w", "50", "-i", "3200"], ["-t", "2", "-w", "50", "-i", "1600"])),
+     (["-t", "1", "-w", "50", "-i", "32000"], ["-t", "2", "-w", "50", "-i", "16000"])),
     ("lock_counter-w10", "examples/c/lock_counter.c", "c",
      (["-t", "1", "-w", "10", "-i", "900000"], ["-t", "2", "-w", "10", "-i", "450000"]),
-     (["-t", "1", "-w", "10", "-i", "9000"], ["-t", "2", "-w", "10", "-i", "4500"])),
+     (["-t", "1", "-w", "10", "-i", "90000"], ["-t", "2", "-w", "10", "-i", "45000"])),
     ("rust-mutex-w200-c20", "examples/rust/mutex_counter.rs", "rust",
      (["-t", "1", "-w", "200", "-c", "20", "-i", "400000"], ["-t", "2", "-w", "200", "-c", "20", "-i", "200000"]),
-     (["-t", "1", "-w", "200", "-c", "20", "-i", "4000"], ["-t", "2", "-w", "200", "-c", "20", "-i", "2000"])),
+     (["-t", "1", "-w", "200", "-c", "20", "-i", "40000"], ["-t", "2", "-w", "200", "-c", "20", "-i", "20000"])),
     ("rust-mutex-w40-c20", "examples/rust/mutex_counter.rs", "rust",
      (["-t", "1", "-w", "40", "-c", "20", "-i", "400000"], ["-t", "2", "-w", "40", "-c", "20", "-i", "200000"]),
-     (["-t", "1", "-w", "40", "-c", "20", "-i", "4000"], ["-t", "2", "-w", "40", "-c", "20", "-i", "2000"])),
+     (["-t", "1", "-w", "40", "-c", "20", "-i", "40000"], ["-t", "2", "-w", "40", "-c", "20", "-i", "20000"])),
     ("object_locks", "examples/cpp/object_locks.cpp", "c++",
      (["1", "40000", "300"], ["2", "20000", "300"]),
-     (["1", "800", "300"], ["2", "400", "300"])),
+     (["1", "8000", "300"], ["2", "4000", "300"])),
     ("tree_locks", "examples/c/tree_locks.c", "c",
      (["-t", "1", "-n", "200000"], ["-t", "2", "-n", "100000"]),
      (["-t", "1", "-n", "200000"], ["-t", "2", "-n", "100000"])),
@@ -95,6 +101,20 @@ def native(binary, args1, args2, reps):
             (q1[0][0] / q1[1][0], q1[0][2] / q1[1][2]))
 
 
+def native_futex(binary, args):
+    """Futex system calls of one native run, or None without perf's syscall tracepoints."""
+    cmd = ["perf", "stat", "-x,", "-e", "syscalls:sys_enter_futex", binary] + args
+    try:
+        p = subprocess.run(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    except FileNotFoundError:
+        return None
+    for line in p.stderr.splitlines():
+        field = line.split(",")
+        if len(field) > 2 and field[2].endswith("sys_enter_futex") and field[0].isdigit():
+            return int(field[0])
+    return None
+
+
 def simulated(binary, args, tag):
     env = dict(os.environ)
     env.pop("_", None)
@@ -109,7 +129,19 @@ def simulated(binary, args, tag):
                     "--trace", trace, "-o", run], check=True,
                    stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     with open(os.path.join(run, "summary.json")) as f:
-        return json.load(f)["cycles"]
+        s = json.load(f)
+    sync = s.get("sync", {})
+    calls = sync.get("futex_waits", 0) + sync.get("futex_wakes", 0)
+    return s["cycles"], calls / max(sync.get("lock_acquisitions", 0), 1)
+
+
+def native_acquisitions(name, args):
+    """Lock acquisitions of a native run of the counters (threads x iterations), None for
+    the programs whose count the arguments do not give."""
+    if not name.startswith(("lock_counter", "rust-mutex")):
+        return None
+    t, i = int(args[args.index("-t") + 1]), int(args[args.index("-i") + 1])
+    return t * i
 
 
 def main():
@@ -126,19 +158,24 @@ def main():
     os.makedirs(WORK, exist_ok=True)
     rows = []
     print(f"config {os.path.relpath(CONFIG, ROOT)}, native median of {reps}\n")
-    print("| program | native 1 thread | native 2 threads | native speedup (quartiles) | isim 1 thread | isim 2 threads | isim speedup | error % |")
-    print("|---|---:|---:|---|---:|---:|---:|---:|")
+    print("| program | native 1 thread | native 2 threads | native speedup (quartiles) | isim 1 thread | isim 2 threads | isim speedup | error % | futex calls per acquisition: native, isim |")
+    print("|---|---:|---:|---|---:|---:|---:|---:|---|")
     for name, src, lang, nat, sim in PROGRAMS:
         if only and name not in only:
             continue
         binary = build(name, src, lang)
         n1, n2, spread = native(binary, nat[0], nat[1], reps)
-        s1, s2 = simulated(binary, sim[0], name + "-1"), simulated(binary, sim[1], name + "-2")
+        calls = native_futex(binary, nat[1])
+        acquisitions = native_acquisitions(name, nat[1])
+        nf = calls / acquisitions if calls is not None and acquisitions else None
+        (s1, _), (s2, sf) = simulated(binary, sim[0], name + "-1"), simulated(binary, sim[1], name + "-2")
         ns, ss = n1 / n2, s1 / s2
         err = 100 * (ss / ns - 1)
         rows.append({"program": name, "native_s": [n1, n2], "isim_cycles": [s1, s2],
-                     "native_speedup": ns, "native_quartile_speedups": spread, "isim_speedup": ss, "error_pct": err})
-        print(f"| {name} | {n1 * 1e3:.1f} ms | {n2 * 1e3:.1f} ms | {ns:.2f} ({spread[0]:.2f}-{spread[1]:.2f}) | {s1:,.0f} | {s2:,.0f} | {ss:.2f} | {err:+.1f} |",
+                     "native_speedup": ns, "native_quartile_speedups": spread, "isim_speedup": ss, "error_pct": err,
+                     "native_futex_per_acquisition": nf, "isim_futex_per_acquisition": sf})
+        shown = "-" if nf is None else f"{nf:.3f}"
+        print(f"| {name} | {n1 * 1e3:.1f} ms | {n2 * 1e3:.1f} ms | {ns:.2f} ({spread[0]:.2f}-{spread[1]:.2f}) | {s1:,.0f} | {s2:,.0f} | {ss:.2f} | {err:+.1f} | {shown}, {sf:.3f} |",
               flush=True)
     with open(os.path.join(WORK, "locks.json"), "w") as f:
         json.dump({"config": CONFIG, "reps": reps, "rows": rows}, f, indent=1)

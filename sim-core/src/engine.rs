@@ -31,7 +31,10 @@
 //!   attempt) takes the line from the holder if it reaches it before the release, which
 //!   then takes it back; a release is a store the thread does not wait for, and the lock is
 //!   free once it is done. Requests and releases are done in simulated-time order.
-//!   Recursive acquisitions nest. A lock-order cycle among waiting threads (simulated time
+//!   Recursive acquisitions nest. That is [`LockModel::Fifo`], the default; under
+//!   [`LockModel::Futex`] the lock word of glibc's mutex is replayed instead (a free lock goes
+//!   to whoever asks; a waiter's futex wait returns or sleeps, a release of a contended word
+//!   pays a futex wake and wakes the longest sleeper: see [`LockModel`]). A lock-order cycle among waiting threads (simulated time
 //!   ordered two acquisitions the other way round from a traced run that completed), or a
 //!   stall with every thread blocked and some waiting for a mutex, is broken by giving the
 //!   waiter the traced run let through first its mutex while the holder keeps it
@@ -120,6 +123,61 @@ isim_names::indexed_enum! {
 }
 isim_names::serde_by_name!(Model);
 
+isim_names::indexed_enum! {
+    /// The names of the [`LockModel`]s, as a machine's `[locks] model` spells them.
+    #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+    pub enum LockKind {
+        /// [`LockModel::Fifo`].
+        #[default]
+        Fifo = "fifo",
+        /// [`LockModel::Futex`].
+        Futex = "futex",
+    }
+}
+isim_names::serde_by_name!(LockKind);
+
+/// How a contended mutex passes from its holder to the threads that want it (a machine's
+/// `[locks]` table; `docs/tracing.md`). Costs are in core cycles.
+#[derive(Debug, Clone, Copy, PartialEq, Default)]
+pub enum LockModel {
+    /// First come, first served in simulated time: a release hands the lock to the waiter
+    /// that asked first, and the hand-over costs the lock word's move between the cores.
+    #[default]
+    Fifo,
+    /// The lock word of the C library's and Rust's futex mutexes (glibc's
+    /// `pthread_mutex_lock` without spinning, as Linux runs it): a free lock goes to whoever
+    /// asks first, even past threads that wait for it; a thread that finds it held marks the
+    /// word contended (an exchange that takes the word's line) and calls futex wait, which
+    /// returns after `wait` cycles if the word changed meanwhile (the lock was released: it
+    /// tries again) and sleeps otherwise; a release of a word marked contended calls futex
+    /// wake (`wake` cycles for the releaser), and the thread that slept longest runs
+    /// `latency` cycles later and tries again. A thread that went through a futex wait takes
+    /// the lock with the word marked contended, so its release calls futex wake too.
+    Futex {
+        /// A futex wait that returns at once (the word changed).
+        wait: f64,
+        /// A futex wake, for the releasing thread.
+        wake: f64,
+        /// From a futex wake to the woken thread running.
+        latency: f64,
+    },
+}
+
+/// Where a thread is in a futex mutex's acquisition ([`LockModel::Futex`]) when its request
+/// is done again.
+#[derive(Debug, Clone, Copy)]
+enum FutexStep {
+    /// Back from a futex wait entered while acquisition `epoch` held the lock: the thread
+    /// sleeps if that acquisition still holds it (the word is still marked contended).
+    Check { epoch: u64 },
+    /// Woken by a release, or back from a futex wait that found the word changed: it takes
+    /// the lock with an exchange, marking it contended, if it is free.
+    Woken,
+    /// Its compare-and-swap found the lock held and fetched the word's line: it takes the
+    /// lock if the holder has let go meanwhile, else it marks the word contended and waits.
+    Attempt,
+}
+
 /// Everything the engine needs besides the trace.
 #[derive(Debug, Clone)]
 pub struct EngineConfig {
@@ -133,6 +191,8 @@ pub struct EngineConfig {
     pub erase: Vec<u64>,
     /// How their accesses behave.
     pub erasure: sim_memory::Erasure,
+    /// How contended mutexes pass between threads.
+    pub locks: LockModel,
 }
 
 /// The part of an [`Observer`] that hears one simulated thread's instructions during a
@@ -552,6 +612,8 @@ struct Thread<'t> {
     fetched: Option<u64>,
     /// Mutexes the thread holds, in the order it took them.
     held: Vec<u64>,
+    /// Its step in a futex mutex's acquisition, when its pending request is one.
+    futex: Option<FutexStep>,
     /// Mutexes it held when it arrived at a barrier: handed back there (a thread waiting at
     /// a barrier holds no lock in replay, so a barrier built from a mutex and a condition
     /// variable cannot stall on its own mutex), and its next unlock or condition wait on one
@@ -567,6 +629,8 @@ struct Waiter {
     at: f64,
     tid: u32,
     rank: u32,
+    /// Its request's recorded order (asked again with it after a futex wake).
+    order: Order,
 }
 
 #[derive(Default)]
@@ -595,6 +659,11 @@ struct MutexState {
     /// When the owner became the owner (its request, or the release that handed it over):
     /// a request from before that hit an earlier holder, whose release is done.
     held_since: f64,
+    /// Acquisitions so far ([`LockModel::Futex`]: a thread back from a futex wait sleeps
+    /// only if the acquisition it found is still the one holding the lock).
+    epoch: u64,
+    /// The word is marked contended ([`LockModel::Futex`]): its release calls futex wake.
+    contended: bool,
 }
 
 /// Synchronization counts of a run (`summary.json`'s `sync`).
@@ -616,6 +685,19 @@ pub struct SyncStats {
     /// by letting that waiter go on at its clock (the earliest, then the lowest id).
     #[serde(default)]
     pub order_waits_forced: u64,
+    /// Futex waits called by threads that found a mutex held ([`LockModel::Futex`]).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub futex_waits: u64,
+    /// Of those, how many slept (the lock was still held by the acquisition they found).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub futex_sleeps: u64,
+    /// Futex wakes called by releases of a word marked contended.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub futex_wakes: u64,
+}
+
+fn is_zero(n: &u64) -> bool {
+    *n == 0
 }
 
 /// A waiter's rank for breaking a lock-order cycle ([`Waiter::rank`]): where the traced run
@@ -804,6 +886,7 @@ pub struct Engine<'t, O: Observer> {
     /// What a move to a core of another socket adds, and the cores of a socket.
     line_off_socket: f64,
     cores_per_socket: u32,
+    locks: LockModel,
 }
 
 fn has_roi_begin(trace: &Trace) -> Result<bool, TraceError> {
@@ -861,6 +944,7 @@ impl<'t, O: Observer> Engine<'t, O> {
                 pending_marker: None,
                 fetched: None,
                 held: Vec::new(),
+                futex: None,
                 owed: Vec::new(),
             });
         }
@@ -891,6 +975,7 @@ impl<'t, O: Observer> Engine<'t, O> {
             line_local: cfg.memory.l1d.data_latency as f64,
             line_off_socket: cfg.memory.off_socket_latency as f64,
             cores_per_socket: cfg.memory.cores_per_socket.max(1),
+            locks: cfg.locks,
         })
     }
 
@@ -1572,10 +1657,10 @@ impl<'t, O: Observer> Engine<'t, O> {
     /// Gives mutex `addr` to `tid` (drained, asking at its clock) when it is free at `at`:
     /// the thread resumes once the lock word's line is here, the whole wait charged to
     /// `sync-crit-sect` (to collectors, one wait: the thread is inside the lock call).
-    fn grant(&mut self, tid: u32, addr: u64, at: f64) {
+    fn grant(&mut self, tid: u32, addr: u64, at: f64, waited: bool) {
         self.sync.lock_acquisitions += 1;
         let asked = self.threads[tid as usize].core.now;
-        if at > asked {
+        if waited || at > asked {
             self.sync.lock_waits += 1;
         }
         let until = self.move_line(tid, addr, at.max(asked));
@@ -1588,7 +1673,11 @@ impl<'t, O: Observer> Engine<'t, O> {
 
     /// Thread `tid` (drained, its clock at `now`) asks for mutex `addr`; `rank` orders it
     /// against other waiters if a lock-order cycle must be broken ([`Waiter::rank`]).
-    fn lock(&mut self, tid: u32, addr: u64, now: f64, rank: u32) {
+    fn lock(&mut self, tid: u32, addr: u64, now: f64, order: Order) {
+        if let LockModel::Futex { wait, .. } = self.locks {
+            return self.futex_lock(tid, addr, now, order, wait);
+        }
+        let rank = rank(order);
         self.touched.push(tid);
         let m = self.mutexes.entry(addr).or_default();
         match m.owner {
@@ -1598,7 +1687,12 @@ impl<'t, O: Observer> Engine<'t, O> {
                 self.set_active(tid, now, true);
             }
             Some(_) => {
-                m.waiters.push(Waiter { at: now, tid, rank });
+                m.waiters.push(Waiter {
+                    at: now,
+                    tid,
+                    rank,
+                    order,
+                });
                 self.threads[tid as usize].state = State::Mutex(addr);
                 self.set_active(tid, now, false);
                 // The failed attempt: every lock implementation's first try is an atomic
@@ -1612,13 +1706,109 @@ impl<'t, O: Observer> Engine<'t, O> {
                 m.owner = Some(tid);
                 m.held_since = now;
                 let at = now.max(m.free_at);
-                self.grant(tid, addr, at);
+                self.grant(tid, addr, at, false);
             }
         }
     }
 
+    /// [`Engine::lock`] under [`LockModel::Futex`]: thread `tid` (drained, its clock at
+    /// `now`) asks for mutex `addr`, freshly or back from a futex wait or wake (its
+    /// [`Thread::futex`] step); `wait` is a futex wait's cost.
+    fn futex_lock(&mut self, tid: u32, addr: u64, now: f64, order: Order, wait: f64) {
+        self.touched.push(tid);
+        let step = self.threads[tid as usize].futex.take();
+        let m = self.mutexes.entry(addr).or_default();
+        if m.owner == Some(tid) {
+            m.depth += 1;
+            self.threads[tid as usize].state = State::Runnable;
+            self.set_active(tid, now, true);
+            return;
+        }
+        if let Some(FutexStep::Check { epoch }) = step {
+            if m.owner.is_some() && m.epoch == epoch {
+                // Held all along: the futex wait sleeps until a release wakes it.
+                m.waiters.push(Waiter {
+                    at: now,
+                    tid,
+                    rank: rank(order),
+                    order,
+                });
+                self.sync.futex_sleeps += 1;
+                self.threads[tid as usize].state = State::Mutex(addr);
+                self.break_cycle(tid);
+            } else {
+                // The word changed (released, perhaps taken again): the wait returns, and
+                // the thread tries again.
+                self.futex_step(tid, addr, order, FutexStep::Woken, now);
+            }
+            return;
+        }
+        if m.owner.is_none() {
+            // Free (at the latest once its last release, done earlier in engine order though
+            // later in simulated time, is done): taken, whoever else waits for it. A thread
+            // back from the futex takes it with its exchange, marking it contended.
+            m.owner = Some(tid);
+            m.held_since = now;
+            m.epoch += 1;
+            m.contended |= matches!(step, Some(FutexStep::Woken));
+            let at = now.max(m.free_at);
+            self.grant(tid, addr, at, step.is_some());
+            return;
+        }
+        if step.is_none() {
+            // Held: the compare-and-swap fails once the word's line has come from the
+            // holder's core.
+            let holder = m.owner.map_or(0, |o| self.threads[o as usize].core.id());
+            let moved = if self.timed() {
+                self.move_cost(holder, self.threads[tid as usize].core.id())
+            } else {
+                0.0
+            };
+            self.touch(tid, addr, now);
+            self.set_active(tid, now, false);
+            self.futex_step(tid, addr, order, FutexStep::Attempt, now + moved);
+            return;
+        }
+        // Still held: the exchange marking the word contended, then a futex wait, whose
+        // kernel reads the word at the end of the call (natively a thread that finds the
+        // lock held almost never sleeps: the word has changed by then).
+        m.contended = true;
+        let epoch = m.epoch;
+        self.sync.futex_waits += 1;
+        let wait = wait * self.jitter(tid);
+        self.futex_step(tid, addr, order, FutexStep::Check { epoch }, now + wait);
+    }
+
+    /// A factor in [0.5, 1.5) for one system call of thread `tid`: the same calls take
+    /// different times on a real machine, and a lock whose waits all cost the same can lock
+    /// two threads into one rhythm forever (each request arriving just before the other's
+    /// release) where the hardware's jitter breaks it. Deterministic: a hash of the thread and
+    /// of how many futex calls the run has made.
+    fn jitter(&self, tid: u32) -> f64 {
+        let s = &self.sync;
+        let mut x = (s.futex_waits + s.futex_wakes + s.futex_sleeps)
+            .wrapping_mul(0x9e37_79b9_7f4a_7c15)
+            ^ u64::from(tid).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+        x ^= x >> 31;
+        x = x.wrapping_mul(0x94d0_49bb_1331_11eb);
+        x ^= x >> 29;
+        0.5 + (x >> 11) as f64 / (1u64 << 53) as f64
+    }
+
+    /// Thread `tid` asks for mutex `addr` again at `at`, at `step` of a futex acquisition;
+    /// the time until then is charged to `sync-crit-sect`.
+    fn futex_step(&mut self, tid: u32, addr: u64, order: Order, step: FutexStep, at: f64) {
+        let th = &mut self.threads[tid as usize];
+        th.futex = Some(step);
+        th.pending_marker = Some(Marker::MutexLock { addr, order });
+        // Its line was asked for by the attempt: the request does not ask again.
+        th.fetched = Some(addr);
+        self.resume(tid, at, Component::SyncCritSect);
+    }
+
     /// Thread `tid` (drained) releases mutex `addr` at its clock; the next owner is the waiter
-    /// that asked first in simulated time (ties: the lower id).
+    /// that asked first in simulated time (ties: the lower id), or under [`LockModel::Futex`]
+    /// whoever asks first once it is free.
     fn unlock(&mut self, tid: u32, addr: u64) {
         let th = &mut self.threads[tid as usize];
         if let Some(i) = th.owed.iter().position(|&a| a == addr) {
@@ -1670,6 +1860,28 @@ impl<'t, O: Observer> Engine<'t, O> {
         m.owner = None;
         m.depth = 0;
         m.free_at = m.free_at.max(freed);
+        if let LockModel::Futex { wake, latency, .. } = self.locks {
+            if !std::mem::take(&mut m.contended) {
+                return;
+            }
+            // Futex wake: the releaser is in the kernel for `wake` cycles; the thread that
+            // slept longest (ties: the lower id), if any, tries again `latency` later.
+            self.sync.futex_wakes += 1;
+            let woken = m
+                .waiters
+                .iter()
+                .enumerate()
+                .min_by(|a, b| a.1.at.total_cmp(&b.1.at).then(a.1.tid.cmp(&b.1.tid)))
+                .map(|(k, _)| k)
+                .map(|k| m.waiters.remove(k));
+            let wake = wake * self.jitter(tid);
+            self.resume(tid, now + wake, Component::SyncCritSect);
+            if let Some(w) = woken {
+                let at = now + wake + latency * self.jitter(w.tid);
+                self.futex_step(w.tid, addr, w.order, FutexStep::Woken, at);
+            }
+            return;
+        }
         if m.waiters.is_empty() {
             return;
         }
@@ -1682,7 +1894,7 @@ impl<'t, O: Observer> Engine<'t, O> {
         let w = m.waiters.remove(k);
         m.owner = Some(w.tid);
         m.held_since = now;
-        self.grant(w.tid, addr, w.at.max(freed));
+        self.grant(w.tid, addr, w.at.max(freed), false);
     }
 
     /// Thread `tid` just blocked on a mutex: if the holders form a cycle back to it (each
@@ -1733,7 +1945,7 @@ impl<'t, O: Observer> Engine<'t, O> {
         self.sync.lock_cycles_resolved += 1;
         self.touched.push(w);
         // Its unlock releases nothing (`MutexState::forced`).
-        self.grant(w, a, at);
+        self.grant(w, a, at, false);
         true
     }
 
@@ -1873,7 +2085,7 @@ impl<'t, O: Observer> Engine<'t, O> {
                     return;
                 }
                 self.threads[tid as usize].fetched = None;
-                self.lock(tid, addr, now, rank(order));
+                self.lock(tid, addr, now, order);
             }
             Marker::CondWait {
                 cond,
@@ -1963,7 +2175,7 @@ impl<'t, O: Observer> Engine<'t, O> {
                             self.obs.wait(w, Component::SyncCond, from, at);
                         }
                     }
-                    self.lock(w, mutex, at, u32::MAX);
+                    self.lock(w, mutex, at, Order::SIM);
                 }
             }
             Marker::ThreadCreate { child } => {

@@ -20,7 +20,7 @@ pub mod tlb;
 pub(crate) use sim_memory::xorshift;
 
 pub use engine::{
-    Engine, EngineConfig, Model, NoParts, Observer, RunResult, SimError, ThreadObserver,
-    ThreadResult,
+    Engine, EngineConfig, LockKind, LockModel, Model, NoParts, Observer, RunResult, SimError,
+    ThreadObserver, ThreadResult,
 };
 pub use stack::{COMPONENTS, Component, CycleStack};

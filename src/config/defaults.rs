@@ -10,12 +10,13 @@
 //! one fills its omitted keys from [`l3`]. `[tlb]` likewise: omitted, no translation is
 //! modelled (the default machine has none); present, its omitted keys come from [`tlb`].
 
+use sim_core::LockKind;
 use sim_core::bpred::{BpredConfig, TageConfig};
 use sim_memory::{Arbitration, PrefetchKind, Protocol, ReplacementKind};
 
 use super::machine::{
     BusConfig, CacheConfig, CacheHierarchyConfig, CoherenceConfig, CoreConfig, DramConfig,
-    MachineConfig, OffSocketConfig, OpLatencies, SharedBy, SystemConfig, TlbConfig,
+    LocksConfig, MachineConfig, OffSocketConfig, OpLatencies, SharedBy, SystemConfig, TlbConfig,
 };
 use super::units::{Bandwidth, Frequency, Size, Time};
 
@@ -97,6 +98,13 @@ pub(super) fn machine() -> MachineConfig {
             // isim's choice for now: none (see configs/default.toml).
             snoop_latency: 0,
         },
+        locks: LocksConfig {
+            // The idealized lock of issue 42: first come, first served in simulated time.
+            model: LockKind::Fifo,
+            futex_wait: None,
+            futex_wake: None,
+            wake_latency: None,
+        },
         bus: BusConfig {
             bandwidth: Bandwidth(64_000_000_000),
             arbitration: Arbitration::Fifo,
@@ -145,6 +153,14 @@ pub(super) fn l3() -> CacheConfig {
         prefetch_degree: 1,
     }
 }
+
+/// The futex costs a `[locks] model = "futex"` table takes for the keys it omits, in core
+/// cycles at 3 GHz: measured by `benches/host/futex.c` on the 2026-11-28 host (a 2-vCPU KVM
+/// guest: a futex wait that returns at once 200-234 ns, a wake with nobody asleep 134-165
+/// ns, a wake to the woken thread running 46-53 us, the guest's idle vCPU being woken).
+pub(super) const FUTEX_WAIT: u32 = 660;
+pub(super) const FUTEX_WAKE: u32 = 450;
+pub(super) const WAKE_LATENCY: u32 = 140_000;
 
 #[cfg(test)]
 mod tests {

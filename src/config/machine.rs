@@ -8,6 +8,7 @@ use serde::{Serialize, Serializer};
 
 use sim_core::bpred::BpredConfig;
 pub use sim_core::core::{CoreConfig, OpLatencies};
+use sim_core::{LockKind, LockModel};
 use sim_memory::{Arbitration, PrefetchKind, Protocol, ReplacementKind};
 
 use super::units::{Bandwidth, Frequency, Size, Time};
@@ -27,6 +28,8 @@ pub struct MachineConfig {
     pub cache: CacheHierarchyConfig,
     /// Coherence among private caches.
     pub coherence: CoherenceConfig,
+    /// How contended mutexes pass between threads.
+    pub locks: LocksConfig,
     /// The shared bus between caches and memory.
     pub bus: BusConfig,
     /// Main memory.
@@ -40,6 +43,19 @@ pub struct MachineConfig {
 }
 
 impl MachineConfig {
+    /// The engine's lock model.
+    pub fn lock_model(&self) -> LockModel {
+        let l = &self.locks;
+        match l.model {
+            LockKind::Fifo => LockModel::Fifo,
+            LockKind::Futex => LockModel::Futex {
+                wait: f64::from(l.futex_wait.unwrap_or(0)),
+                wake: f64::from(l.futex_wake.unwrap_or(0)),
+                latency: f64::from(l.wake_latency.unwrap_or(0)),
+            },
+        }
+    }
+
     /// Sockets × cores per socket. Validation guarantees this fits in a `u32`.
     pub fn total_cores(&self) -> u32 {
         self.system.sockets * self.system.cores_per_socket
@@ -184,6 +200,24 @@ pub struct CoherenceConfig {
     /// Cycles an access adds when it reaches into another core's private caches (to take a
     /// modified line or invalidate copies): the snoop's round trip from the shared level.
     pub snoop_latency: u32,
+}
+
+/// `[locks]`: how a contended mutex passes between threads (`sim_core::LockModel`); the
+/// futex costs, in core cycles, belong to `model = "futex"` only (present exactly then).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct LocksConfig {
+    /// `fifo` (first come, first served in simulated time) or `futex` (the C library's
+    /// lock word and the kernel's futex).
+    pub model: LockKind,
+    /// A futex wait that returns at once.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub futex_wait: Option<u32>,
+    /// A futex wake, for the releasing thread.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub futex_wake: Option<u32>,
+    /// From a futex wake to the woken thread running.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub wake_latency: Option<u32>,
 }
 
 /// `[bus]`: the shared interconnect of a socket.

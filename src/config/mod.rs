@@ -30,7 +30,7 @@ use std::path::Path;
 pub use cores::ShapeError;
 pub use machine::{
     BusConfig, CacheConfig, CacheHierarchyConfig, CoherenceConfig, CoreConfig, DramConfig,
-    MachineConfig, OffSocketConfig, OpLatencies, SharedBy, SystemConfig, TlbConfig,
+    LocksConfig, MachineConfig, OffSocketConfig, OpLatencies, SharedBy, SystemConfig, TlbConfig,
 };
 pub use raw::Position;
 pub use units::{Bandwidth, Frequency, Size, Time, UnitError};

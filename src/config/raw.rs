@@ -171,6 +171,15 @@ pub(super) struct RawCoherence {
     pub snoop_latency: Option<u32>,
 }
 
+/// `[locks]`.
+#[derive(Debug, Default, Deserialize)]
+pub(super) struct RawLocks {
+    pub model: Option<String>,
+    pub futex_wait: Option<u32>,
+    pub futex_wake: Option<u32>,
+    pub wake_latency: Option<u32>,
+}
+
 /// `[bus]`.
 #[derive(Debug, Default, Deserialize)]
 pub(super) struct RawBus {
@@ -214,6 +223,7 @@ pub(super) struct RawMachine {
     pub branch_predictor: Option<RawBranchPredictor>,
     pub cache: Option<RawCaches>,
     pub coherence: Option<RawCoherence>,
+    pub locks: Option<RawLocks>,
     pub bus: Option<RawBus>,
     pub dram: Option<RawDram>,
     pub off_socket: Option<RawOffSocket>,
@@ -233,6 +243,7 @@ pub(super) fn allowed_keys(table: &str) -> Option<&'static [&'static str]> {
         "cache" => field_names::<RawCaches>(),
         "cache.l1i" | "cache.l1d" | "cache.l2" | "cache.l3" => field_names::<RawCache>(),
         "coherence" => field_names::<RawCoherence>(),
+        "locks" => field_names::<RawLocks>(),
         "bus" => field_names::<RawBus>(),
         "dram" => field_names::<RawDram>(),
         "off_socket" => field_names::<RawOffSocket>(),

@@ -11,10 +11,11 @@ use super::ConfigError;
 use super::defaults;
 use super::machine::{
     BusConfig, CacheConfig, CacheHierarchyConfig, CoherenceConfig, CoreConfig, DramConfig,
-    MachineConfig, OffSocketConfig, OpLatencies, SharedBy, SystemConfig, TlbConfig,
+    LocksConfig, MachineConfig, OffSocketConfig, OpLatencies, SharedBy, SystemConfig, TlbConfig,
 };
 use super::raw::{KeyPositions, RawBranchPredictor, RawCache, RawMachine, RawScalar, RawTlb};
 use super::units::{self, Bandwidth, Frequency, Size, Time, UnitError};
+use sim_core::LockKind;
 use sim_core::bpred::{BpredConfig, Problem};
 use sim_memory::{Arbitration, PrefetchKind, Protocol, ReplacementKind};
 
@@ -300,6 +301,37 @@ pub(super) fn machine(raw: RawMachine, ctx: &mut Ctx<'_>) -> MachineConfig {
         )
         .unwrap_or(d.coherence.snoop_latency);
 
+    let locks = raw.locks.unwrap_or_default();
+    let model = ctx
+        .named(
+            "locks.model",
+            locks.model.as_deref(),
+            d.locks.model,
+            &LockKind::ALL,
+            LockKind::name,
+            "lock model",
+        )
+        .unwrap_or(d.locks.model);
+    let mut cost = |key: &str, raw: Option<u32>, default: u32| match model {
+        LockKind::Futex => ctx.int(key, raw, default, 0),
+        LockKind::Fifo => {
+            if let Some(v) = raw {
+                ctx.error(key, v, "is a futex cost: only with model = \"futex\"");
+            }
+            None
+        }
+    };
+    let locks = LocksConfig {
+        model,
+        futex_wait: cost("locks.futex_wait", locks.futex_wait, defaults::FUTEX_WAIT),
+        futex_wake: cost("locks.futex_wake", locks.futex_wake, defaults::FUTEX_WAKE),
+        wake_latency: cost(
+            "locks.wake_latency",
+            locks.wake_latency,
+            defaults::WAKE_LATENCY,
+        ),
+    };
+
     let bus = raw.bus.unwrap_or_default();
     let bus = BusConfig {
         bandwidth: ctx
@@ -380,6 +412,7 @@ pub(super) fn machine(raw: RawMachine, ctx: &mut Ctx<'_>) -> MachineConfig {
             protocol,
             snoop_latency,
         },
+        locks,
         bus,
         dram,
         off_socket,
