@@ -7,6 +7,7 @@ pub mod dirs;
 pub mod fsutil;
 pub mod info;
 pub mod lime;
+pub mod locks;
 pub mod parashare;
 pub mod pca;
 pub mod profile;

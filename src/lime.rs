@@ -568,8 +568,8 @@ pub fn render(rep: &LimeReport, sections: usize, top: usize) -> String {
             let _ = writeln!(
                 s,
                 "threads wait for {:.1}% of the run's thread-cycles (locks, condition variables, \
-                 thread start and end), which LIME does not analyse: see the run's cycle stacks \
-                 and `isim profile`'s synchronization regions",
+                 thread start and end), which LIME does not analyse: `isim locks` ranks the locks, \
+                 `isim profile` has the synchronization regions",
                 rep.wait_run_pct
             );
         }
@@ -616,7 +616,7 @@ pub fn render(rep: &LimeReport, sections: usize, top: usize) -> String {
             "\nthreads wait for {:.1}% of the run's thread-cycles: {:.1}% in these sections and \
              {:.1}% outside them (locks, condition variables, thread start and end, all shares \
              of the run's thread-cycles): LIME analyses only barrier- and join-delimited \
-             sections; see the run's cycle stacks",
+             sections; `isim locks` ranks the locks",
             rep.wait_run_pct,
             rep.idle_run_pct,
             rep.wait_run_pct - rep.idle_run_pct

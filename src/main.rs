@@ -87,6 +87,9 @@ enum Cmd {
     /// LIME: which code causes the load imbalance of each barrier/join-delimited section,
     /// ranked (control-flow leaders, cache misses, mispredictions); writes lime.json.
     Lime(isim::lime::LimeArgs),
+    /// Lock analysis: per mutex, the source lines that take it, the cycles threads waited for
+    /// it, its hold time and the critical sections waited behind; writes locks.json.
+    Locks(isim::locks::LocksArgs),
     /// What-if re-runs of a run directory, compared section by section: erase the misses LIME
     /// reports (`erase`), or change machine settings (`set`).
     #[command(subcommand)]
@@ -444,6 +447,7 @@ fn run(cli: Cli) -> Result<ExitCode> {
         Cmd::Parashare(a) => isim::parashare::main(a)?,
         Cmd::Profile(a) => isim::profile::main(a)?,
         Cmd::Lime(a) => isim::lime::main(&a)?,
+        Cmd::Locks(a) => isim::locks::main(&a)?,
         Cmd::Whatif(c) => isim::lime::whatif(&c)?,
         Cmd::Sweep(a) => isim::sweep::cli(&a)?,
         Cmd::SweepTask {

@@ -11,6 +11,8 @@
 //! * [`scaling`] — aggregated cycle stacks over threads doing real work and per thread group,
 //!   and scaling tables (speedup, efficiency, component shares) of core-count sweeps;
 //!   [`sweep`] — the scaling analysis of a whole sweep (series, their tables, the chart's bars).
+//! * [`locks`] — lock analysis: per mutex, its acquiring sites, waiting, holding, and the
+//!   critical sections waited behind.
 //! * [`pca`] — principal component analysis of normalised cycle stacks.
 //! * [`cluster`] — average-linkage clustering.
 //! * [`chart`] — the charts of those analyses as SVG: the PCA scatter plot and the dendrogram.
@@ -25,6 +27,7 @@ pub mod chart;
 pub mod cluster;
 pub mod cube;
 pub mod lime;
+pub mod locks;
 pub mod parashare;
 pub mod pca;
 pub mod profile;

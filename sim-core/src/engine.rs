@@ -265,6 +265,25 @@ pub trait Observer {
     /// (the smallest clock of a runnable thread): a collector that buffers timestamped
     /// instructions may resolve those before `at`. Called before each scheduling slice.
     fn horizon(&mut self, _at: f64) {}
+    /// Thread `tid` acquired mutex `addr`: it asked at `asked` (the instruction before the
+    /// request is `site`, the lock call) and has it at `at`. The time between, and only
+    /// that, was charged to its `sync-crit-sect` for this acquisition: the lock word's line
+    /// moving here, and if `contended` (the lock was held when asked, or the thread went
+    /// through a futex wait) the waiting for it.
+    fn lock_acquired(
+        &mut self,
+        _tid: u32,
+        _addr: u64,
+        _site: u32,
+        _asked: f64,
+        _at: f64,
+        _contended: bool,
+    ) {
+    }
+    /// Thread `tid` released mutex `addr` at `at` (`site`: the instruction before the
+    /// release); `cost` is what the release itself charged to its `sync-crit-sect` (a futex
+    /// wake under [`LockModel::Futex`], else 0).
+    fn lock_released(&mut self, _tid: u32, _addr: u64, _site: u32, _at: f64, _cost: f64) {}
     /// Thread `tid` became running (`true`: started, or resumed from a synchronization wait)
     /// or stopped running (`false`: blocked in synchronization, or ended) at `at`. Reported
     /// for every change, in each thread's time order, and never for a time before the last
@@ -331,6 +350,22 @@ impl<A: Observer, B: Observer> Observer for (A, B) {
     fn horizon(&mut self, at: f64) {
         self.0.horizon(at);
         self.1.horizon(at);
+    }
+    fn lock_acquired(
+        &mut self,
+        tid: u32,
+        addr: u64,
+        site: u32,
+        asked: f64,
+        at: f64,
+        contended: bool,
+    ) {
+        self.0.lock_acquired(tid, addr, site, asked, at, contended);
+        self.1.lock_acquired(tid, addr, site, asked, at, contended);
+    }
+    fn lock_released(&mut self, tid: u32, addr: u64, site: u32, at: f64, cost: f64) {
+        self.0.lock_released(tid, addr, site, at, cost);
+        self.1.lock_released(tid, addr, site, at, cost);
     }
     fn activity(&mut self, tid: u32, at: f64, running: bool) {
         self.0.activity(tid, at, running);
@@ -614,6 +649,9 @@ struct Thread<'t> {
     held: Vec<u64>,
     /// Its step in a futex mutex's acquisition, when its pending request is one.
     futex: Option<FutexStep>,
+    /// When its mutex request in progress was first asked (a futex acquisition takes several
+    /// steps; a condition wait's re-lock asks when the wake has come).
+    asked: Option<f64>,
     /// Mutexes it held when it arrived at a barrier: handed back there (a thread waiting at
     /// a barrier holds no lock in replay, so a barrier built from a mutex and a condition
     /// variable cannot stall on its own mutex), and its next unlock or condition wait on one
@@ -945,6 +983,7 @@ impl<'t, O: Observer> Engine<'t, O> {
                 fetched: None,
                 held: Vec::new(),
                 futex: None,
+                asked: None,
                 owed: Vec::new(),
             });
         }
@@ -1660,20 +1699,30 @@ impl<'t, O: Observer> Engine<'t, O> {
     fn grant(&mut self, tid: u32, addr: u64, at: f64, waited: bool) {
         self.sync.lock_acquisitions += 1;
         let asked = self.threads[tid as usize].core.now;
-        if waited || at > asked {
+        let contended = waited || at > asked;
+        if contended {
             self.sync.lock_waits += 1;
         }
         let until = self.move_line(tid, addr, at.max(asked));
         if until > asked {
             self.set_active(tid, asked, false);
         }
-        self.threads[tid as usize].held.push(addr);
+        let th = &mut self.threads[tid as usize];
+        th.held.push(addr);
+        let first = th.asked.take().unwrap_or(asked);
+        let site = th.last_sidx;
         self.resume(tid, until, Component::SyncCritSect);
+        if self.timed() {
+            let at = self.threads[tid as usize].core.now;
+            self.obs
+                .lock_acquired(tid, addr, site, first, at, contended);
+        }
     }
 
     /// Thread `tid` (drained, its clock at `now`) asks for mutex `addr`; `rank` orders it
     /// against other waiters if a lock-order cycle must be broken ([`Waiter::rank`]).
     fn lock(&mut self, tid: u32, addr: u64, now: f64, order: Order) {
+        self.threads[tid as usize].asked.get_or_insert(now);
         if let LockModel::Futex { wait, .. } = self.locks {
             return self.futex_lock(tid, addr, now, order, wait);
         }
@@ -1683,6 +1732,7 @@ impl<'t, O: Observer> Engine<'t, O> {
         match m.owner {
             Some(o) if o == tid => {
                 m.depth += 1;
+                self.threads[tid as usize].asked = None;
                 self.threads[tid as usize].state = State::Runnable;
                 self.set_active(tid, now, true);
             }
@@ -1720,6 +1770,7 @@ impl<'t, O: Observer> Engine<'t, O> {
         let m = self.mutexes.entry(addr).or_default();
         if m.owner == Some(tid) {
             m.depth += 1;
+            self.threads[tid as usize].asked = None;
             self.threads[tid as usize].state = State::Runnable;
             self.set_active(tid, now, true);
             return;
@@ -1862,6 +1913,7 @@ impl<'t, O: Observer> Engine<'t, O> {
         m.free_at = m.free_at.max(freed);
         if let LockModel::Futex { wake, latency, .. } = self.locks {
             if !std::mem::take(&mut m.contended) {
+                self.released(tid, addr, now, 0.0);
                 return;
             }
             // Futex wake: the releaser is in the kernel for `wake` cycles; the thread that
@@ -1875,6 +1927,7 @@ impl<'t, O: Observer> Engine<'t, O> {
                 .map(|(k, _)| k)
                 .map(|k| m.waiters.remove(k));
             let wake = wake * self.jitter(tid);
+            self.released(tid, addr, now, wake);
             self.resume(tid, now + wake, Component::SyncCritSect);
             if let Some(w) = woken {
                 let at = now + wake + latency * self.jitter(w.tid);
@@ -1882,6 +1935,8 @@ impl<'t, O: Observer> Engine<'t, O> {
             }
             return;
         }
+        self.released(tid, addr, now, 0.0);
+        let m = self.mutexes.entry(addr).or_default();
         if m.waiters.is_empty() {
             return;
         }
@@ -1895,6 +1950,14 @@ impl<'t, O: Observer> Engine<'t, O> {
         m.owner = Some(w.tid);
         m.held_since = now;
         self.grant(w.tid, addr, w.at.max(freed), false);
+    }
+
+    /// Reports thread `tid`'s release of mutex `addr` at `at` (when timed).
+    fn released(&mut self, tid: u32, addr: u64, at: f64, cost: f64) {
+        if self.timed() {
+            let site = self.threads[tid as usize].last_sidx;
+            self.obs.lock_released(tid, addr, site, at, cost);
+        }
     }
 
     /// Thread `tid` just blocked on a mutex: if the holders form a cycle back to it (each

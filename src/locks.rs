@@ -1,0 +1,279 @@
+//! `isim locks RUN_DIR`: the lock analysis of a run (`accounting::locks`). The run is
+//! replayed with the lock collector attached (deterministic: the same cycles as the run), and
+//! each mutex is reported with the source lines that take it, the cycles threads waited for
+//! it, how often they waited, how long it was held, what its releases cost, and the critical
+//! sections the waiting was spent behind; `locks.json` is written into the run directory.
+//! The waits and release costs of all locks add up to the run's `sync-crit-sect`, which the
+//! report prints beside them.
+
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+use std::path::PathBuf;
+
+use accounting::locks::{Lock, LockCollector};
+use anyhow::Result;
+use clap::Args;
+use serde::Serialize;
+use sim_core::Component;
+use sim_frontend::model::Program;
+
+use crate::progress::spinner;
+use crate::run::RunDir;
+
+/// Schema of `locks.json`.
+pub const SCHEMA: &str = "isim-locks/1";
+
+/// `isim locks`.
+#[derive(Args, Debug)]
+pub struct LocksArgs {
+    /// A run directory written by `isim run`.
+    pub run_dir: PathBuf,
+    /// Locks listed (most waited for first).
+    #[arg(long, default_value_t = 5)]
+    pub top: usize,
+    /// Print the JSON report instead of tables.
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// `locks.json`.
+#[derive(Debug, Serialize)]
+pub struct LocksReport {
+    /// [`SCHEMA`].
+    pub schema: &'static str,
+    /// The run directory.
+    pub run: String,
+    /// The run's thread-cycles (the threads' cycles summed).
+    pub thread_cycles: f64,
+    /// The run's `sync-crit-sect` cycles, summed over its threads.
+    pub sync_crit_sect_cycles: f64,
+    /// The locks' waits and release costs, summed: equal to `sync_crit_sect_cycles` up to
+    /// rounding.
+    pub lock_cycles: f64,
+    /// Every lock taken with timing, most waited for first.
+    pub locks: Vec<LockRow>,
+}
+
+/// One lock in `locks.json`.
+#[derive(Debug, Serialize)]
+pub struct LockRow {
+    /// The lock word's address, in hex.
+    pub addr: String,
+    /// How the report names it: the source line that waited most for it (else the first
+    /// that took it), and its address.
+    pub name: String,
+    /// Acquisitions.
+    pub acquisitions: u64,
+    /// Of those, the ones that waited.
+    pub contended: u64,
+    /// Cycles threads waited to acquire it.
+    pub wait_cycles: f64,
+    /// Its waits and release costs as a share of the run's `sync-crit-sect`.
+    pub share_of_sync_crit_sect: f64,
+    /// Cycles its releases cost their threads (futex wakes).
+    pub release_cycles: f64,
+    /// Cycles it was held, from each acquisition to its release.
+    pub hold_cycles: f64,
+    /// Threads that took it.
+    pub threads: u32,
+    /// Source lines that take it, most waiting first.
+    pub sites: Vec<SiteRow>,
+    /// Critical sections (acquiring line – releasing line) waited behind, most first.
+    pub waited_behind: Vec<BlamedRow>,
+}
+
+/// A source line taking a lock.
+#[derive(Debug, Serialize)]
+pub struct SiteRow {
+    /// `file:line` (else the instruction's address).
+    pub location: String,
+    /// The function the line is in.
+    pub function: String,
+    /// Acquisitions from it.
+    pub acquisitions: u64,
+    /// Of those, the ones that waited.
+    pub contended: u64,
+    /// Cycles they waited.
+    pub wait_cycles: f64,
+}
+
+/// A critical section waited behind.
+#[derive(Debug, Serialize)]
+pub struct BlamedRow {
+    /// Where the section took the lock.
+    pub acquired_at: String,
+    /// Where it released it.
+    pub released_at: String,
+    /// Waits granted when it ended.
+    pub waits: u64,
+    /// Their cycles.
+    pub wait_cycles: f64,
+}
+
+fn location(p: &Program, sidx: u32) -> String {
+    p.file_line(sidx)
+        .unwrap_or_else(|| format!("{:#x}", p.insts[sidx as usize].pc))
+}
+
+fn function(p: &Program, sidx: u32) -> String {
+    p.function_name(sidx).unwrap_or("?").to_owned()
+}
+
+/// The report of `locks`, collected from a run of `rd` with `sync_crit_sect` and
+/// `thread_cycles` from its result.
+fn report(rd: &RunDir, locks: Vec<Lock>, sync_crit_sect: f64, thread_cycles: f64) -> LocksReport {
+    let p = &rd.trace.program;
+    let share = |c: f64| {
+        if sync_crit_sect > 0.0 {
+            c / sync_crit_sect
+        } else {
+            0.0
+        }
+    };
+    let lock_cycles = locks.iter().map(|l| l.wait_cycles + l.release_cycles).sum();
+    let rows = locks
+        .into_iter()
+        .map(|l| {
+            // Sites on one source line are one site (a call inlined or unrolled twice).
+            let mut by_line: BTreeMap<String, SiteRow> = BTreeMap::new();
+            let mut order = Vec::new();
+            for s in &l.sites {
+                let loc = location(p, s.sidx);
+                let row = by_line.entry(loc.clone()).or_insert_with(|| {
+                    order.push(loc.clone());
+                    SiteRow {
+                        location: loc,
+                        function: function(p, s.sidx),
+                        acquisitions: 0,
+                        contended: 0,
+                        wait_cycles: 0.0,
+                    }
+                });
+                row.acquisitions += s.acquisitions;
+                row.contended += s.contended;
+                row.wait_cycles += s.wait_cycles;
+            }
+            let mut sites: Vec<SiteRow> = order.iter().filter_map(|k| by_line.remove(k)).collect();
+            sites.sort_by(|a, b| b.wait_cycles.total_cmp(&a.wait_cycles));
+            let mut behind: BTreeMap<(String, String), BlamedRow> = BTreeMap::new();
+            for b in &l.blamed {
+                let key = (location(p, b.acquire_sidx), location(p, b.release_sidx));
+                let row = behind.entry(key.clone()).or_insert_with(|| BlamedRow {
+                    acquired_at: key.0,
+                    released_at: key.1,
+                    waits: 0,
+                    wait_cycles: 0.0,
+                });
+                row.waits += b.waits;
+                row.wait_cycles += b.wait_cycles;
+            }
+            let mut waited_behind: Vec<BlamedRow> = behind.into_values().collect();
+            waited_behind.sort_by(|a, b| b.wait_cycles.total_cmp(&a.wait_cycles));
+            let addr = format!("{:#x}", l.addr);
+            let name = match sites.first() {
+                Some(s) => format!("{addr} taken at {}", s.location),
+                None => addr.clone(),
+            };
+            LockRow {
+                addr,
+                name,
+                acquisitions: l.acquisitions,
+                contended: l.contended,
+                wait_cycles: l.wait_cycles,
+                share_of_sync_crit_sect: share(l.wait_cycles + l.release_cycles),
+                release_cycles: l.release_cycles,
+                hold_cycles: l.hold_cycles,
+                threads: l.threads,
+                sites,
+                waited_behind,
+            }
+        })
+        .collect();
+    LocksReport {
+        schema: SCHEMA,
+        run: rd.dir.display().to_string(),
+        thread_cycles,
+        sync_crit_sect_cycles: sync_crit_sect,
+        lock_cycles,
+        locks: rows,
+    }
+}
+
+/// The report as text: a summary line, then the top locks with their sites and the critical
+/// sections waited behind.
+pub fn render(r: &LocksReport, top: usize) -> String {
+    let mut s = String::new();
+    let pct = |a: f64, b: f64| if b > 0.0 { 100.0 * a / b } else { 0.0 };
+    let contended = r.locks.iter().filter(|l| l.contended > 0).count();
+    let _ = writeln!(
+        s,
+        "{} lock(s), {contended} contended; threads spend {:.0} cycles in sync-crit-sect \
+         ({:.1}% of the run's thread-cycles); the locks' waits and releases: {:.0} cycles",
+        r.locks.len(),
+        r.sync_crit_sect_cycles,
+        pct(r.sync_crit_sect_cycles, r.thread_cycles),
+        r.lock_cycles
+    );
+    for (i, l) in r.locks.iter().take(top).enumerate() {
+        let _ = writeln!(
+            s,
+            "\n#{} {}: {} acquisitions by {} thread(s), {} waited; wait {:.0} cycles, \
+             releases {:.0} ({:.1}% of sync-crit-sect); held {:.0} cycles",
+            i + 1,
+            l.name,
+            l.acquisitions,
+            l.threads,
+            l.contended,
+            l.wait_cycles,
+            l.release_cycles,
+            100.0 * l.share_of_sync_crit_sect,
+            l.hold_cycles
+        );
+        for site in &l.sites {
+            let _ = writeln!(
+                s,
+                "  taken at {} ({}): {} acquisitions, {} waited, {:.0} cycles",
+                site.location, site.function, site.acquisitions, site.contended, site.wait_cycles
+            );
+        }
+        for b in l.waited_behind.iter().take(3) {
+            let _ = writeln!(
+                s,
+                "  waited behind the section {} .. {}: {} waits, {:.0} cycles",
+                b.acquired_at, b.released_at, b.waits, b.wait_cycles
+            );
+        }
+    }
+    if r.locks.len() > top {
+        let _ = writeln!(s, "\n... {} more (--top)", r.locks.len() - top);
+    }
+    s
+}
+
+/// `isim locks`.
+pub fn main(a: &LocksArgs) -> Result<()> {
+    let rd = RunDir::open(&a.run_dir)?;
+    let collector = LockCollector::new(rd.trace.thread_count() as usize);
+    let pb = spinner(format!("locks: simulating {}", rd.dir.display()));
+    let r = rd.replay(&[], &[], collector, |n| {
+        pb.set_message(format!("locks: simulating, {n} instructions"))
+    });
+    pb.finish_and_clear();
+    let (result, collector) = r?;
+    let sync: f64 = result
+        .threads
+        .iter()
+        .map(|t| t.stack.get(Component::SyncCritSect))
+        .sum();
+    let thread_cycles: f64 = result.threads.iter().map(|t| t.cycles).sum();
+    let rep = report(&rd, collector.finish(), sync, thread_cycles);
+    let json = serde_json::to_string_pretty(&rep)?;
+    crate::fsutil::write_atomic(&rd.dir.join("locks.json"), json.as_bytes())?;
+    if a.json {
+        println!("{json}");
+    } else {
+        print!("{}", render(&rep, a.top));
+        println!("\nwrote {}", rd.dir.join("locks.json").display());
+    }
+    Ok(())
+}
