@@ -38,6 +38,37 @@ fn assert_same_tree(a: &Path, b: &Path) {
     }
 }
 
+/// Every row of `sweep.json`'s overall series has a speedup stack whose components add up to
+/// its gap (ideal − speedup) within 1 % of the ideal speedup, and the gap is the row's.
+fn check_speedup_stacks(results: &serde_json::Value) {
+    let mut rows = 0;
+    for s in results["series"].as_array().unwrap() {
+        for r in s["rows"].as_array().unwrap() {
+            let st = &r["speedup_stack"];
+            if !s["group"].is_null() {
+                assert!(st.is_null(), "a group's series has no speedup stack: {r}");
+                continue;
+            }
+            let ideal = st["ideal"].as_f64().unwrap();
+            let gap = st["gap"].as_f64().unwrap();
+            let speedup = r["speedup"].as_f64().unwrap();
+            assert!((ideal - speedup - gap).abs() < 1e-9, "{r}");
+            let sum: f64 = st["components"]
+                .as_object()
+                .unwrap()
+                .values()
+                .map(|v| v.as_f64().unwrap())
+                .sum();
+            assert!(
+                (sum - gap).abs() <= 0.01 * ideal,
+                "components add up to {sum}, the gap is {gap} (ideal {ideal}): {r}"
+            );
+            rows += 1;
+        }
+    }
+    assert!(rows > 0, "no speedup stack in {results}");
+}
+
 fn args(cores: &[u32], out: &Path) -> SweepArgs {
     SweepArgs {
         workload: Some("lu-owner".into()),
@@ -160,6 +191,16 @@ fn sweep_runs_are_identical_to_single_runs() {
         .unwrap();
     let total: f64 = shares.values().map(|v| v.as_f64().unwrap()).sum();
     assert!((total - 1.0).abs() < 1e-9, "{total}");
+    check_speedup_stacks(&results);
+    assert!(
+        results["report_tables"][1]["title"]
+            .as_str()
+            .unwrap()
+            .starts_with("Speedup stack: lu-owner"),
+        "{}",
+        results["report_tables"][1]
+    );
+    assert!(out.contains("Speedup stack"), "{out}");
     let svg = std::fs::read_to_string(sw.join("scaling.svg")).unwrap();
     assert_eq!(svg.matches("class=\"bar-label\"").count(), 3, "{svg}");
     assert!(svg.contains(">4 cores<"));
@@ -190,6 +231,7 @@ fn a_workload_growing_with_the_threads_shows_weak_scaling() {
     let results: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(sw.join("sweep.json")).unwrap()).unwrap();
     assert_eq!(results["scaling"], "weak");
+    check_speedup_stacks(&results);
     let cycles: Vec<f64> = results["runs"]
         .as_array()
         .unwrap()
@@ -464,6 +506,7 @@ fn a_real_program_is_traced_once_per_core_count_and_each_trace_simulated() {
         assert_eq!(a["threads"], b["threads"], "{c} cores");
     }
     assert!(text.contains("owner_barrier"), "{text}");
+    check_speedup_stacks(&results);
     let out = run(&sweep_args);
     assert!(out.contains("0 runs executed, 3 reused"), "{out}");
 }
@@ -582,11 +625,17 @@ fn csv_prints_the_scaling_tables_and_nothing_else() {
     let v: serde_json::Value = serde_json::from_slice(&results).unwrap();
     let tables: Vec<accounting::table::ReportTable> =
         serde_json::from_value(v["report_tables"].clone()).unwrap();
-    assert_eq!(tables.len(), 1);
+    assert_eq!(tables.len(), 2, "the scaling table and the speedup stack");
     let csv = String::from_utf8(o.stdout).unwrap();
     assert_eq!(
         csv,
-        format!("# {}\r\n{}", tables[0].title, tables[0].render_csv())
+        format!(
+            "# {}\r\n{}\r\n# {}\r\n{}",
+            tables[0].title,
+            tables[0].render_csv(),
+            tables[1].title,
+            tables[1].render_csv()
+        )
     );
     let lines: Vec<&str> = csv.split("\r\n").collect();
     assert!(lines[1].starts_with("cores,cycles,speedup,efficiency,working threads,base %,"));
@@ -594,7 +643,16 @@ fn csv_prints_the_scaling_tables_and_nothing_else() {
         lines[2].starts_with("1,") && lines[3].starts_with("2,"),
         "{csv}"
     );
-    assert_eq!(lines.len(), 5, "{csv}"); // title, header, two core counts, and the last CRLF
+    assert!(
+        lines[4].is_empty() && lines[5].starts_with("# Speedup stack"),
+        "{csv}"
+    );
+    assert!(
+        lines[6].starts_with("cores,speedup,ideal,gap,base,"),
+        "{csv}"
+    );
+    // Each table: title, header, two core counts; a blank line between; the last CRLF.
+    assert_eq!(lines.len(), 10, "{csv}");
     let err = String::from_utf8(o.stderr).unwrap();
     assert!(err.contains("0 runs executed, 2 reused"), "{err}");
     assert!(err.contains("sweep directory:"), "{err}");

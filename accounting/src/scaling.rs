@@ -116,6 +116,10 @@ pub struct GroupAggregate {
 pub struct RunAggregate {
     /// Over every thread of the run.
     pub overall: Aggregate,
+    /// The stacks of every thread, whether it does real work or not, summed.
+    pub all: CycleStack,
+    /// How many threads that is.
+    pub all_threads: usize,
     /// Per thread group, sorted by name.
     pub groups: Vec<GroupAggregate>,
 }
@@ -139,8 +143,16 @@ impl RunAggregate {
                 }
             })
             .collect();
+        let mut all = CycleStack::default();
+        for t in threads {
+            for (s, v) in all.0.iter_mut().zip(t.stack.0) {
+                *s += v;
+            }
+        }
         RunAggregate {
             overall: Aggregate::of(threads),
+            all,
+            all_threads: threads.len(),
             groups,
         }
     }
@@ -264,6 +276,61 @@ pub fn scaling_rows(points: &[ScalingPoint], scaling: Scaling) -> Vec<ScalingRow
             }
         })
         .collect()
+}
+
+/// A run of a series for its speedup stack: every thread's stack summed, and how many.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct StackPoint {
+    /// Core count.
+    pub cores: u32,
+    /// The run's cycles.
+    pub cycles: f64,
+    /// Every thread's stack, summed.
+    pub all: CycleStack,
+    /// Threads summed.
+    pub threads: usize,
+}
+
+/// The speedup stack of a run: where the gap between the ideal speedup and the achieved one
+/// goes, component by component, over all threads (not only those doing real work).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct SpeedupStack {
+    /// The ideal speedup over the smallest core count `b`: `P / b`.
+    pub ideal: f64,
+    /// The speedup ([`ScalingRow::speedup`]: scaled for weak scaling).
+    pub speedup: f64,
+    /// Per component, its share of `ideal − speedup`, in cores (negative where the
+    /// component shrank faster than the threads grew: a working set that now fits in cache).
+    pub components: [f64; COMPONENTS],
+}
+
+/// The speedup stack of `run` against `base` (the smallest core count `b` of its series).
+/// With `avg(c)` a component's cycles per thread (every thread's stack spans the run, so they
+/// add up to the run's cycles `T`): strong scaling gives component `c`
+/// `((P/b)·avg_P(c) − avg_b(c)) / T_P`, which add up to `P/b − T_b/T_P`; weak scaling
+/// `(P/b)·(avg_P(c) − avg_b(c)) / T_P`, which add up to `P/b − (P/b)·T_b/T_P`. A component
+/// whose cycles per thread stay as they were at `b` (strong: scaled down by `b/P`) costs no
+/// speedup.
+pub fn speedup_stack(base: &StackPoint, run: &StackPoint, scaling: Scaling) -> SpeedupStack {
+    let growth = f64::from(run.cores) / f64::from(base.cores.max(1));
+    let avg = |p: &StackPoint, j: usize| p.all.0[j] / p.threads.max(1) as f64;
+    let t = if run.cycles > 0.0 { run.cycles } else { 1.0 };
+    let mut components = [0.0; COMPONENTS];
+    for (j, c) in components.iter_mut().enumerate() {
+        *c = match scaling {
+            Scaling::Strong => (growth * avg(run, j) - avg(base, j)) / t,
+            Scaling::Weak => growth * (avg(run, j) - avg(base, j)) / t,
+        };
+    }
+    let ratio = base.cycles / t;
+    SpeedupStack {
+        ideal: growth,
+        speedup: match scaling {
+            Scaling::Strong => ratio,
+            Scaling::Weak => ratio * growth,
+        },
+        components,
+    }
 }
 
 /// Indices of the components that are non-zero in at least one of `stacks`, in component order

@@ -8,7 +8,8 @@
 use sim_core::{Component, CycleStack};
 
 use crate::scaling::{
-    RunAggregate, Scaling, ScalingPoint, ScalingRow, present_components, scaling_rows,
+    RunAggregate, Scaling, ScalingPoint, ScalingRow, SpeedupStack, StackPoint, present_components,
+    scaling_rows, speedup_stack,
 };
 use crate::table::ReportTable;
 
@@ -60,6 +61,8 @@ pub struct SeriesRow {
     pub scaling: ScalingRow,
     /// How many threads of the series do real work at this core count.
     pub working_threads: usize,
+    /// The run's speedup stack over all its threads (the overall series only).
+    pub speedup_stack: Option<SpeedupStack>,
 }
 
 /// A sweep's scaling analysis.
@@ -67,7 +70,8 @@ pub struct SeriesRow {
 pub struct SweepAnalysis {
     /// The series, per config, then size, the overall series before its groups'.
     pub series: Vec<Series>,
-    /// A scaling table per series, in the same order.
+    /// A scaling table per series, in the same order, each overall series' followed by its
+    /// speedup stack table.
     pub tables: Vec<ReportTable>,
     /// The bars of the scaling chart, `(label, one value per component)`, an empty label with
     /// no values between series; for a heterogeneous workload the per-group series replace the
@@ -195,8 +199,55 @@ pub fn analyze(shape: &SweepShape, runs: &[SweepPoint]) -> SweepAnalysis {
             columns: cols,
             rows: Vec::new(),
         };
+        let stack_points: Vec<StackPoint> = s
+            .points
+            .iter()
+            .map(|(r, _, _)| StackPoint {
+                cores: r.cores,
+                cycles: r.cycles,
+                all: r.aggregate.all,
+                threads: r.aggregate.all_threads,
+            })
+            .collect();
+        let stack_base = stack_points.iter().min_by_key(|p| p.cores).copied();
+        let mut gap_table = ReportTable {
+            title: format!(
+                "Speedup stack: {} (all threads; the gap between the ideal {} and the {} in \
+                 cores, per component)",
+                series_name(s),
+                if base == 1 {
+                    "P".to_string()
+                } else {
+                    format!("P/{base}")
+                },
+                speedup
+            ),
+            columns: ["cores", speedup, "ideal", "gap"]
+                .iter()
+                .map(|c| c.to_string())
+                .chain(present.iter().map(|&j| Component::NAMES[j].to_string()))
+                .collect(),
+            rows: Vec::new(),
+        };
         let mut series_rows = Vec::new();
         for row in rows {
+            let stack = match (&s.group, stack_base) {
+                (None, Some(b)) => stack_points
+                    .iter()
+                    .find(|p| p.cores == row.cores)
+                    .map(|p| speedup_stack(&b, p, shape.scaling)),
+                _ => None,
+            };
+            if let Some(st) = &stack {
+                let mut r = vec![
+                    row.cores.to_string(),
+                    format!("{:.2}", st.speedup),
+                    format!("{:.2}", st.ideal),
+                    format!("{:.2}", st.ideal - st.speedup),
+                ];
+                r.extend(present.iter().map(|&j| format!("{:.2}", st.components[j])));
+                gap_table.rows.push(r);
+            }
             let threads = s
                 .points
                 .iter()
@@ -218,6 +269,7 @@ pub fn analyze(shape: &SweepShape, runs: &[SweepPoint]) -> SweepAnalysis {
             series_rows.push(SeriesRow {
                 scaling: row,
                 working_threads: threads,
+                speedup_stack: stack,
             });
         }
         out.series.push(Series {
@@ -267,6 +319,9 @@ pub fn analyze(shape: &SweepShape, runs: &[SweepPoint]) -> SweepAnalysis {
             }
         }
         out.tables.push(t);
+        if !gap_table.rows.is_empty() {
+            out.tables.push(gap_table);
+        }
     }
     out
 }
@@ -323,7 +378,7 @@ mod tests {
         let a = analyze(&shape, &runs);
         assert_eq!(a.series.len(), 1);
         assert_eq!(a.series[0].rows[1].working_threads, 2);
-        assert_eq!(a.tables.len(), 1);
+        assert_eq!(a.tables.len(), 2, "the scaling table and the speedup stack");
         let t = &a.tables[0];
         assert_eq!(
             t.title,
@@ -368,6 +423,50 @@ mod tests {
         assert_eq!(t.rows[1][2..4], ["3.28", "1.64"]);
     }
 
+    /// Threads whose stacks span their runs (as the engine's do): the speedup stack's
+    /// components add up to the gap between the ideal speedup and the speedup, for strong and
+    /// weak scaling, and say where it went (here: the barrier waiting, and the main thread's
+    /// idle share of the two-core run; the base work per thread halves as it should).
+    #[test]
+    fn the_speedup_stack_adds_up_to_the_gap() {
+        let one = run(&[("main", 2.0, 98.0), ("w", 100.0, 0.0)]);
+        let two = run(&[("main", 1.0, 59.0), ("w", 50.0, 10.0), ("w", 50.0, 10.0)]);
+        let runs =
+            [(1, 100.0, &one), (2, 60.0, &two)].map(|(cores, cycles, aggregate)| SweepPoint {
+                config: 0,
+                size: 8,
+                cores,
+                cycles,
+                aggregate,
+            });
+        for scaling in [Scaling::Strong, Scaling::Weak] {
+            let shape = SweepShape {
+                workload: "w",
+                configs: &["default"],
+                sizes: &[8],
+                scaling,
+            };
+            let a = analyze(&shape, &runs);
+            let st = a.series[0].rows[1].speedup_stack.expect("overall series");
+            let sum: f64 = st.components.iter().sum();
+            assert!(
+                (sum - (st.ideal - st.speedup)).abs() < 1e-12,
+                "{scaling:?}: {st:?}"
+            );
+            assert_eq!(st.ideal, 2.0);
+            let base = a.series[0].rows[0].speedup_stack.unwrap();
+            assert!(base.components.iter().all(|&c| c.abs() < 1e-12), "{base:?}");
+            if scaling == Scaling::Strong {
+                // avg per thread: base 101/3 against 51, barrier 79/3 against 49; T = 60.
+                let b = (2.0 * 101.0 / 3.0 - 51.0) / 60.0;
+                let w = (2.0 * 79.0 / 3.0 - 49.0) / 60.0;
+                assert!((st.components[Component::Base.index()] - b).abs() < 1e-12);
+                assert!((st.components[Component::SyncBarrier.index()] - w).abs() < 1e-12);
+                assert_eq!(a.tables[1].rows[1][..4], ["2", "1.67", "2.00", "0.33"]);
+            }
+        }
+    }
+
     #[test]
     fn heterogeneous_runs_get_a_series_per_working_group_which_replace_the_overall_bars() {
         let het = run(&[("reader", 90.0, 10.0), ("writer", 70.0, 30.0)]);
@@ -400,8 +499,9 @@ mod tests {
             ]
         );
         assert!(a.series[0].rows.is_empty());
+        assert!(a.tables[2].title.starts_with("Speedup stack: pipe, b "));
         assert_eq!(
-            a.tables[2].title,
+            a.tables[3].title,
             "Scaling: pipe, b, group reader (fixed-size problem, strong scaling; shares of the \
              aggregated stack of threads doing real work)"
         );

@@ -205,6 +205,21 @@ pub struct SweepSeriesRow {
     pub speedup: f64,
     /// How many threads do real work.
     pub working_threads: usize,
+    /// The overall series' speedup stack (absent in a group's series).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub speedup_stack: Option<SweepSpeedupStack>,
+}
+
+/// A run's speedup stack in `sweep.json` (`accounting::scaling::speedup_stack`): over all
+/// threads, where the gap between the ideal speedup and the speedup goes, in cores.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SweepSpeedupStack {
+    /// `P / b`, `b` the series' smallest core count.
+    pub ideal: f64,
+    /// `ideal` − the speedup: what `components` add up to.
+    pub gap: f64,
+    /// Each component's part of the gap.
+    pub components: ByComponent,
 }
 
 impl SweepFile {

@@ -13,7 +13,7 @@ use sim_core::Component;
 use super::plan::PlannedRun;
 use crate::dirs::sweep::{
     SCALING_SVG, SCHEMA, SweepConfig, SweepFile, SweepGroup, SweepRun, SweepSeries, SweepSeriesRow,
-    SweepSpec, by_component,
+    SweepSpec, SweepSpeedupStack, by_component,
 };
 use crate::fsutil::write_atomic;
 use crate::stacks::{self, RunStacks};
@@ -139,6 +139,11 @@ fn results_file(
                     shares: by_component(&r.scaling.shares),
                     speedup: r.scaling.speedup,
                     working_threads: r.working_threads,
+                    speedup_stack: r.speedup_stack.map(|st| SweepSpeedupStack {
+                        ideal: st.ideal,
+                        gap: st.ideal - st.speedup,
+                        components: by_component(&st.components),
+                    }),
                 })
                 .collect(),
             size: s.size,
