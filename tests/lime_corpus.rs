@@ -4,7 +4,9 @@
 //! and mutex+condition barriers, a hand-built spin barrier, OpenMP loops (static, cyclic,
 //! dynamic, guided; with `reduction`, `critical`, `atomic`, `nowait`), `sections`, `single`,
 //! tasks, nested regions, C++ `std::thread` with `std::barrier` and `std::latch`, Rust `Barrier`
-//! and scoped threads, some built at `-O0`. Each is traced at 4, 8 and 16 threads, simulated,
+//! and scoped threads, some built at `-O0`; and hot locks (pthread mutexes, OpenMP named
+//! `critical`, C++ `std::mutex`), judged by `isim locks`: the lock most waited for must be taken
+//! at the planted line. Each is traced at 4, 8 and 16 threads, simulated,
 //! and analysed with `isim lime`. The oracle is the source itself:
 //! * the top cause of the most idle section is at the planted line — a control-flow leader's
 //!   own line or the line its edge leads to, a miss's instruction, a serial section's code —
@@ -157,7 +159,8 @@ fn run(isim: &Path, args: &[&str], what: &str) -> Result<(), String> {
     }
 }
 
-/// Traces, simulates and analyses one pair: its `lime.json`.
+/// Traces, simulates and analyses one pair: its `lime.json`, or for a hot-lock program its
+/// `locks.json` (`isim locks`).
 fn analyse(isim: &Path, exe: &Path, p: &Program, t: u32, dir: &Path) -> Result<Value, String> {
     let tag = dir.join(format!("{}-{t}", p.file));
     let trace = dir.join(format!("{}-{t}.itrace", p.file));
@@ -175,9 +178,14 @@ fn analyse(isim: &Path, exe: &Path, p: &Program, t: u32, dir: &Path) -> Result<V
         &["run", "--trace", trace_s, "-o", tag_s],
         &what("run"),
     )?;
-    run(isim, &["lime", tag_s], &what("lime"))?;
-    let text = std::fs::read_to_string(tag.join("lime.json")).map_err(|e| e.to_string())?;
-    serde_json::from_str(&text).map_err(|e| format!("lime.json: {e}"))
+    let (verb, file) = if p.cause == "hot-lock" {
+        ("locks", "locks.json")
+    } else {
+        ("lime", "lime.json")
+    };
+    run(isim, &[verb, tag_s], &what(verb))?;
+    let text = std::fs::read_to_string(tag.join(file)).map_err(|e| e.to_string())?;
+    serde_json::from_str(&text).map_err(|e| format!("{file}: {e}"))
 }
 
 /// What LIME said about one (program, threads) pair.
@@ -201,7 +209,38 @@ fn lines(location: &str) -> Vec<(String, u32)> {
         .collect()
 }
 
+/// A hot-lock program: the lock most waited for must be taken at the planted line (its
+/// site with the most waiting).
+fn judge_lock(p: &Program, locks: &Value) -> Verdict {
+    let Some(top) = locks["locks"].as_array().and_then(|l| l.first()) else {
+        return Verdict {
+            right: false,
+            foreign: false,
+            section: "no lock".into(),
+            cause: String::new(),
+        };
+    };
+    let site = &top["sites"][0];
+    let at = lines(site["location"].as_str().unwrap_or(""));
+    Verdict {
+        right: at.iter().any(|(f, l)| *f == p.file && *l == p.planted),
+        foreign: at.first().is_none_or(|(f, _)| *f != p.file),
+        section: format!(
+            "locks: {:.0} % of sync-crit-sect",
+            100.0 * top["share_of_sync_crit_sect"].as_f64().unwrap_or(0.0)
+        ),
+        cause: format!(
+            "lock {} {}",
+            top["addr"].as_str().unwrap_or("?"),
+            at.first().map_or("?".into(), |(f, l)| format!("{f}:{l}"))
+        ),
+    }
+}
+
 fn judge(p: &Program, lime: &Value) -> Verdict {
+    if p.cause == "hot-lock" {
+        return judge_lock(p, lime);
+    }
     let sections = lime["sections"].as_array().expect("sections");
     let Some(s) = sections.iter().max_by(|a, b| {
         let idle = |s: &Value| s["idle_cycles"].as_f64().unwrap_or(0.0);
