@@ -5,6 +5,12 @@
 //! sections the waiting was spent behind; `locks.json` is written into the run directory.
 //! The waits and release costs of all locks add up to the run's `sync-crit-sect`, which the
 //! report prints beside them.
+//!
+//! A lock is named by the data symbol that holds its word (`hot`, `.gomp_critical_user_big`,
+//! `shared` in `Pool::shared`), when the traced program's file is still at its path: the
+//! trace keeps code addresses, not where the program was loaded, so the load address is found
+//! from the program's function symbols and the lowest address the trace ran in each (the
+//! entry of a called function), the value most functions agree on, page-aligned.
 
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
@@ -59,8 +65,8 @@ pub struct LocksReport {
 pub struct LockRow {
     /// The lock word's address, in hex.
     pub addr: String,
-    /// How the report names it: the source line that waited most for it (else the first
-    /// that took it), and its address.
+    /// How the report names it: the data symbol holding it (else its address) and the
+    /// source line that waited most for it.
     pub name: String,
     /// Acquisitions.
     pub acquisitions: u64,
@@ -110,6 +116,72 @@ pub struct BlamedRow {
     pub wait_cycles: f64,
 }
 
+/// The traced program's data symbols at their run-time addresses: `(start, size, name)`,
+/// sorted. Empty when the program's file is gone or the load address cannot be told.
+fn data_symbols(rd: &RunDir) -> Vec<(u64, u64, String)> {
+    use object::{Object, ObjectSymbol, SymbolKind};
+    let p = &rd.trace.program;
+    let Ok(data) = std::fs::read(&rd.trace.meta.workload) else {
+        return Vec::new();
+    };
+    let Ok(file) = object::File::parse(&*data) else {
+        return Vec::new();
+    };
+    // Each function's lowest address in the trace.
+    let mut lowest: BTreeMap<&str, u64> = BTreeMap::new();
+    for (i, inst) in p.insts.iter().enumerate() {
+        if let Some(f) = p.function_name(i as u32) {
+            let e = lowest.entry(f).or_insert(u64::MAX);
+            *e = (*e).min(inst.pc);
+        }
+    }
+    let mut votes: BTreeMap<u64, usize> = BTreeMap::new();
+    let mut data_syms = Vec::new();
+    for s in file.symbols() {
+        let Ok(name) = s.name() else { continue };
+        match s.kind() {
+            SymbolKind::Text if s.size() > 0 => {
+                let shown = addr2line::demangle_auto(name.into(), None);
+                if let Some(&pc) = lowest.get(shown.as_ref()) {
+                    if let Some(base) = pc.checked_sub(s.address()) {
+                        *votes.entry(base).or_default() += 1;
+                    }
+                }
+            }
+            SymbolKind::Data if s.size() > 0 => {
+                let shown = addr2line::demangle_auto(name.into(), None).into_owned();
+                data_syms.push((s.address(), s.size(), shown));
+            }
+            _ => {}
+        }
+    }
+    let best = votes
+        .iter()
+        .max_by_key(|&(b, n)| (*n, std::cmp::Reverse(*b)));
+    let Some((&base, &n)) = best else {
+        return Vec::new();
+    };
+    if n < 2 || base % 4096 != 0 {
+        return Vec::new();
+    }
+    let mut out: Vec<(u64, u64, String)> = data_syms
+        .into_iter()
+        .map(|(a, size, name)| (a + base, size, name))
+        .collect();
+    out.sort();
+    out
+}
+
+/// The data symbol holding `addr`, with the offset when it is not the symbol's start.
+fn symbol_of(symbols: &[(u64, u64, String)], addr: u64) -> Option<String> {
+    let i = symbols.partition_point(|s| s.0 <= addr).checked_sub(1)?;
+    let (start, size, name) = &symbols[i];
+    (addr < start + size).then(|| match addr - start {
+        0 => name.clone(),
+        off => format!("{name}+{off:#x}"),
+    })
+}
+
 fn location(p: &Program, sidx: u32) -> String {
     p.file_line(sidx)
         .unwrap_or_else(|| format!("{:#x}", p.insts[sidx as usize].pc))
@@ -123,6 +195,7 @@ fn function(p: &Program, sidx: u32) -> String {
 /// `thread_cycles` from its result.
 fn report(rd: &RunDir, locks: Vec<Lock>, sync_crit_sect: f64, thread_cycles: f64) -> LocksReport {
     let p = &rd.trace.program;
+    let symbols = data_symbols(rd);
     let share = |c: f64| {
         if sync_crit_sect > 0.0 {
             c / sync_crit_sect
@@ -170,9 +243,10 @@ fn report(rd: &RunDir, locks: Vec<Lock>, sync_crit_sect: f64, thread_cycles: f64
             let mut waited_behind: Vec<BlamedRow> = behind.into_values().collect();
             waited_behind.sort_by(|a, b| b.wait_cycles.total_cmp(&a.wait_cycles));
             let addr = format!("{:#x}", l.addr);
+            let what = symbol_of(&symbols, l.addr).unwrap_or_else(|| addr.clone());
             let name = match sites.first() {
-                Some(s) => format!("{addr} taken at {}", s.location),
-                None => addr.clone(),
+                Some(s) => format!("{what} taken at {}", s.location),
+                None => what,
             };
             LockRow {
                 addr,
@@ -276,4 +350,20 @@ pub fn main(a: &LocksArgs) -> Result<()> {
         println!("\nwrote {}", rd.dir.join("locks.json").display());
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_address_is_named_by_the_symbol_that_holds_it() {
+        let syms = vec![(0x1000, 40, "a".to_string()), (0x1040, 8, "b".to_string())];
+        assert_eq!(symbol_of(&syms, 0x1000).as_deref(), Some("a"));
+        assert_eq!(symbol_of(&syms, 0x1008).as_deref(), Some("a+0x8"));
+        assert_eq!(symbol_of(&syms, 0x1028), None, "between the symbols");
+        assert_eq!(symbol_of(&syms, 0x1047).as_deref(), Some("b+0x7"));
+        assert_eq!(symbol_of(&syms, 0x1048), None);
+        assert_eq!(symbol_of(&syms, 0xfff), None);
+    }
 }

@@ -4,7 +4,7 @@
 //!   critical section eight times longer than lock B's, with short work between): A ranks first, B second, and the
 //!   locks' waits and releases add up to the run's `sync-crit-sect` (within 1 %).
 //! * A traced program with one hot lock (`examples/c/lock_counter.c`, 4 threads, short work
-//!   between): the top lock is taken at the planted line, `lock_counter.c:33`, it is
+//!   between): the top lock is named `lock` (its symbol), taken at `lock_counter.c:33`, it is
 //!   waited for, and its waiting is the run's `sync-crit-sect` within 1 %, under both lock
 //!   models.
 
@@ -157,6 +157,9 @@ fn a_hot_lock_is_found_at_its_line_in_a_traced_program() {
         let top = &r["locks"][0];
         let site = top["sites"][0]["location"].as_str().unwrap();
         assert!(site.ends_with("lock_counter.c:33"), "{name}: {top}");
+        // Named by the program's own symbol, `static pthread_mutex_t lock`.
+        let named = top["name"].as_str().unwrap();
+        assert!(named.starts_with("lock taken at "), "{name}: {named}");
         assert!(top["contended"].as_u64().unwrap() > 0, "{name}: {top}");
         assert_eq!(top["acquisitions"].as_u64(), Some(1600), "{name}: {top}");
         let share = top["share_of_sync_crit_sect"].as_f64().unwrap();
