@@ -704,6 +704,17 @@ struct MutexState {
     contended: bool,
 }
 
+impl MutexState {
+    /// Removes and returns the waiter that asked first in simulated time (ties: the lower id).
+    fn first_waiter(&mut self) -> Option<Waiter> {
+        let k = (0..self.waiters.len()).min_by(|&a, &b| {
+            let (x, y) = (&self.waiters[a], &self.waiters[b]);
+            x.at.total_cmp(&y.at).then(x.tid.cmp(&y.tid))
+        })?;
+        Some(self.waiters.remove(k))
+    }
+}
+
 /// Synchronization counts of a run (`summary.json`'s `sync`).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, serde::Deserialize)]
 pub struct SyncStats {
@@ -1722,20 +1733,22 @@ impl<'t, O: Observer> Engine<'t, O> {
     /// Thread `tid` (drained, its clock at `now`) asks for mutex `addr`; `rank` orders it
     /// against other waiters if a lock-order cycle must be broken ([`Waiter::rank`]).
     fn lock(&mut self, tid: u32, addr: u64, now: f64, order: Order) {
+        self.touched.push(tid);
+        let m = self.mutexes.entry(addr).or_default();
+        if m.owner == Some(tid) {
+            // Taken again by its holder (a recursive mutex): it nests, whatever the model.
+            m.depth += 1;
+            self.threads[tid as usize].state = State::Runnable;
+            self.set_active(tid, now, true);
+            return;
+        }
         self.threads[tid as usize].asked.get_or_insert(now);
         if let LockModel::Futex { wait, .. } = self.locks {
             return self.futex_lock(tid, addr, now, order, wait);
         }
         let rank = rank(order);
-        self.touched.push(tid);
         let m = self.mutexes.entry(addr).or_default();
         match m.owner {
-            Some(o) if o == tid => {
-                m.depth += 1;
-                self.threads[tid as usize].asked = None;
-                self.threads[tid as usize].state = State::Runnable;
-                self.set_active(tid, now, true);
-            }
             Some(_) => {
                 m.waiters.push(Waiter {
                     at: now,
@@ -1765,16 +1778,8 @@ impl<'t, O: Observer> Engine<'t, O> {
     /// `now`) asks for mutex `addr`, freshly or back from a futex wait or wake (its
     /// [`Thread::futex`] step); `wait` is a futex wait's cost.
     fn futex_lock(&mut self, tid: u32, addr: u64, now: f64, order: Order, wait: f64) {
-        self.touched.push(tid);
         let step = self.threads[tid as usize].futex.take();
         let m = self.mutexes.entry(addr).or_default();
-        if m.owner == Some(tid) {
-            m.depth += 1;
-            self.threads[tid as usize].asked = None;
-            self.threads[tid as usize].state = State::Runnable;
-            self.set_active(tid, now, true);
-            return;
-        }
         if let Some(FutexStep::Check { epoch }) = step {
             if m.owner.is_some() && m.epoch == epoch {
                 // Held all along: the futex wait sleeps until a release wakes it.
@@ -1919,13 +1924,7 @@ impl<'t, O: Observer> Engine<'t, O> {
             // Futex wake: the releaser is in the kernel for `wake` cycles; the thread that
             // slept longest (ties: the lower id), if any, tries again `latency` later.
             self.sync.futex_wakes += 1;
-            let woken = m
-                .waiters
-                .iter()
-                .enumerate()
-                .min_by(|a, b| a.1.at.total_cmp(&b.1.at).then(a.1.tid.cmp(&b.1.tid)))
-                .map(|(k, _)| k)
-                .map(|k| m.waiters.remove(k));
+            let woken = m.first_waiter();
             let wake = wake * self.jitter(tid);
             self.released(tid, addr, now, wake);
             self.resume(tid, now + wake, Component::SyncCritSect);
@@ -1937,16 +1936,9 @@ impl<'t, O: Observer> Engine<'t, O> {
         }
         self.released(tid, addr, now, 0.0);
         let m = self.mutexes.entry(addr).or_default();
-        if m.waiters.is_empty() {
+        let Some(w) = m.first_waiter() else {
             return;
-        }
-        let (k, _) = m
-            .waiters
-            .iter()
-            .enumerate()
-            .min_by(|a, b| a.1.at.total_cmp(&b.1.at).then(a.1.tid.cmp(&b.1.tid)))
-            .expect("non-empty");
-        let w = m.waiters.remove(k);
+        };
         m.owner = Some(w.tid);
         m.held_since = now;
         self.grant(w.tid, addr, w.at.max(freed), false);
