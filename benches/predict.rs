@@ -48,7 +48,7 @@ fn stream(dir: &std::path::Path, name: &'static str) -> Stream {
         size = (size * 2).min(w.max_size);
     }
     let trace = Trace::open(&path).expect("open");
-    let table = TimingTable::new(&trace.program.insts);
+    let table = TimingTable::new(&trace.program.insts, &trace.meta.isa);
     let mut branches = Vec::new();
     let mut s = trace.stream(0).expect("stream");
     let mut b = Batch::default();

@@ -14,14 +14,17 @@ use common::{fails, ok};
 
 /// `summary.json` of `isim run --trace trace -o run`, without the trace's path.
 fn simulated_summary(trace: &Path, run: &Path) -> serde_json::Value {
-    // The stored summaries were simulated before `[coherence] snoop_latency` existed: 0 is
-    // the model they were made with (these tests check the trace formats, not the model).
+    // The stored summaries were simulated before `[coherence] snoop_latency` and
+    // `[core.store_forward]` existed: 0 and `enabled = false` are the model they were made
+    // with (these tests check the trace formats, not the model).
     ok(&[
         "run",
         "--trace",
         trace.to_str().unwrap(),
         "--set",
         "coherence.snoop_latency=0",
+        "--set",
+        "core.store_forward.enabled=false",
         "-o",
         run.to_str().unwrap(),
     ]);
@@ -45,6 +48,9 @@ fn simulated_summary(trace: &Path, run: &Path) -> serde_json::Value {
         // share cores now, and these traces' threads are all alive at once.
         let thread = t["thread"].clone();
         assert_eq!(t.remove("core"), Some(thread), "{t:?}");
+        // A component added later (dependences through memory): none in these traces.
+        let stack = t["stack"].as_object_mut().unwrap();
+        assert_eq!(stack.remove("depend-mem"), Some(0.0.into()), "{stack:?}");
     }
     sum
 }
@@ -455,6 +461,8 @@ fn v1_traces_read_count_and_simulate_as_the_isim_that_wrote_them() {
             v2.to_str().unwrap(),
             "--set",
             "coherence.snoop_latency=0",
+            "--set",
+            "core.store_forward.enabled=false",
             "-o",
             run2.to_str().unwrap(),
         ]);

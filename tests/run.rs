@@ -364,6 +364,127 @@ fn chain_trace(path: &Path, n: u64, srcs: &[u8], addr: u8, dsts: &[u8]) {
     });
 }
 
+/// A one-thread trace of `n` steps of `x = op(x)` with `x` in memory, as `-O0` code keeps a
+/// variable: `load r <- [slot]` (address from rsp), `op r <- r` (`class`), `store [slot'] <- r`
+/// of `store_size` bytes at `slot + store_offset`, and a loop branch. `r` is xmm0 (register
+/// 32) for floating-point classes, rax otherwise.
+fn slot_trace(path: &Path, n: u64, class: OpClass, store_offset: u64, store_size: u8) {
+    use sim_frontend::model::{MemAccess, MemSpec};
+    let mut w = test_writer(path, "slot");
+    let (rsp, r) = (4u8, if class == OpClass::FpMul { 32u8 } else { 0u8 });
+    let mut load = StaticInst::new(0x1000, 4, OpClass::Load);
+    load.srcs = vec![rsp];
+    load.addr_srcs = Some(1);
+    load.dsts = vec![r];
+    load.mem = vec![MemSpec {
+        size: 8,
+        write: false,
+    }];
+    let load = w.add_static(load).unwrap();
+    let mut op = StaticInst::new(0x1004, 4, class);
+    op.srcs = vec![r];
+    op.dsts = vec![r];
+    let op = w.add_static(op).unwrap();
+    let mut store = StaticInst::new(0x1008, 4, OpClass::Store);
+    store.srcs = vec![rsp, r];
+    store.addr_srcs = Some(1);
+    store.mem = vec![MemSpec {
+        size: store_size,
+        write: true,
+    }];
+    let store = w.add_static(store).unwrap();
+    let mut br = StaticInst::new(0x100c, 4, OpClass::CondBranch);
+    br.branch = BranchKind::Conditional;
+    br.target = 0x1000;
+    let br = w.add_static(br).unwrap();
+    let slot = 0x7fff_0000u64;
+    write_roi(w, |w| {
+        for i in 0..n {
+            let ld = MemAccess {
+                addr: slot,
+                size: 8,
+                write: false,
+            };
+            let st = MemAccess {
+                addr: slot + store_offset,
+                size: store_size,
+                write: true,
+            };
+            w.inst(0, load, false, &[ld]).unwrap();
+            w.inst(0, op, false, &[]).unwrap();
+            w.inst(0, store, false, &[st]).unwrap();
+            w.inst(0, br, i + 1 < n, &[]).unwrap();
+        }
+    });
+}
+
+#[test]
+fn a_value_kept_in_memory_waits_for_the_store_that_wrote_it() {
+    // x = op(x) through a stack slot. Formula: each step's load takes its value from the
+    // previous step's store, `[core.store_forward]` cycles after the store's data (the op's
+    // result), so a step takes the op's latency plus that forwarding: `fp` for a load into a
+    // vector register, `int` into an integer one (0: memory renamed), `partial` when the
+    // 8-byte load reads a 4-byte store; within 1 %. The critical path runs through the
+    // store's completion (its `store` latency after its data) to the load's value: depend-mem
+    // is n times the forwarding beyond the store's latency, within 1 %. Control: a store to another word breaks the chain,
+    // and a step costs no more than the op and the load's L1 latency.
+    let dir = tempfile::tempdir().unwrap();
+    let n = 20_000u64;
+    let cases: [(&str, OpClass, &[&str], u64, u8); 5] = [
+        ("fp", OpClass::FpMul, &[], 0, 8),
+        ("int", OpClass::IntMul, &[], 0, 8),
+        (
+            "int renamed",
+            OpClass::IntMul,
+            &["core.store_forward.int=0"],
+            0,
+            8,
+        ),
+        (
+            "partial",
+            OpClass::IntMul,
+            &["core.store_forward.partial=20"],
+            0,
+            4,
+        ),
+        ("other word", OpClass::IntMul, &[], 8, 8),
+    ];
+    for (what, class, sets, offset, size) in cases {
+        let cfg = engine_config_with(sets);
+        let s = &cfg.core.settings;
+        let (op, fwd) = match (class, what) {
+            (OpClass::FpMul, _) => (s.latency.fp_mul, s.store_forward.fp),
+            (_, "partial") => (s.latency.int_mul, s.store_forward.partial),
+            _ => (s.latency.int_mul, s.store_forward.int),
+        };
+        let p = dir
+            .path()
+            .join(format!("slot-{}.itrace", what.replace(' ', "-")));
+        slot_trace(&p, n, class, offset, size);
+        let trace = Trace::open(&p).unwrap();
+        let (r, _) = Engine::new(&trace, &cfg, ()).unwrap().run(|_| {}).unwrap();
+        let stack = &r.threads[0].stack;
+        let per = stack.total() / n as f64;
+        let mem = stack.get(Component::DependMem) / n as f64;
+        if what == "other word" {
+            let l1 = cfg.memory.l1d.data_latency as f64;
+            assert!(per <= op as f64 + l1, "{what}: {per:.3} cycles per step");
+            assert!(mem == 0.0, "{what}: {mem:.3} depend-mem cycles per step");
+            continue;
+        }
+        let want = (op + fwd) as f64;
+        assert!(
+            (per - want).abs() / want < 0.01,
+            "{what}: {per:.3} cycles per step, want {op} + {fwd}"
+        );
+        let beyond = fwd.saturating_sub(s.latency.store) as f64;
+        assert!(
+            (mem - beyond).abs() <= 0.01 * want,
+            "{what}: {mem:.3} depend-mem cycles per step, want {beyond}"
+        );
+    }
+}
+
 #[test]
 fn a_dependence_through_any_register_place_is_kept_however_many_registers() {
     // The core keeps up to 2 address sources, 3 other sources and 3 destinations of an

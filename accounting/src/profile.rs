@@ -49,7 +49,7 @@ use sim_core::{COMPONENTS, Component, CycleStack, Observer, RunResult};
 use sim_frontend::model::{BranchKind, Program, SrcLoc};
 
 /// Number of metrics per call path and thread.
-pub const METRICS: usize = 29;
+pub const METRICS: usize = 30;
 /// Index of total cycles (sum of every component).
 pub const M_CYCLES: usize = 0;
 /// Index of work cycles (every component that is not synchronization or imbalance).
@@ -137,6 +137,7 @@ pub const METRIC_DEFS: [MetricDef; METRICS] = [
     cycles("base", "cycle-stack component base"),
     cycles("depend-int", "cycle-stack component depend-int"),
     cycles("depend-fp", "cycle-stack component depend-fp"),
+    cycles("depend-mem", "cycle-stack component depend-mem"),
     cycles("branch", "cycle-stack component branch"),
     cycles("ifetch", "cycle-stack component ifetch"),
     cycles("mem-l1d", "cycle-stack component mem-l1d"),

@@ -51,6 +51,7 @@ const KNOWN: &[(&str, &str, char)] = &[
     ("dispatch-width", "#98df8a", 'w'),
     ("depend-int", "#bcbd22", 'i'),
     ("depend-fp", "#ffd92f", 'f'),
+    ("depend-mem", "#e5c494", 'M'),
     ("branch", "#d62728", 'B'),
     ("ifetch", "#f781bf", 'I'),
     ("mem-l1d", "#c6dbef", '1'),

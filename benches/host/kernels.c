@@ -16,6 +16,11 @@
  *   mul-chain    a dependent chain of 64-bit multiplies
  *   div-chain    a dependent chain of 64-bit divides
  *   fp-chain     a dependent chain of double-precision adds
+ *   fp-madd      x = x * m + a with x in a register (mulsd, addsd): the chain fp-slot adds memory to
+ *   fp-slot      the same with x in a stack slot, as at -O0 or after a spill: load, mulsd, addsd,
+ *                store, the next load reading what the store wrote (a dependence through memory)
+ *   int-slot     x = x * x (imul) with x in a stack slot: mul-chain through memory
+ *   slot-partial int-slot storing 4 bytes and loading 8: the load is not within the store
  *   chase        pointer chase, one node per 64-byte line, random cyclic order over FOOTPRINT
  *   rand-load    independent loads of random lines of FOOTPRINT (memory-level parallelism)
  *   stream-sum   sum of an array of FOOTPRINT bytes, N passes
@@ -133,6 +138,44 @@ static void fp_chain(long n)
                          : "+x"(x)
                          : "x"(y));
     sink = (uint64_t)x;
+}
+
+/* Dependences through memory: one stack slot read, changed and written back each step. */
+static void fp_madd(long n)
+{
+    double x = 1.0, m = 1.0000001, a = 0.5;
+    for (long i = 0; i < n; i++)
+        __asm__ volatile("mulsd %1, %0\n\taddsd %2, %0" : "+x"(x) : "x"(m), "x"(a));
+    sink = (uint64_t)x;
+}
+
+static void fp_slot(long n)
+{
+    volatile double x = 1.0;
+    double m = 1.0000001, a = 0.5;
+    for (long i = 0; i < n; i++)
+        __asm__ volatile("movsd %0, %%xmm0\n\tmulsd %1, %%xmm0\n\taddsd %2, %%xmm0\n\t"
+                         "movsd %%xmm0, %0"
+                         : "+m"(x)
+                         : "x"(m), "x"(a)
+                         : "xmm0");
+    sink = (uint64_t)x;
+}
+
+static void int_slot(long n)
+{
+    volatile uint64_t x = 3;
+    for (long i = 0; i < n; i++)
+        __asm__ volatile("mov %0, %%rax\n\timul %%rax, %%rax\n\tmov %%rax, %0" : "+m"(x) : : "rax");
+    sink = x;
+}
+
+static void slot_partial(long n)
+{
+    volatile uint64_t x = 3;
+    for (long i = 0; i < n; i++)
+        __asm__ volatile("mov %0, %%rax\n\timul %%rax, %%rax\n\tmov %%eax, %0" : "+m"(x) : : "rax");
+    sink = x;
 }
 
 /* ---- memory kernels ---- */
@@ -341,6 +384,14 @@ int main(int argc, char **argv)
         TIMED(div_chain(N));
     } else if (!strcmp(k, "fp-chain")) {
         TIMED(fp_chain(N));
+    } else if (!strcmp(k, "fp-madd")) {
+        TIMED(fp_madd(N));
+    } else if (!strcmp(k, "fp-slot")) {
+        TIMED(fp_slot(N));
+    } else if (!strcmp(k, "int-slot")) {
+        TIMED(int_slot(N));
+    } else if (!strcmp(k, "slot-partial")) {
+        TIMED(slot_partial(N));
     } else if (!strcmp(k, "chase")) {
         if (FOOT < 4096) { fprintf(stderr, "chase needs FOOTPRINT >= 4096\n"); return 2; }
         void **p = chase_setup(FOOT);

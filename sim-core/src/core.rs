@@ -11,7 +11,8 @@
 //! load-op instruction's load micro-op does not wait for the other operand), and the
 //! operation completes one cycle after its last other operand if that is later than the
 //! load's data. It completes after its latency (loads:
-//! the memory model's latency; a long-latency load needs one of `outstanding_loads` miss
+//! the memory model's latency, or later when the load reads bytes an older store wrote: the
+//! store's data plus `[core.store_forward]`, a dependence through memory; a long-latency load needs one of `outstanding_loads` miss
 //! slots, unless it merges into a miss in flight to the same line, whose arrival it waits
 //! for), and commits in order. Independent long-latency loads within the window therefore
 //! overlap (memory-level parallelism), bounded by the miss slots and the window; a dependence
@@ -20,8 +21,9 @@
 //!
 //! **Accounting.** Each instruction entering the window extends the critical path — the
 //! latest completion time so far — by `max(0, completion − previous end)`; that increase is
-//! credited to the instruction's type (`depend-int`, `depend-fp`, or the `mem-*` component of
-//! the level that served its load) and removed when the instruction leaves the window.
+//! credited to the instruction's type (`depend-int`, `depend-fp`, the `mem-*` component of
+//! the level that served its load, or `depend-mem` for a load whose value an older store
+//! forwarded later than the cache would have) and removed when the instruction leaves the window.
 //! Instructions that complete in the shadow of older ones add nothing. The time between two
 //! dispatches is charged:
 //! * to `base` when the dispatch width bound it;
@@ -89,9 +91,41 @@ pub struct TimingInst {
     pub class: OpClass,
     /// Control-flow kind.
     pub branch: BranchKind,
-    /// Whether it has sources the loads do not wait for.
-    has_other: bool,
+    /// [`HAS_OTHER`] and [`VECTOR_DST`].
+    flags: u8,
 }
+
+/// [`TimingInst::flags`]: it has sources the loads do not wait for.
+const HAS_OTHER: u8 = 1;
+/// [`TimingInst::flags`]: it writes a floating-point or vector register (its loads take
+/// `store_forward.fp`).
+const VECTOR_DST: u8 = 2;
+
+/// The vector registers of the x86-64 and synthetic numbering (docs/trace-format.md).
+const VECTOR_REGS: std::ops::RangeInclusive<u8> = 32..=63;
+
+/// Slots of a core's table of recent stores (see [`Core::forwarded`]), one per 8-byte word,
+/// direct-mapped: more than the stores a window holds (a 512-entry window of code with one
+/// store in four holds 128).
+const FWD_SLOTS: usize = 256;
+
+/// One store of a core's table of recent stores: the 8-byte word whose slot it fills, the
+/// bytes it wrote, and when its data was ready.
+#[derive(Debug, Clone, Copy)]
+struct StoreRec {
+    /// The address over 8, or `u64::MAX` in an empty slot.
+    word: u64,
+    addr: u64,
+    end: u64,
+    data: f64,
+}
+
+const NO_STORE: StoreRec = StoreRec {
+    word: u64::MAX,
+    addr: 0,
+    end: 0,
+    data: 0.0,
+};
 
 /// A program's static instructions as the core reads them (see [`TimingInst`]), indexed
 /// like `Program::insts`, and their branch targets.
@@ -106,12 +140,15 @@ pub struct TimingTable {
 }
 
 impl TimingTable {
-    /// The timing view of `insts`.
+    /// The timing view of `insts`, instructions of a trace of `isa` (whose register numbers
+    /// tell the vector registers apart: not in `champsim` traces, whose loads all forward as
+    /// integer loads).
     ///
     /// # Panics
     /// If an instruction has more than 255 source or destination registers (the trace
     /// format's bound).
-    pub fn new(insts: &[StaticInst]) -> TimingTable {
+    pub fn new(insts: &[StaticInst], isa: &str) -> TimingTable {
+        let numbered = isa != "champsim";
         let mut t = TimingTable {
             insts: Vec::with_capacity(insts.len()),
             targets: Vec::with_capacity(insts.len()),
@@ -131,7 +168,12 @@ impl TimingTable {
                 size: s.size,
                 class: s.class,
                 branch: s.branch,
-                has_other: !other_srcs.is_empty(),
+                flags: if other_srcs.is_empty() { 0 } else { HAS_OTHER }
+                    | if numbered && s.dsts.iter().any(|r| VECTOR_REGS.contains(r)) {
+                        VECTOR_DST
+                    } else {
+                        0
+                    },
             };
             if addr_srcs.len() <= ADDR_SRCS
                 && other_srcs.len() <= OTHER_SRCS
@@ -242,6 +284,28 @@ pub struct CoreConfig {
     pub long_latency_cutoff: u32,
     /// Execution latency of each op class.
     pub latency: OpLatencies,
+    /// Store-to-load forwarding.
+    pub store_forward: StoreForward,
+}
+
+/// `[core.store_forward]`: when the value of a load that reads bytes an older store wrote is
+/// ready, in cycles after that store's data is ready (a dependence through memory: a value
+/// kept in a stack slot, a spilled variable, `h[k]++`). A load whose bytes lie within the
+/// store's takes its value from the store (`int` or `fp` by the class of the register it
+/// loads; 0 where the core renames memory); one that also needs bytes the store did not
+/// write waits for the store to reach the cache (`partial`). Either way not before the load's
+/// own latency from its issue.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct StoreForward {
+    /// Whether loads wait for older stores at all (`false`: a what-if in which every value
+    /// stays in registers, and the model of isim before it tracked stores).
+    pub enabled: bool,
+    /// Into an integer register.
+    pub int: u32,
+    /// Into a floating-point or vector register.
+    pub fp: u32,
+    /// A load the store covers only in part.
+    pub partial: u32,
 }
 
 /// `[core.latency]`: execution latency in cycles of each op class (≥ 1). Memory ops add
@@ -363,6 +427,8 @@ pub struct Core {
     tlb: Option<Tlb>,
     store_slots: Vec<f64>,
     store_next: usize,
+    /// Recent stores by 8-byte word (see [`Core::forwarded`]).
+    stores: Box<[StoreRec; FWD_SLOTS]>,
     last_fetch_line: u64,
     line_shift: u32,
     l1i_hit: u32,
@@ -408,6 +474,7 @@ impl Core {
             redirect_comp: Component::Branch,
             load_next: 0,
             store_next: 0,
+            stores: Box::new([NO_STORE; FWD_SLOTS]),
             last_fetch_line: u64::MAX,
             line_shift: cfg.l1i.line_size.trailing_zeros(),
             l1i_hit: cfg.l1i.data_latency,
@@ -551,6 +618,44 @@ impl Core {
         (pen, o)
     }
 
+    /// When the newest stores to the words `a` reads let its value be ready (0 if none
+    /// wrote its bytes): a store's data time plus `store_forward.int` or `.fp` (`vector`) if
+    /// the load lies within the store's bytes, `.partial` if not. A store overwritten in the
+    /// table by a later one to another word of the same slot is forgotten.
+    #[inline(always)]
+    fn forwarded(&self, a: &MemAccess, vector: bool) -> f64 {
+        let end = a.addr.saturating_add((a.size as u64).max(1));
+        let f = &self.p.store_forward;
+        let within = if vector { f.fp } else { f.int } as f64;
+        let mut t = 0.0f64;
+        for w in a.addr >> 3..=(end - 1) >> 3 {
+            let e = &self.stores[w as usize & (FWD_SLOTS - 1)];
+            if e.word == w && e.addr < end && a.addr < e.end {
+                let lat = if e.addr <= a.addr && end <= e.end {
+                    within
+                } else {
+                    f.partial as f64
+                };
+                t = fmax(t, e.data + lat);
+            }
+        }
+        t
+    }
+
+    /// Notes store `a`, whose data is ready at `data`, in the table of recent stores.
+    #[inline(always)]
+    fn note_store(&mut self, a: &MemAccess, data: f64) {
+        let end = a.addr.saturating_add((a.size as u64).max(1));
+        for w in a.addr >> 3..=(end - 1) >> 3 {
+            self.stores[w as usize & (FWD_SLOTS - 1)] = StoreRec {
+                word: w,
+                addr: a.addr,
+                end,
+                data,
+            };
+        }
+    }
+
     /// Executes instruction `sidx` of `tt`. `mem_ops` are its accesses; `mispredicted`
     /// says whether the thread's branch predictor got it wrong (see [`predict`]). `mem` is
     /// the whole memory system, or the core's own part when [`Core::private_ok`] said so.
@@ -662,6 +767,8 @@ impl Core {
         if !mem_ops.is_empty() {
             let mut load_lat = 0.0f64;
             let mut load_tlb = 0.0f64;
+            let mut load_fwd = false;
+            let vector = s.flags & VECTOR_DST != 0;
             for a in mem_ops.iter().filter(|a| !a.write) {
                 let (pen, o) = self.access(mem, s.pc, a, Kind::Load, issue, r);
                 let l = o.latency;
@@ -675,10 +782,17 @@ impl Core {
                     self.load_slots[self.load_next] = issue + pen + l as f64;
                     self.load_next = (self.load_next + 1) % self.load_slots.len();
                 }
-                let total = pen + l as f64;
+                let mut total = pen + l as f64;
+                // A dependence through memory: the value comes from an older store.
+                let by_store = self.forwarded(a, vector) - issue;
+                let fwd = by_store > total;
+                if fwd {
+                    total = by_store;
+                }
                 if total >= load_lat {
                     load_lat = total;
-                    load_tlb = pen;
+                    load_tlb = if fwd { 0.0 } else { pen };
+                    load_fwd = fwd;
                     served = Some(o.served);
                 }
             }
@@ -687,7 +801,11 @@ impl Core {
             }
             if let Some(sv) = served {
                 lat = load_lat;
-                comp = Component::of_served(sv);
+                comp = if load_fwd {
+                    Component::DependMem
+                } else {
+                    Component::of_served(sv)
+                };
                 r.served = Some(sv);
                 // The stores below and the operation wait for the load too.
                 ready = fmax(ready, issue);
@@ -705,12 +823,24 @@ impl Core {
                 }
             }
         }
-        let complete = if served.is_some() && s.has_other {
+        let complete = if served.is_some() && s.flags & HAS_OTHER != 0 {
             // The load's data, or the operation one cycle after its last other operand.
             fmax(issue + lat, ready + 1.0)
         } else {
             ready + fmax(lat, if mem_ops.is_empty() { 1.0 } else { 0.0 })
         };
+        if self.p.store_forward.enabled && mem_ops.iter().any(|a| a.write) {
+            // What a later load of these bytes waits for: the data registers of a plain
+            // store; the operation, a cycle after the loaded value, of a read-modify-write.
+            let data = if served.is_some() {
+                complete + 1.0
+            } else {
+                ready
+            };
+            for a in mem_ops.iter().filter(|a| a.write) {
+                self.note_store(a, data);
+            }
+        }
         if s.wide == NOT_WIDE {
             for &reg in &s.dst {
                 self.reg_ready[reg as usize & (REG_SLOTS - 1)] = complete;

@@ -999,7 +999,7 @@ impl<'t, O: Observer> Engine<'t, O> {
             });
         }
         Ok(Engine {
-            timing: TimingTable::new(&trace.program.insts),
+            timing: TimingTable::new(&trace.program.insts, &trace.meta.isa),
             host_threads: 1,
             model: Model::default(),
             quantum: QUANTUM,

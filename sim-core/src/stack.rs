@@ -14,6 +14,9 @@ isim_names::indexed_enum! {
         DependInt = "depend-int",
         /// Critical path made of floating-point operations.
         DependFp = "depend-fp",
+        /// Critical path through memory: loads waiting for the data of an older store to the
+        /// same bytes (store-to-load forwarding, `[core] store_forward_*`).
+        DependMem = "depend-mem",
         /// Branch mispredictions: resolution time plus front-end refill.
         Branch = "branch",
         /// Instruction-cache misses.

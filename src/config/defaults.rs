@@ -16,7 +16,8 @@ use sim_memory::{Arbitration, PrefetchKind, Protocol, ReplacementKind};
 
 use super::machine::{
     BusConfig, CacheConfig, CacheHierarchyConfig, CoherenceConfig, CoreConfig, DramConfig,
-    LocksConfig, MachineConfig, OffSocketConfig, OpLatencies, SharedBy, SystemConfig, TlbConfig,
+    LocksConfig, MachineConfig, OffSocketConfig, OpLatencies, SharedBy, StoreForward, SystemConfig,
+    TlbConfig,
 };
 use super::units::{Bandwidth, Frequency, Size, Time};
 
@@ -48,6 +49,12 @@ pub(super) fn machine() -> MachineConfig {
                 store: 1,
                 branch: 1,
                 other: 1,
+            },
+            store_forward: StoreForward {
+                enabled: true,
+                int: 5,
+                fp: 5,
+                partial: 16,
             },
         },
         // A modern core predicts loops and long correlations: TAGE-class (Seznec, JILP

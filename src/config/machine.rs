@@ -7,7 +7,7 @@
 use serde::{Serialize, Serializer};
 
 use sim_core::bpred::BpredConfig;
-pub use sim_core::core::{CoreConfig, OpLatencies};
+pub use sim_core::core::{CoreConfig, OpLatencies, StoreForward};
 use sim_core::{LockKind, LockModel};
 use sim_memory::{Arbitration, PrefetchKind, Protocol, ReplacementKind};
 

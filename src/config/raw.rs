@@ -36,6 +36,16 @@ pub(super) struct RawCore {
     pub outstanding_stores: Option<u32>,
     pub long_latency_cutoff: Option<u32>,
     pub latency: Option<RawLatency>,
+    pub store_forward: Option<RawStoreForward>,
+}
+
+/// `[core.store_forward]`.
+#[derive(Debug, Default, Deserialize)]
+pub(super) struct RawStoreForward {
+    pub enabled: Option<bool>,
+    pub int: Option<u32>,
+    pub fp: Option<u32>,
+    pub partial: Option<u32>,
 }
 
 /// `[core.latency]`.
@@ -239,6 +249,7 @@ pub(super) fn allowed_keys(table: &str) -> Option<&'static [&'static str]> {
         "system" => field_names::<RawSystem>(),
         "core" => field_names::<RawCore>(),
         "core.latency" => field_names::<RawLatency>(),
+        "core.store_forward" => field_names::<RawStoreForward>(),
         "branch_predictor" => field_names::<RawBranchPredictor>(),
         "cache" => field_names::<RawCaches>(),
         "cache.l1i" | "cache.l1d" | "cache.l2" | "cache.l3" => field_names::<RawCache>(),

@@ -11,7 +11,8 @@ use super::ConfigError;
 use super::defaults;
 use super::machine::{
     BusConfig, CacheConfig, CacheHierarchyConfig, CoherenceConfig, CoreConfig, DramConfig,
-    LocksConfig, MachineConfig, OffSocketConfig, OpLatencies, SharedBy, SystemConfig, TlbConfig,
+    LocksConfig, MachineConfig, OffSocketConfig, OpLatencies, SharedBy, StoreForward, SystemConfig,
+    TlbConfig,
 };
 use super::raw::{KeyPositions, RawBranchPredictor, RawCache, RawMachine, RawScalar, RawTlb};
 use super::units::{self, Bandwidth, Frequency, Size, Time, UnitError};
@@ -220,6 +221,18 @@ pub(super) fn machine(raw: RawMachine, ctx: &mut Ctx<'_>) -> MachineConfig {
         branch: op("branch", lat.branch, dl.branch),
         other: op("other", lat.other, dl.other),
     };
+    let fwd = core.store_forward.unwrap_or_default();
+    let df = &dc.store_forward;
+    let mut cycles = |name: &str, raw: Option<u32>, default: u32| {
+        ctx.int(&format!("core.store_forward.{name}"), raw, default, 0)
+            .unwrap_or(default)
+    };
+    let store_forward = StoreForward {
+        enabled: fwd.enabled.unwrap_or(df.enabled),
+        int: cycles("int", fwd.int, df.int),
+        fp: cycles("fp", fwd.fp, df.fp),
+        partial: cycles("partial", fwd.partial, df.partial),
+    };
     let dispatch_width = ctx.int(
         "core.dispatch_width",
         core.dispatch_width,
@@ -265,6 +278,7 @@ pub(super) fn machine(raw: RawMachine, ctx: &mut Ctx<'_>) -> MachineConfig {
             )
             .unwrap_or(dc.long_latency_cutoff),
         latency,
+        store_forward,
     };
 
     let branch_predictor = branch_predictor(
