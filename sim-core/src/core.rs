@@ -109,23 +109,14 @@ const VECTOR_REGS: std::ops::RangeInclusive<u8> = 32..=63;
 /// store in four holds 128).
 const FWD_SLOTS: usize = 256;
 
-/// One store of a core's table of recent stores: the 8-byte word whose slot it fills, the
-/// bytes it wrote, and when its data was ready.
-#[derive(Debug, Clone, Copy)]
+/// One store of a core's table of recent stores, 16 bytes: the bytes it wrote (`key`: the
+/// address shifted left by 8 over the size; 0, no bytes, in an empty slot) and when its
+/// data was ready.
+#[derive(Debug, Clone, Copy, Default)]
 struct StoreRec {
-    /// The address over 8, or `u64::MAX` in an empty slot.
-    word: u64,
-    addr: u64,
-    end: u64,
+    key: u64,
     data: f64,
 }
-
-const NO_STORE: StoreRec = StoreRec {
-    word: u64::MAX,
-    addr: 0,
-    end: 0,
-    data: 0.0,
-};
 
 /// A program's static instructions as the core reads them (see [`TimingInst`]), indexed
 /// like `Program::insts`, and their branch targets.
@@ -474,7 +465,7 @@ impl Core {
             redirect_comp: Component::Branch,
             load_next: 0,
             store_next: 0,
-            stores: Box::new([NO_STORE; FWD_SLOTS]),
+            stores: Box::new([StoreRec::default(); FWD_SLOTS]),
             last_fetch_line: u64::MAX,
             line_shift: cfg.l1i.line_size.trailing_zeros(),
             l1i_hit: cfg.l1i.data_latency,
@@ -624,35 +615,48 @@ impl Core {
     /// table by a later one to another word of the same slot is forgotten.
     #[inline(always)]
     fn forwarded(&self, a: &MemAccess, vector: bool) -> f64 {
-        let end = a.addr.saturating_add((a.size as u64).max(1));
-        let f = &self.p.store_forward;
-        let within = if vector { f.fp } else { f.int } as f64;
-        let mut t = 0.0f64;
-        for w in a.addr >> 3..=(end - 1) >> 3 {
-            let e = &self.stores[w as usize & (FWD_SLOTS - 1)];
-            if e.word == w && e.addr < end && a.addr < e.end {
-                let lat = if e.addr <= a.addr && end <= e.end {
-                    within
-                } else {
-                    f.partial as f64
-                };
-                t = fmax(t, e.data + lat);
-            }
+        let start = a.addr;
+        let end = start.saturating_add((a.size as u64).max(1));
+        let (first, last) = (start >> 3, (end - 1) >> 3);
+        let mut t = self.forwarded_from(first, start, end, vector);
+        // Wider or unaligned loads cover more words (rarely).
+        let mut w = first;
+        while w < last {
+            w += 1;
+            t = fmax(t, self.forwarded_from(w, start, end, vector));
         }
         t
+    }
+
+    /// [`Core::forwarded`] by the store in word `w`'s slot.
+    #[inline(always)]
+    fn forwarded_from(&self, w: u64, start: u64, end: u64, vector: bool) -> f64 {
+        let e = self.stores[w as usize & (FWD_SLOTS - 1)];
+        let (s0, s1) = (e.key >> 8, (e.key >> 8) + (e.key & 0xff));
+        if s0 < end && start < s1 {
+            let f = &self.p.store_forward;
+            let lat = if s0 <= start && end <= s1 {
+                if vector { f.fp } else { f.int }
+            } else {
+                f.partial
+            };
+            e.data + lat as f64
+        } else {
+            0.0
+        }
     }
 
     /// Notes store `a`, whose data is ready at `data`, in the table of recent stores.
     #[inline(always)]
     fn note_store(&mut self, a: &MemAccess, data: f64) {
-        let end = a.addr.saturating_add((a.size as u64).max(1));
+        let size = (a.size as u64).max(1);
+        let rec = StoreRec {
+            key: a.addr << 8 | size,
+            data,
+        };
+        let end = a.addr.saturating_add(size);
         for w in a.addr >> 3..=(end - 1) >> 3 {
-            self.stores[w as usize & (FWD_SLOTS - 1)] = StoreRec {
-                word: w,
-                addr: a.addr,
-                end,
-                data,
-            };
+            self.stores[w as usize & (FWD_SLOTS - 1)] = rec;
         }
     }
 
@@ -764,6 +768,7 @@ impl Core {
         // A load's latency: its address translation (0 without a TLB), then the memory's.
         let mut served = None;
         let mut tlb_share = 0.0f64;
+        let mut stored = false;
         if !mem_ops.is_empty() {
             let mut load_lat = 0.0f64;
             let mut load_tlb = 0.0f64;
@@ -811,6 +816,7 @@ impl Core {
                 ready = fmax(ready, issue);
             }
             for a in mem_ops.iter().filter(|a| a.write) {
+                stored = true;
                 let (pen, o) = self.access(mem, s.pc, a, Kind::Store, ready, r);
                 if o.latency > self.p.long_latency_cutoff as u64 && !o.merged {
                     // Stores retire through the store buffer; a full one stalls.
@@ -829,7 +835,7 @@ impl Core {
         } else {
             ready + fmax(lat, if mem_ops.is_empty() { 1.0 } else { 0.0 })
         };
-        if self.p.store_forward.enabled && mem_ops.iter().any(|a| a.write) {
+        if stored && self.p.store_forward.enabled {
             // What a later load of these bytes waits for: the data registers of a plain
             // store; the operation, a cycle after the loaded value, of a read-modify-write.
             let data = if served.is_some() {
