@@ -8,8 +8,12 @@
 //! * the branch kind from the registers read and written (ChampSim's numbering: SP = 6,
 //!   FLAGS = 25, IP = 26), as ChampSim itself does;
 //! * a branch's target from the next record's ip when taken;
-//! * an instruction's size from the next record's ip when control falls through (4 if never
-//!   observed); memory operands are taken to be 8 bytes.
+//! * an instruction's size from the next record's ip when control falls through; a call's
+//!   (which never falls through) from where its return went: each input's calls are kept on
+//!   a stack, and a return followed by the record at `ip` pops the call it returns from,
+//!   whose size is `ip` minus the call's (2 to 15 bytes; a return that lands elsewhere, as
+//!   after a `longjmp`, teaches nothing). 4 if never observed. Memory operands are taken to be
+//!   8 bytes.
 //!
 //! The first pass over the input learns the static table, the second writes the streams. Each
 //! input file becomes one thread; thread 0 creates the others at the start and joins them at
@@ -265,6 +269,8 @@ pub fn import(
     let mut done = 0u64;
     for path in inputs {
         let mut rs = Records::open(path)?;
+        // The ips of the calls this input is inside, innermost last.
+        let mut calls: Vec<u64> = Vec::new();
         let mut cur = rs.next()?;
         while let Some(r) = cur {
             let next = rs.next()?;
@@ -284,6 +290,7 @@ pub fn import(
                     ..IpInfo::default()
                 }
             });
+            let kind = e.kind;
             if let Some(n) = next {
                 let falls = e.kind == BranchKind::None
                     || (e.kind == BranchKind::Conditional && r.taken == 0);
@@ -295,6 +302,28 @@ pub fn import(
                 } else if e.target.is_none() && e.kind.is_direct() {
                     e.target = Some(n.ip);
                 }
+            }
+            match kind {
+                BranchKind::DirectCall | BranchKind::IndirectCall => {
+                    // Bounded: a thread that calls without returning (a longjmp loop) keeps
+                    // only its innermost calls.
+                    if calls.len() == 1 << 16 {
+                        calls.drain(..1 << 15);
+                    }
+                    calls.push(r.ip);
+                }
+                BranchKind::Return => {
+                    if let (Some(c), Some(n)) = (calls.pop(), next) {
+                        let d = n.ip.wrapping_sub(c);
+                        if (2..=15).contains(&d)
+                            && let Some(call) = info.get_mut(&c)
+                            && call.size.is_none()
+                        {
+                            call.size = Some(d as u8);
+                        }
+                    }
+                }
+                _ => {}
             }
             done += 1;
             if done % (1 << 20) == 0 {
@@ -568,4 +597,63 @@ pub fn export(
         .map_err(|e| TraceError::io(out, 0, "cannot rename into place", e))?;
     progress(c.instructions);
     Ok(c)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A record at `ip`: a plain instruction, or a branch of the kind its registers say.
+    fn rec(ip: u64, branch: bool, taken: bool, srcs: &[u8], dsts: &[u8]) -> ChampRecord {
+        let mut r = ChampRecord {
+            ip,
+            is_branch: branch as u8,
+            taken: taken as u8,
+            ..ChampRecord::default()
+        };
+        r.src_regs[..srcs.len()].copy_from_slice(srcs);
+        r.dst_regs[..dsts.len()].copy_from_slice(dsts);
+        r
+    }
+
+    /// Calls never fall through, so their sizes come from where their returns go: a 2-byte
+    /// indirect call (`call rax`) and a 5-byte direct call, each returning to the byte after
+    /// it, are imported with those sizes (not the 4 assumed for an instruction never seen to
+    /// fall through), so a return stack pushes the right address. A return that lands
+    /// elsewhere (as after a `longjmp`) teaches its call nothing.
+    #[test]
+    fn calls_take_their_sizes_from_where_their_returns_land() {
+        let dir = tempfile::tempdir().unwrap();
+        let input = dir.path().join("in.trace");
+        let (sp, ip, rax) = (REG_SP, REG_IP, 1u8);
+        let mut recs = Vec::new();
+        for i in 0..50 {
+            recs.push(rec(0x1000, false, false, &[], &[rax]));
+            recs.push(rec(0x1003, true, true, &[sp, ip, rax], &[sp, ip])); // call rax
+            recs.push(rec(0x2000, false, false, &[], &[]));
+            recs.push(rec(0x2004, true, true, &[sp], &[sp, ip])); // ret
+            recs.push(rec(0x1005, true, true, &[sp, ip], &[sp, ip])); // call 0x3000
+            recs.push(rec(0x3000, true, true, &[sp], &[sp, ip])); // ret
+            recs.push(rec(0x100a, true, true, &[sp, ip], &[sp, ip])); // call 0x4000
+            recs.push(rec(0x4000, true, true, &[sp], &[sp, ip])); // ret elsewhere
+            recs.push(rec(0x5000, true, i + 1 < 50, &[ip, 25], &[ip])); // loop branch
+        }
+        let bytes: Vec<u8> = recs.iter().flat_map(|r| r.to_bytes()).collect();
+        std::fs::write(&input, bytes).unwrap();
+        let out = dir.path().join("out.itrace");
+        import(std::slice::from_ref(&input), &out, |_| {}).unwrap();
+        let trace = crate::Trace::open(&out).unwrap();
+        let size = |pc: u64| {
+            let s = trace.program.insts.iter().find(|s| s.pc == pc).unwrap();
+            (s.branch, s.size)
+        };
+        assert_eq!(size(0x1003), (BranchKind::IndirectCall, 2));
+        assert_eq!(size(0x1005), (BranchKind::DirectCall, 5));
+        assert_eq!(
+            size(0x100a),
+            (BranchKind::DirectCall, 4),
+            "a return to 0x5000"
+        );
+        assert_eq!(size(0x1000).1, 3, "a fall-through");
+    }
 }
