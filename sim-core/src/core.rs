@@ -12,9 +12,9 @@
 //! operation completes one cycle after its last other operand if that is later than the
 //! load's data. It completes after its latency (loads:
 //! the memory model's latency, or later when the load reads bytes an older store wrote: the
-//! store's data plus `[core.store_forward]`, a dependence through memory; a long-latency load needs one of `outstanding_loads` miss
-//! slots, unless it merges into a miss in flight to the same line, whose arrival it waits
-//! for), and commits in order. Independent long-latency loads within the window therefore
+//! store's data plus `[core.store_forward]`, a dependence through memory; a long-latency
+//! load needs one of `outstanding_loads` miss slots, unless it merges into a miss in flight
+//! to the same line, whose arrival it waits for), and commits in order. Independent long-latency loads within the window therefore
 //! overlap (memory-level parallelism), bounded by the miss slots and the window; a dependence
 //! chain limits the rate to window ÷ chain length; an independent stream runs at the dispatch
 //! width.
@@ -23,7 +23,8 @@
 //! latest completion time so far — by `max(0, completion − previous end)`; that increase is
 //! credited to the instruction's type (`depend-int`, `depend-fp`, the `mem-*` component of
 //! the level that served its load, or `depend-mem` for a load whose value an older store
-//! forwarded later than the cache would have) and removed when the instruction leaves the window.
+//! forwarded later than the cache would have) and removed when the instruction leaves the
+//! window.
 //! Instructions that complete in the shadow of older ones add nothing. The time between two
 //! dispatches is charged:
 //! * to `base` when the dispatch width bound it;
@@ -139,7 +140,7 @@ impl TimingTable {
     /// If an instruction has more than 255 source or destination registers (the trace
     /// format's bound).
     pub fn new(insts: &[StaticInst], isa: &str) -> TimingTable {
-        let numbered = isa != "champsim";
+        let numbered = isa != sim_frontend::champsim::ISA;
         let mut t = TimingTable {
             insts: Vec::with_capacity(insts.len()),
             targets: Vec::with_capacity(insts.len()),

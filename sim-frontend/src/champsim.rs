@@ -43,6 +43,8 @@ pub const REG_SP: u8 = 6;
 pub const REG_FLAGS: u8 = 25;
 /// ChampSim's instruction-pointer register number.
 pub const REG_IP: u8 = 26;
+/// The `isa` of an imported trace: its register numbers are ChampSim's own.
+pub const ISA: &str = "champsim";
 /// Operand size assumed for every memory access (ChampSim does not record sizes).
 pub const MEM_SIZE: u8 = 8;
 
@@ -333,7 +335,7 @@ pub fn import(
         }
     }
     let meta = TraceMeta {
-        isa: "champsim".into(),
+        isa: ISA.into(),
         workload: inputs
             .iter()
             .map(|p| {
