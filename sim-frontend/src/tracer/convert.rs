@@ -559,6 +559,7 @@ fn first_pass(dir: &Path, t: u32, raw_tid: u32, hot: &[Hot]) -> Result<FirstPass
                 } else {
                     out.spins.recorded(at, last_addr, last_store, value, seq);
                 }
+                out.spins.sequence(seq);
             }
             Word::Mark(op) => {
                 out.spins.marker(execs, op, rd.args[0]);
@@ -591,6 +592,56 @@ fn first_pass(dir: &Path, t: u32, raw_tid: u32, hot: &[Hot]) -> Result<FirstPass
         let (p, m) = &mut out.statics[i];
         merge_pieces(m, hot[*p as usize].widest as u32);
     }
+    if let Some(e) = rd.error.take() {
+        return Err(TraceError::at(&path, Some(t), rd.offset(), e));
+    }
+    Ok(out)
+}
+
+/// Reads thread `t`'s capture again (raw id `raw_tid`) for its plain stores to `addrs` whose
+/// values were not recorded (`spinwait::unrecorded_wanted`): rare, and only then.
+fn unrecorded_stores(
+    dir: &Path,
+    t: u32,
+    raw_tid: u32,
+    hot: &[Hot],
+    addrs: &HashSet<u64>,
+) -> Result<Vec<spinwait::Unrecorded>, TraceError> {
+    let path = dir.join(format!("t{raw_tid}.raw"));
+    let file =
+        std::fs::File::open(&path).map_err(|e| TraceError::io(&path, 0, "cannot open", e))?;
+    let mut rd = raw::RawReader::new(file);
+    let mut out = Vec::new();
+    let (mut execs, mut last_raw, mut after) = (0u64, 0u32, 0u64);
+    // A store to a wanted address, until the next word says whether its value was recorded.
+    let mut pending: Option<spinwait::Unrecorded> = None;
+    while let Some(w) = rd.next_word() {
+        if !matches!(w, Word::Value { .. }) {
+            out.extend(pending.take());
+        }
+        match w {
+            Word::Exec(raw) => {
+                execs += 1;
+                last_raw = raw;
+            }
+            Word::Mem { addr, store, .. } => {
+                let atomic = hot.get(last_raw as usize).is_some_and(|h| h.atomic);
+                if store && !atomic && addrs.contains(&addr) {
+                    pending = Some(spinwait::Unrecorded {
+                        at: execs.saturating_sub(1),
+                        addr,
+                        after,
+                    });
+                }
+            }
+            Word::Value { seq, .. } => {
+                pending = None;
+                after = after.max(seq);
+            }
+            Word::Mark(_) => after = after.max(rd.seq),
+        }
+    }
+    out.extend(pending);
     if let Some(e) = rd.error.take() {
         return Err(TraceError::at(&path, Some(t), rd.offset(), e));
     }
@@ -1078,8 +1129,19 @@ pub fn convert(dir: &Path, out: &Path, opts: &Options) -> Result<Summary, TraceE
         marks.push(f.marks);
         mark_at.push(f.mark_at);
         atomics.push(f.atomics);
-        spins.push(f.spins.changes);
+        let mut changes = f.spins.changes;
+        changes.extend(f.spins.first_looks);
+        spins.push(changes);
         stores.push(f.spins.stores);
+    }
+    // A poller whose first look found the flag set by a store made before anybody watched
+    // its line: that store, found by reading the captures again (rarely needed).
+    let wanted = spinwait::unrecorded_wanted(&spins, &stores);
+    if !wanted.is_empty() {
+        let found = in_parallel(tids.len(), host, |t| {
+            unrecorded_stores(dir, t as u32, tids[t], &hot, &wanted)
+        })?;
+        spinwait::place_unrecorded(&spins, &mut stores, &found);
     }
     let stacks = Stacks::new(&marks);
     // Locks built on futexes become mutex markers, spin-waits waits for the stores that ended

@@ -733,6 +733,7 @@ mod tests {
             since: 5,
             clean: true,
             under_lock: None,
+            first: false,
         };
         let store = Store {
             at: 70,

@@ -26,8 +26,10 @@
 //! last load, are left out and `W` waits there for that store ([`find`]); futex waits among
 //! them go too (whether the waiter slept was the host's doing). A change found at the first
 //! look, with no spin, is a dependence all the same (the host happened to run the storer
-//! first). A spin whose store was not recorded (it came before the line was watched) stays as
-//! traced.
+//! first), and so is a thread's very first look at an address when it read another thread's
+//! store ([`Detector::first_looks`]); if that store was not recorded (nobody watched the line
+//! yet), the converter finds it by reading the captures again ([`unrecorded_wanted`],
+//! [`place_unrecorded`]). A spin whose store was not recorded stays as traced.
 
 use std::collections::{HashMap, HashSet};
 
@@ -90,6 +92,9 @@ pub struct Change {
     /// Without a spin: the position of a lock the thread took just before this load (a look
     /// under a lock), where a wait for the store belongs.
     pub under_lock: Option<u64>,
+    /// The thread's first recorded look at the address ([`Detector::first_looks`]): what it
+    /// saw there before is unknown, and `since` is its last sequence number before the look.
+    pub first: bool,
 }
 
 impl Change {
@@ -132,6 +137,14 @@ pub struct Detector {
     pub changes: Vec<Change>,
     /// The recorded stores.
     pub stores: Vec<Store>,
+    /// The thread's first recorded look at each address, when it read a value (another
+    /// thread's store, or what memory held): a poller that found the word already changed at
+    /// its very first look (the host ran the storer first) depends on that store all the same.
+    /// Kept apart from `changes`, with no effect on the runs followed: most first looks read
+    /// what no thread stored.
+    pub first_looks: Vec<Change>,
+    /// The largest sequence number of the thread's recorded values so far.
+    last_seq: u64,
     /// One past the position of its last atomic read-modify-write, and of its last marker or
     /// change seen (0: none).
     last_atomic: u64,
@@ -227,6 +240,12 @@ impl Detector {
         self.access_recorded(at, addr, true, value, seq, arrival);
     }
 
+    /// A recorded value of the thread's (any access's, atomic or not) with sequence number
+    /// `seq`, after it was given to the other methods.
+    pub fn sequence(&mut self, seq: u64) {
+        self.last_seq = self.last_seq.max(seq);
+    }
+
     /// A recorded plain access at position `at` (its access was just given to
     /// [`Detector::access`]).
     pub fn recorded(&mut self, at: u64, addr: u64, store: bool, value: u64, seq: u64) {
@@ -277,11 +296,24 @@ impl Detector {
                         since,
                         clean: arrived,
                         under_lock: self.look_under_lock(at),
+                        first: false,
                     });
                     self.last_event = at + 1;
                     for x in &mut self.open {
                         x.broken = true;
                     }
+                } else if !store {
+                    self.first_looks.push(Change {
+                        addr,
+                        from: at,
+                        to: at,
+                        value,
+                        seq,
+                        since: self.last_seq,
+                        clean: arrived,
+                        under_lock: self.look_under_lock(at),
+                        first: true,
+                    });
                 }
                 self.open.push(Open {
                     addr,
@@ -335,6 +367,7 @@ impl Detector {
                 since: o.seq,
                 clean: spun || arrived,
                 under_lock: if spun { None } else { self.look_under_lock(at) },
+                first: false,
             });
             self.last_event = at + 1;
             // A wait that ended here is no looking at the other addresses.
@@ -346,6 +379,86 @@ impl Detector {
         o.value = value;
         o.seq = seq;
         o.broken = true;
+    }
+}
+
+/// A plain store whose value was not recorded (its line was not watched yet when it was made),
+/// found by reading a thread's capture again ([`unrecorded_wanted`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Unrecorded {
+    /// Its position: instructions of the thread before it.
+    pub at: u64,
+    /// The address.
+    pub addr: u64,
+    /// The largest sequence number the thread had taken before it (its last marker or
+    /// recorded value): the store came after that event in the traced run.
+    pub after: u64,
+}
+
+/// The addresses whose unrecorded stores are wanted: those of first looks
+/// ([`Change::first`]) at an address some thread spins on that read a value no other thread's
+/// recorded store left there. The poller found the flag already set at its very first look,
+/// and the store that set it came before anybody watched the line (nobody had polled yet).
+pub fn unrecorded_wanted(changes: &[Vec<Change>], stores: &[Vec<Store>]) -> HashSet<u64> {
+    let spun_on: HashSet<u64> = changes
+        .iter()
+        .flatten()
+        .filter(|c| c.spun())
+        .map(|c| c.addr)
+        .collect();
+    let mut stored: HashMap<(u64, u64), Vec<u32>> = HashMap::new();
+    for (t, ss) in stores.iter().enumerate() {
+        for s in ss {
+            stored.entry((s.addr, s.value)).or_default().push(t as u32);
+        }
+    }
+    let mut want = HashSet::new();
+    for (w, list) in changes.iter().enumerate() {
+        for c in list.iter().filter(|c| c.first && spun_on.contains(&c.addr)) {
+            let others = stored
+                .get(&(c.addr, c.value))
+                .is_some_and(|ts| ts.iter().any(|&t| t != w as u32));
+            if !others {
+                want.insert(c.addr);
+            }
+        }
+    }
+    want
+}
+
+/// Gives each first look [`unrecorded_wanted`] asked for the store it read, as a recorded
+/// store of the value it read: the last unrecorded store to its address by another thread
+/// that may have come before the look (made after an event numbered before the look's own
+/// number), the latest being the one whose value a later load reads. `found[t]` are thread
+/// `t`'s unrecorded stores to the wanted addresses, in order.
+pub fn place_unrecorded(
+    changes: &[Vec<Change>],
+    stores: &mut [Vec<Store>],
+    found: &[Vec<Unrecorded>],
+) {
+    let wanted = unrecorded_wanted(changes, stores);
+    let mut placed: HashSet<(u32, u64)> = HashSet::new();
+    for (w, list) in changes.iter().enumerate() {
+        for c in list.iter().filter(|c| c.first && wanted.contains(&c.addr)) {
+            let best = found
+                .iter()
+                .enumerate()
+                .filter(|&(u, _)| u != w)
+                .flat_map(|(u, ss)| ss.iter().map(move |s| (u, s)))
+                .filter(|(_, s)| s.addr == c.addr && s.after < c.seq)
+                .max_by_key(|(u, s)| (s.after, *u));
+            if let Some((u, s)) = best
+                && placed.insert((u as u32, s.at))
+            {
+                stores[u].push(Store {
+                    at: s.at,
+                    addr: s.addr,
+                    value: c.value,
+                    seq: s.after,
+                    arrival: false,
+                });
+            }
+        }
     }
 }
 
@@ -449,7 +562,9 @@ pub fn find(
                 .get(i)
                 .or_else(|| j.checked_sub(1).and_then(|k| others.get(k)))
                 .map(|&&s| s);
-            if let Some((seq, u, at)) = found {
+            if let Some((seq, u, at)) = found
+                && !c.first
+            {
                 episodes
                     .entry(c.addr)
                     .or_default()
@@ -548,6 +663,7 @@ pub fn find(
             if skip.contains(&c.addr)
                 || in_barrier.contains(&(w as u32, k))
                 || !spun_on.contains(&c.addr)
+                || (c.first && barrier_words.contains(&c.addr))
             {
                 continue;
             }
@@ -615,6 +731,7 @@ mod tests {
                 since: 5,
                 clean: true,
                 under_lock: None,
+                first: false,
             }]
         );
     }
@@ -658,6 +775,103 @@ mod tests {
             );
             assert_eq!(d.changes.len(), 1);
         }
+    }
+
+    /// A poller whose very first look (under a lock) found the flag already set waits, before
+    /// that lock, for the store that set it, recorded or not: in the traced run the host
+    /// happened to run the storer first (`poll_lock.c` traced pinned to one CPU). Thread 2
+    /// spins on the flag, so it is one; thread 0 sets it to 1, then to 2.
+    #[test]
+    fn a_first_look_that_finds_the_flag_set_waits_for_the_store_that_set_it() {
+        const M: u64 = 0x9000;
+        let mut d = Detector::default();
+        d.recorded(3, 0x5000, false, 7, 2); // elsewhere: its number bounds what came after
+        d.sequence(2);
+        d.marker(8, Op::MutexLock, M);
+        d.access(9, A, false, false, false);
+        d.recorded(9, A, false, 1, 6);
+        d.sequence(6);
+        assert!(d.changes.is_empty(), "{:?}", d.changes);
+        let look = Change {
+            addr: A,
+            from: 9,
+            to: 9,
+            value: 1,
+            seq: 6,
+            since: 2,
+            clean: false,
+            under_lock: Some(8),
+            first: true,
+        };
+        assert_eq!(d.first_looks.last(), Some(&look));
+        let spin = Change {
+            addr: A,
+            from: 11,
+            to: 50,
+            value: 2,
+            seq: 30,
+            since: 20,
+            clean: true,
+            under_lock: None,
+            first: false,
+        };
+        let changes = vec![vec![], vec![look], vec![spin]];
+        let store = |at, value, seq| Store {
+            at,
+            addr: A,
+            value,
+            seq,
+            arrival: false,
+        };
+        let stores = vec![vec![store(100, 1, 4), store(200, 2, 25)], vec![], vec![]];
+        assert!(unrecorded_wanted(&changes, &stores).is_empty());
+        let w = find(&changes, &stores, &HashSet::new(), &[]);
+        let first = Dep {
+            word: A,
+            waiter: 1,
+            from: 8,
+            at: 8,
+            seq: 6,
+            sources: vec![(0, 101, 4)],
+            before: true,
+        };
+        assert_eq!(w.deps.len(), 2);
+        assert_eq!(w.deps[0], first);
+        // The store of 1 came before the line was watched: not recorded. Of thread 0's
+        // unrecorded stores there, the last one that may have come before the look (made
+        // after an event numbered 3, before the look's 6; not the one after event 9).
+        let mut stores = vec![vec![store(200, 2, 25)], vec![], vec![]];
+        assert_eq!(unrecorded_wanted(&changes, &stores), HashSet::from([A]));
+        let found = vec![
+            vec![
+                Unrecorded {
+                    at: 90,
+                    addr: A,
+                    after: 1,
+                },
+                Unrecorded {
+                    at: 100,
+                    addr: A,
+                    after: 3,
+                },
+                Unrecorded {
+                    at: 150,
+                    addr: A,
+                    after: 9,
+                },
+            ],
+            vec![],
+            vec![],
+        ];
+        place_unrecorded(&changes, &mut stores, &found);
+        let w = find(&changes, &stores, &HashSet::new(), &[]);
+        assert_eq!(
+            w.deps[0],
+            Dep {
+                sources: vec![(0, 101, 3)],
+                ..first
+            }
+        );
     }
 
     /// The wait is for the first store of the value read, by another thread, after the
@@ -746,6 +960,7 @@ mod tests {
             since,
             clean: true,
             under_lock: None,
+            first: false,
         };
         let stores = vec![vec![store(100, 1, 10)], vec![store(300, 0, 20)], vec![]];
         let changes = vec![
