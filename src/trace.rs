@@ -160,6 +160,9 @@ pub struct CountdownLine {
     pub waits: u64,
     /// Their dependences (a wait for each other thread that counted).
     pub dependences: u64,
+    /// Of those, counts made as the counting thread ended (a Rust scope's threads): reported
+    /// as joins of those threads, so that LIME sees the scope as a join-delimited section.
+    pub exits: u64,
 }
 
 /// The futex locks of the summary (`sim_frontend::tracer::futexlock`).
@@ -585,6 +588,7 @@ fn report(
         countdowns: CountdownLine {
             waits: s.futex_locks.countdown_waits,
             dependences: s.futex_locks.countdown_edges,
+            exits: s.futex_locks.countdown_exits,
         },
         spin_loops: s
             .spin_loops
@@ -692,8 +696,8 @@ impl TraceReport {
             let _ = writeln!(
                 s,
                 "waits for counters counted down to zero: {}, replayed as a wait for each of the \
-                 {} counts of other threads",
-                c.waits, c.dependences
+                 {} counts of other threads ({} made as their thread ended: joins)",
+                c.waits, c.dependences, c.exits
             );
         }
         if f.rejected > 0 {

@@ -4,6 +4,8 @@
 //! negative control. Plus the CLI's report, JSON file and errors, and the collection itself
 //! against the per-PC attribution collector.
 
+mod common;
+
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
@@ -520,4 +522,115 @@ fn the_papers_events_are_the_default_and_the_extension_adds_l3_and_misprediction
     assert!(ext.contains(&CauseKind::Mispredict.name()), "{ext:?}");
     assert_eq!(top_paper, top_ext);
     assert!(top_paper.starts_with("lu.c:52"), "{top_paper}");
+}
+
+/// A wait for threads' count-downs made as they end (a Rust `thread::scope`, whose threads
+/// are never joined: the conversion tags those futex waits, `model::EXIT_COUNT`) is a
+/// join-delimited section: one instance of the three children, each arriving at its
+/// count-down (not at its end, 300 instructions of exit later), released when the last one
+/// counted. The same waits untagged time the same and make no section.
+#[test]
+fn a_wait_for_counts_made_as_threads_end_is_a_join_section() {
+    use sim_core::{Engine, EngineConfig};
+    use sim_frontend::model::{Marker, Order, TraceMeta, exit_count_addr};
+    use sim_frontend::{Trace, TraceWriter};
+
+    let dir = tempfile::tempdir().unwrap();
+    let m = isim::config::load(&common::root().join("configs/default.toml"), &[]).unwrap();
+    let config = EngineConfig {
+        core: m.core_params(),
+        bpred: m.bpred(),
+        memory: m.memory().unwrap(),
+        erase: vec![],
+        erasure: sim_memory::Erasure::Fill,
+        locks: m.lock_model(),
+    };
+    let replay = |tagged: bool| {
+        let path = dir.path().join(format!("scope-{tagged}.itrace"));
+        let meta = TraceMeta {
+            isa: "x86-64".into(),
+            workload: "scope join (hand-made)".into(),
+            params: vec![],
+            producer: "tests/lime.rs".into(),
+        };
+        let mut tw = TraceWriter::create(&path, meta).unwrap();
+        let alu = common::alu_inst(&mut tw);
+        tw.marker(0, Marker::ThreadStart).unwrap();
+        tw.marker(0, Marker::RoiBegin).unwrap();
+        for t in 1..4u32 {
+            tw.marker(0, Marker::ThreadCreate { child: t }).unwrap();
+            tw.marker(t, Marker::ThreadStart).unwrap();
+            for _ in 0..4000 * t {
+                tw.inst(t, alu, false, &[]).unwrap();
+            }
+            let addr = if tagged {
+                exit_count_addr(0, t)
+            } else {
+                0xc000
+            };
+            tw.marker(t, Marker::FutexWake { addr }).unwrap();
+            tw.marker(t, Marker::Release { index: t - 1 }).unwrap();
+            for _ in 0..300 {
+                tw.inst(t, alu, false, &[]).unwrap();
+            }
+            tw.marker(t, Marker::ThreadEnd).unwrap();
+        }
+        for t in 1..4u32 {
+            let addr = if tagged {
+                exit_count_addr(0, t)
+            } else {
+                0xc000
+            };
+            tw.marker(
+                0,
+                Marker::FutexWait {
+                    addr,
+                    wake: Order::after(t - 1),
+                },
+            )
+            .unwrap();
+        }
+        // The program's serial end, long enough for the children's exits to be timed.
+        for _ in 0..2000 {
+            tw.inst(0, alu, false, &[]).unwrap();
+        }
+        tw.marker(0, Marker::RoiEnd).unwrap();
+        tw.marker(0, Marker::ThreadEnd).unwrap();
+        tw.finish().unwrap();
+        let trace = Trace::open(&path).unwrap();
+        let obs = Collector::new(&trace.program, 4);
+        let (result, lime) = Engine::new(&trace, &config, obs)
+            .unwrap()
+            .run(|_| {})
+            .unwrap();
+        (result, lime.finish())
+    };
+    let (plain, none) = replay(false);
+    let (tagged, instances) = replay(true);
+    assert_eq!(plain.cycles, tagged.cycles, "the tag changes no timing");
+    assert!(none.is_empty(), "untagged: no section, got {none:?}");
+    assert_eq!(instances.len(), 1, "{instances:?}");
+    let inst = &instances[0];
+    assert_eq!(inst.kind, SectionKind::Join);
+    let threads: Vec<u32> = inst.threads.iter().map(|t| t.thread).collect();
+    assert_eq!(
+        threads,
+        [1, 2, 3],
+        "the parent only waited: not a participant"
+    );
+    let arrivals: Vec<f64> = inst.threads.iter().map(|t| t.arrival).collect();
+    // Each child counts down 300 instructions before its end: well before the run's end, and
+    // the last count is the release.
+    assert!(
+        arrivals[0] < arrivals[1] && arrivals[1] < arrivals[2],
+        "{arrivals:?}"
+    );
+    assert_eq!(inst.release, arrivals[2]);
+    let end3 = tagged.threads[3].end;
+    assert!(
+        arrivals[2] < end3 && end3 - arrivals[2] > 50.0,
+        "child 3 counted down at {} and ended at {end3}",
+        arrivals[2]
+    );
+    assert!(inst.imbalance() > 0.2, "{}", inst.imbalance());
 }

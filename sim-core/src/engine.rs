@@ -79,7 +79,7 @@ use std::sync::atomic::AtomicBool;
 
 use serde::Serialize;
 use sim_frontend::format::reader::BATCH_RECORDS;
-use sim_frontend::model::{Batch, Inst, Marker, NO_SIDX, Order, Record};
+use sim_frontend::model::{Batch, Inst, Marker, NO_SIDX, Order, Record, exit_count_thread};
 use sim_frontend::{ThreadStream, Trace, TraceError};
 use sim_memory::{CacheStats, CoreStats, Memory, MemoryConfig, Private};
 
@@ -261,6 +261,20 @@ pub trait Observer {
     /// Thread `tid` joined `child`: it called join at `arrival` (instruction `site` is the join
     /// call) and resumed at `release` (at or after the child's end).
     fn join(&mut self, _tid: u32, _site: u32, _child: u32, _arrival: f64, _release: f64) {}
+    /// Thread `tid` waited from `arrival` to `release` for `child`'s count-down at `counted`,
+    /// made as `child` ended (a Rust scope waiting for its threads, which are never joined:
+    /// `model::EXIT_COUNT`); `site` is the instruction before the wait. The wait itself is
+    /// also reported by [`Observer::wait`].
+    fn counted_down(
+        &mut self,
+        _tid: u32,
+        _site: u32,
+        _child: u32,
+        _counted: f64,
+        _arrival: f64,
+        _release: f64,
+    ) {
+    }
     /// Every event the engine reports from now on happens at or after `at` in simulated time
     /// (the smallest clock of a runnable thread): a collector that buffers timestamped
     /// instructions may resolve those before `at`. Called before each scheduling slice.
@@ -346,6 +360,20 @@ impl<A: Observer, B: Observer> Observer for (A, B) {
     fn join(&mut self, tid: u32, site: u32, child: u32, arrival: f64, release: f64) {
         self.0.join(tid, site, child, arrival, release);
         self.1.join(tid, site, child, arrival, release);
+    }
+    fn counted_down(
+        &mut self,
+        tid: u32,
+        site: u32,
+        child: u32,
+        counted: f64,
+        arrival: f64,
+        release: f64,
+    ) {
+        self.0
+            .counted_down(tid, site, child, counted, arrival, release);
+        self.1
+            .counted_down(tid, site, child, counted, arrival, release);
     }
     fn horizon(&mut self, at: f64) {
         self.0.horizon(at);
@@ -657,6 +685,9 @@ struct Thread<'t> {
     /// variable cannot stall on its own mutex), and its next unlock or condition wait on one
     /// of them releases nothing.
     owed: Vec<u64>,
+    /// Its futex wait in progress, when it waits for another thread's count-down at that
+    /// thread's end (`model::EXIT_COUNT`): that thread, the wake, and when the wait began.
+    counting: Option<(u32, Order, f64)>,
 }
 
 /// A thread waiting for a mutex: when it asked (simulated time), who, and its rank for
@@ -989,6 +1020,7 @@ impl<'t, O: Observer> Engine<'t, O> {
                 active: t == 0,
                 parked: false,
                 pending: Pending::default(),
+                counting: None,
                 after_roi: 0,
                 pending_marker: None,
                 fetched: None,
@@ -2165,7 +2197,9 @@ impl<'t, O: Observer> Engine<'t, O> {
                 });
             }
             Marker::FutexWait { addr, wake } => {
-                self.drain(tid);
+                let now = self.drain(tid);
+                self.threads[tid as usize].counting =
+                    exit_count_thread(addr).map(|child| (child, wake, now));
                 self.ordered(
                     tid,
                     [(wake, Component::SyncCond), (Order::NONE, Component::Base)],
@@ -2316,7 +2350,19 @@ impl<'t, O: Observer> Engine<'t, O> {
         let th = &mut self.threads[tid as usize];
         th.state = State::Runnable;
         let now = th.core.now;
+        let counting = th.counting.take();
         self.set_active(tid, now, true);
+        if let Some((child, wake, since)) = counting
+            && self.timed()
+        {
+            let counted = wake
+                .release()
+                .and_then(|k| self.releases.get(k as usize).copied())
+                .filter(|t| !t.is_nan())
+                .unwrap_or(since);
+            let site = self.threads[tid as usize].last_sidx;
+            self.obs.counted_down(tid, site, child, counted, since, now);
+        }
     }
 
     fn finish(mut self) -> (RunResult, O) {

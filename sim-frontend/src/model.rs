@@ -10,6 +10,24 @@ use std::fmt;
 /// Sentinel static index meaning "no instruction" (e.g. no successor is known).
 pub const NO_SIDX: u32 = u32::MAX;
 
+/// The futex addresses of a wait for another thread's count-down made as that thread ends (a
+/// Rust `thread::scope` waiting for its threads, which are never joined): the tag in the top 16
+/// bits, the dependence's number in bits 24–47 and the counting thread in bits 0–23. Replay
+/// treats them as any futex wait; the engine reports each one to observers as the waiter's
+/// join of that thread at its count-down (`docs/trace-format.md`).
+pub const EXIT_COUNT: u64 = 0x6578 << 48;
+
+/// The futex address of dependence `k`'s wait for `thread`'s count-down at its end
+/// ([`EXIT_COUNT`]).
+pub fn exit_count_addr(k: u64, thread: u32) -> u64 {
+    EXIT_COUNT | (k & 0xFF_FFFF) << 24 | (thread as u64 & 0xFF_FFFF)
+}
+
+/// The counting thread of a futex wait at `addr`, if `addr` is one of [`EXIT_COUNT`]'s.
+pub fn exit_count_thread(addr: u64) -> Option<u32> {
+    (addr >> 48 == EXIT_COUNT >> 48).then_some((addr & 0xFF_FFFF) as u32)
+}
+
 isim_names::indexed_enum! {
     /// The operation class of a static instruction; the timing model keys latencies on it.
     #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]

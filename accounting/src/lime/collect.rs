@@ -9,6 +9,9 @@
 //! form one instance whose participants are the joined children (arrival = their end) and
 //! the parent (arrival = its first join call); the group closes when the parent reaches any
 //! other synchronization (a barrier, a join elsewhere, a thread creation) or the run ends.
+//! A wait for children's count-downs made as they ended (a Rust `thread::scope`, a latch
+//! its threads count down last: [`Observer::counted_down`]) is such a join, each child's
+//! part ending at its count-down; a later join of those children closes nothing.
 //!
 //! **Whose events.** Only what a thread's work decides is a candidate cause
 //! ([`CodeRole`]): an instruction of the program's own code counts at its own index; a
@@ -184,6 +187,8 @@ struct ThreadState {
     start: f64,
     /// A joined-to-be child's closed tail section.
     tail: Option<ThreadSection>,
+    /// Its part was taken at its count-down before it ended ([`Observer::counted_down`]).
+    counted: bool,
 }
 
 struct OpenJoin {
@@ -238,6 +243,7 @@ impl Collector {
                     waited: 0.0,
                     start: 0.0,
                     tail: None,
+                    counted: false,
                 })
                 .collect(),
             open_barrier: None,
@@ -355,6 +361,11 @@ impl Collector {
                 j.instance.threads.retain(|ts| {
                     ts.thread != t as u32 || (ts.time() - waited) * 10.0 >= release - ts.start
                 });
+            }
+            // Joins of children whose parts were taken at their count-downs
+            // ([`Observer::counted_down`]: a latch counted down as they ended) close nothing.
+            if j.instance.threads.iter().all(|ts| ts.thread == t as u32) {
+                return;
             }
             j.instance.threads.sort_by_key(|t| t.thread);
             self.instances.push(j.instance);
@@ -526,11 +537,53 @@ impl Observer for Collector {
 
     fn thread_end(&mut self, tid: u32, at: f64) {
         let ts = self.snapshot(tid as usize, at);
-        self.threads[tid as usize].tail = Some(ts);
+        if !self.threads[tid as usize].counted {
+            self.threads[tid as usize].tail = Some(ts);
+        }
     }
 
     fn join(&mut self, tid: u32, site: u32, child: u32, arrival: f64, release: f64) {
-        let t = tid as usize;
+        let tail = self.threads[child as usize].tail.take();
+        self.join_child(tid as usize, site, arrival, release, tail);
+    }
+
+    fn counted_down(
+        &mut self,
+        tid: u32,
+        site: u32,
+        child: u32,
+        counted: f64,
+        arrival: f64,
+        release: f64,
+    ) {
+        // The child's part ends at its count-down (what it runs after is its exit), whether
+        // or not it has ended yet; once taken, its end leaves no part for a later join.
+        let c = child as usize;
+        let part = match self.threads[c].tail.take() {
+            Some(mut ts) => {
+                ts.arrival = ts.arrival.min(counted);
+                ts
+            }
+            None => {
+                let ts = self.snapshot(c, counted);
+                self.threads[c].counted = true;
+                ts
+            }
+        };
+        self.join_child(tid as usize, site, arrival, release, Some(part));
+    }
+}
+
+impl Collector {
+    /// A join of one child by thread `t` (see [`Observer::join`]); `tail` is the child's part.
+    fn join_child(
+        &mut self,
+        t: usize,
+        site: u32,
+        arrival: f64,
+        release: f64,
+        tail: Option<ThreadSection>,
+    ) {
         if self.open_joins[t].as_ref().is_some_and(|j| j.site != site) {
             self.close_join(t);
         }
@@ -550,7 +603,6 @@ impl Observer for Collector {
             });
         }
         self.threads[t].start = release;
-        let tail = self.threads[child as usize].tail.take();
         if let Some(j) = self.open_joins[t].as_mut() {
             j.instance.release = j.instance.release.max(release);
             if let Some(ts) = tail {

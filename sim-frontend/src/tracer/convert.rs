@@ -133,6 +133,8 @@ pub struct FutexLocks {
     pub countdown_waits: u64,
     /// Their dependences.
     pub countdown_edges: u64,
+    /// Of those, counts made as the counting thread ended (`model::EXIT_COUNT`).
+    pub countdown_exits: u64,
 }
 
 /// A spin-wait loop found in the trace.
@@ -1304,6 +1306,7 @@ pub fn convert(dir: &Path, out: &Path, opts: &Options) -> Result<Summary, TraceE
     };
     c.summary.futex_locks.countdown_waits = locks.countdown_waits;
     c.summary.futex_locks.countdown_edges = locks.countdown_edges;
+    c.summary.futex_locks.countdown_exits = locks.countdown_exits;
     if plan.hand_barriers > 0 {
         c.summary.hand_barriers = plan.hand_barriers;
         c.summary.hand_barrier_conds = plan.hand_barrier_conds;

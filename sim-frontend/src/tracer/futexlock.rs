@@ -112,6 +112,8 @@ pub struct Locks {
     pub countdown_waits: u64,
     /// Their dependences (one per other thread of the counter's episode).
     pub countdown_edges: u64,
+    /// Of those, count-downs made as the counting thread ended (a scope's join).
+    pub countdown_exits: u64,
     /// Spin-waits replaced by a wait for the store that ended them (see `spinwait.rs`).
     pub spin_waits: u64,
     /// Their instructions left out.
@@ -135,6 +137,11 @@ pub const SPIN_BARRIER: u64 = 0x7370_6e00_0000_0000;
 /// The futex address of the dependences of countdown wait `k` (far above any user address,
 /// distinct from the hand-built barriers' ids), so that they pair only with each other.
 pub const COUNTDOWN: u64 = 0x636e_7400_0000_0000;
+
+/// Most instructions between a thread's count-down and its end for the count-down to be its
+/// exit (a Rust scoped thread's end: its packet dropped, thread-local destructors, the C
+/// library's thread exit).
+pub const EXIT_GAP: u64 = 65_536;
 
 /// One lock episode of a thread: attempt start, acquisition, release (indices into the
 /// thread's atomics).
@@ -418,8 +425,33 @@ pub fn find(
         }
         deps.push(d);
     }
+    // A count-down its thread made as it ended (after it, no synchronization but futex calls
+    // and its end, within `EXIT_GAP` instructions: a Rust scope's thread): the waiter's wait
+    // for it is a join of that thread (`model::EXIT_COUNT`).
+    let at_exit = |t: u32, pos: u64| {
+        let (ms, at) = (&marks[t as usize], &mark_at[t as usize]);
+        let from = at.partition_point(|&a| a < pos);
+        ms[from..].last().is_some_and(|m| m.op == Op::ThreadEnd)
+            && at
+                .last()
+                .is_some_and(|&end| end.saturating_sub(pos) <= EXIT_GAP)
+            && ms[from..].iter().all(|m| {
+                matches!(
+                    m.op,
+                    Op::FutexWait
+                        | Op::FutexWake
+                        | Op::Done
+                        | Op::Resume
+                        | Op::Suppress
+                        | Op::ThreadEnd
+                )
+            })
+    };
+    let mut exits = vec![Vec::new(); deps.len()];
+    for (k, d) in deps.iter().enumerate().take(out.countdown_waits as usize) {
+        exits[k] = d.sources.iter().map(|s| at_exit(s.0, s.1)).collect();
+    }
     for (k, d) in deps.iter().enumerate() {
-        let addr = COUNTDOWN + k as u64;
         if d.from < d.at {
             spun_ranges[d.waiter as usize].push((d.from, d.at));
         }
@@ -434,7 +466,13 @@ pub fn find(
             .max()
             .unwrap_or(0)
             .max(d.seq);
-        for &(t, pos, seq) in &d.sources {
+        for (i, &(t, pos, seq)) in d.sources.iter().enumerate() {
+            let addr = if exits[k].get(i).copied().unwrap_or(false) {
+                out.countdown_exits += 1;
+                crate::model::exit_count_addr(k as u64, t)
+            } else {
+                COUNTDOWN + k as u64
+            };
             if d.from == d.at {
                 out.countdown_edges += 1;
             }
