@@ -195,7 +195,7 @@ associativity = 16
         shown[0],
         "x.toml:3:1: core.rob_sise = 96: unknown key (did you mean `rob_size`?; allowed keys in [core]: \
          dispatch_width, rob_size, frontend_depth, outstanding_loads, outstanding_stores, \
-         long_latency_cutoff, latency, store_forward)"
+         long_latency_cutoff, scheduler_size, latency, store_forward)"
     );
 }
 

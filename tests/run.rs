@@ -1178,3 +1178,61 @@ fn the_scheduler_hears_of_every_thread_a_marker_wakes_or_blocks() {
         assert_eq!(format!("{r:?}"), format!("{again:?}"), "{model:?}");
     }
 }
+
+#[test]
+fn a_full_scheduler_bounds_how_far_independent_chains_overlap() {
+    // K chains of L dependent one-cycle operations, each chain's head independent of what came
+    // before. Formula (`scheduler_size` S below L, 2S within the window and the width): the
+    // scheduler fills with the S operations of the running chain that wait for their operands
+    // and then takes one more as one issues; the next chain's head comes when the last
+    // operation of the chain before it is dispatched, S cycles before that chain ends, so each
+    // chain ends L - S cycles after the one before: (K - 1)(L - S) + L cycles in all after the
+    // first fetch, within 1 %. With no limit (0) only the window bounds the overlap: fewer
+    // cycles than either.
+    let dir = tempfile::tempdir().unwrap();
+    let (k, l) = (50u64, 200u64);
+    let p = dir.path().join("chains.itrace");
+    let mut w = test_writer(&p, "chains");
+    let mut head = StaticInst::new(0x1000, 4, OpClass::IntAlu);
+    head.dsts = vec![0];
+    let head = w.add_static(head).unwrap();
+    let mut step = StaticInst::new(0x1004, 4, OpClass::IntAlu);
+    step.srcs = vec![0];
+    step.dsts = vec![0];
+    let step = w.add_static(step).unwrap();
+    write_roi(w, |w| {
+        for _ in 0..k {
+            w.inst(0, head, false, &[]).unwrap();
+            for _ in 1..l {
+                w.inst(0, step, false, &[]).unwrap();
+            }
+        }
+    });
+    let trace = Trace::open(&p).unwrap();
+    let cycles = |s: u32| {
+        let cfg = engine_config_with(&[&format!("core.scheduler_size={s}")]);
+        let c = &cfg.core.settings;
+        assert!(c.latency.int_alu == 1 && 2 * s < c.rob_size && c.dispatch_width >= 2);
+        let (r, _) = Engine::new(&trace, &cfg, ()).unwrap().run(|_| {}).unwrap();
+        let stack = &r.threads[0].stack;
+        assert!(
+            (stack.total() - r.cycles).abs() <= 1e-9 * r.cycles,
+            "the stack sums to the run"
+        );
+        // Less the first instruction's fetch from memory, before anything is dispatched.
+        stack.total() - stack.get(Component::Ifetch)
+    };
+    let unlimited = cycles(0);
+    for s in [16u64, 64] {
+        let got = cycles(s as u32);
+        let want = ((k - 1) * (l - s) + l) as f64;
+        assert!(
+            (got - want).abs() / want < 0.01,
+            "scheduler {s}: {got} cycles, want (K - 1)(L - S) + L = {want}"
+        );
+        assert!(
+            unlimited < got,
+            "no limit: {unlimited} cycles, scheduler {s}: {got}"
+        );
+    }
+}

@@ -21,6 +21,9 @@
  *                store, the next load reading what the store wrote (a dependence through memory)
  *   int-slot     x = x * x (imul) with x in a stack slot: mul-chain through memory
  *   slot-partial int-slot storing 4 bytes and loading 8: the load is not within the store
+ *   chains       independent chains of FOOTPRINT steps x = x * m + a (imul, add) back to back, N
+ *                steps in all: how far the window overlaps one chain with the next (the
+ *                scheduler's entries, not only the reorder buffer's, bound it)
  *   chase        pointer chase, one node per 64-byte line, random cyclic order over FOOTPRINT
  *   rand-load    independent loads of random lines of FOOTPRINT (memory-level parallelism)
  *   stream-sum   sum of an array of FOOTPRINT bytes, N passes
@@ -176,6 +179,18 @@ static void slot_partial(long n)
     for (long i = 0; i < n; i++)
         __asm__ volatile("mov %0, %%rax\n\timul %%rax, %%rax\n\tmov %%eax, %0" : "+m"(x) : : "rax");
     sink = x;
+}
+
+static void chains(long n, long w)
+{
+    uint64_t acc = 0, m = 6364136223846793005ULL, a = 1442695040888963407ULL;
+    for (long i = 0; i < n / w; i++) {
+        uint64_t x = (uint64_t)i;
+        for (long j = 0; j < w; j++)
+            __asm__ volatile("imul %1, %0\n\tadd %2, %0" : "+r"(x) : "r"(m), "r"(a));
+        acc += x & 0xff;
+    }
+    sink = acc;
 }
 
 /* ---- memory kernels ---- */
@@ -392,6 +407,9 @@ int main(int argc, char **argv)
         TIMED(int_slot(N));
     } else if (!strcmp(k, "slot-partial")) {
         TIMED(slot_partial(N));
+    } else if (!strcmp(k, "chains")) {
+        if (FOOT < 1) { fprintf(stderr, "chains needs FOOTPRINT (the chain length) >= 1\n"); return 2; }
+        TIMED(chains(N, (long)FOOT));
     } else if (!strcmp(k, "chase")) {
         if (FOOT < 4096) { fprintf(stderr, "chase needs FOOTPRINT >= 4096\n"); return 2; }
         void **p = chase_setup(FOOT);

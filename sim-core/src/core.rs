@@ -5,7 +5,11 @@
 //! older, front-end redirect)`: the dispatch width, the full window, and miss events that stop
 //! the front end (a mispredicted branch redirects fetch at its completion plus the front-end
 //! depth — the branch resolution time plus the refill; an I-cache miss delays fetch by its
-//! latency). It starts when its sources are ready (`max(d_i, ready(srcs))`; a serializing
+//! latency); with a `scheduler_size` S, also not before the earliest issue of the S
+//! instructions waiting for their operands when all S scheduler entries are held (an
+//! instruction that waits more than a cycle holds one from its dispatch until it issues: an
+//! access when its address is ready, an operation when its operands are; those times kept
+//! in order). It starts when its sources are ready (`max(d_i, ready(srcs))`; a serializing
 //! instruction also waits for everything older to commit); its loads start when the address
 //! registers are ready, when the trace tells them apart (`StaticInst::addr_srcs`: a
 //! load-op instruction's load micro-op does not wait for the other operand), and the
@@ -35,6 +39,8 @@
 //! Draining the window before a synchronization point or at the end is charged like a full
 //! window; waiting is charged to the matching sync component by the engine. Every advance of
 //! the core's clock is charged exactly once, so the stack sums to the elapsed cycles.
+
+use std::collections::VecDeque;
 
 use sim_frontend::model::{BranchKind, MemAccess, NO_SIDX, OpClass, StaticInst};
 use sim_memory::{Kind, Memory, Port, Private, Reach};
@@ -274,6 +280,10 @@ pub struct CoreConfig {
     pub outstanding_stores: u32,
     /// Loads whose latency exceeds this many cycles are long-latency miss events.
     pub long_latency_cutoff: u32,
+    /// Scheduler (reservation station) entries: instructions dispatched and not yet issued,
+    /// waiting for their operands, hold one each; dispatch stops while all are held. 0: no
+    /// limit but the window's.
+    pub scheduler_size: u32,
     /// Execution latency of each op class.
     pub latency: OpLatencies,
     /// Store-to-load forwarding.
@@ -421,6 +431,9 @@ pub struct Core {
     store_next: usize,
     /// Recent stores by 8-byte word (see [`Core::forwarded`]).
     stores: Box<[StoreRec; FWD_SLOTS]>,
+    /// The issue times of the instructions in the scheduler (dispatched, waiting for their
+    /// operands), earliest first: at most `p.scheduler_size` entries.
+    sched: VecDeque<f64>,
     last_fetch_line: u64,
     line_shift: u32,
     l1i_hit: u32,
@@ -445,6 +458,7 @@ impl Core {
     pub fn new(params: CoreParams, id: u32, mem: &Memory, now: f64) -> Core {
         let CoreParams { settings: p, tlb } = params;
         let rob = vec![Entry::default(); p.rob_size.max(1) as usize];
+        let sched_size = p.scheduler_size as usize;
         let cfg = mem.config();
         Core {
             inv_width: 1.0 / p.dispatch_width.max(1) as f64,
@@ -467,6 +481,7 @@ impl Core {
             load_next: 0,
             store_next: 0,
             stores: Box::new([StoreRec::default(); FWD_SLOTS]),
+            sched: VecDeque::with_capacity(sched_size + 1),
             last_fetch_line: u64::MAX,
             line_shift: cfg.l1i.line_size.trailing_zeros(),
             l1i_hit: cfg.l1i.data_latency,
@@ -504,6 +519,28 @@ impl Core {
             if c > 0.0 {
                 self.stack.0[i] += c * scale;
             }
+        }
+    }
+
+    /// Removes and returns the earliest issue time in the scheduler (which is not empty).
+    #[inline]
+    fn sched_pop(&mut self) -> f64 {
+        self.sched.pop_front().unwrap_or(self.now)
+    }
+
+    /// Adds an instruction that issues at `t` to the scheduler, in order of issue time (a
+    /// binary search; the insertion moves the entries of the shorter side: a chain's next
+    /// step goes at the back, a loop counter's step, issuing soon, near the front).
+    #[inline]
+    fn sched_push(&mut self, t: f64) {
+        let i = self.sched.partition_point(|&x| x <= t);
+        self.sched.insert(i, t);
+    }
+
+    /// Frees the scheduler entries of the instructions issued by `t`.
+    fn sched_free(&mut self, t: f64) {
+        while self.sched.front().is_some_and(|&m| m <= t) {
+            self.sched_pop();
         }
     }
 
@@ -733,6 +770,21 @@ impl Core {
             t = h;
             self.pop_until(t);
         }
+        let sched_size = self.p.scheduler_size as usize;
+        // Entries of instructions issued by now are freed only when the scheduler looks full.
+        if sched_size > 0 && self.sched.len() >= sched_size {
+            self.sched_free(t);
+            if self.sched.len() >= sched_size {
+                // Every scheduler entry holds an instruction waiting for its operands: wait
+                // for the first of them to issue (a dependence-bound stall, charged as a full
+                // window's).
+                let m = self.sched_pop();
+                self.charge_window(m - t);
+                t = m;
+                self.pop_until(t);
+                self.sched_free(t);
+            }
+        }
         self.now = t;
         r.dispatch = t;
         // Execute. The loads wait for the address registers only (a load-op instruction's
@@ -760,6 +812,17 @@ impl Core {
         if s.class == OpClass::Serializing {
             ready = fmax(ready, self.commit);
             issue = ready;
+        }
+        if sched_size > 0 {
+            // It holds a scheduler entry until it issues: a memory access when its address
+            // is ready, an operation when all its operands are. One that issues within a cycle
+            // of its dispatch is left out (the entry is free again by the next cycle's
+            // dispatch: a loop counter's step, an operand just computed), which keeps most
+            // insertions at the back, a waiting chain's next step.
+            let leave = if mem_ops.is_empty() { ready } else { issue };
+            if leave > t + 1.0 {
+                self.sched_push(leave);
+            }
         }
         let mut lat = self.latency[s.class as usize] as f64;
         let mut comp = match s.class {

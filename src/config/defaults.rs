@@ -38,6 +38,7 @@ pub(super) fn machine() -> MachineConfig {
             outstanding_loads: 12,
             outstanding_stores: 12,
             long_latency_cutoff: 30,
+            scheduler_size: 0,
             latency: OpLatencies {
                 int_alu: 1,
                 int_mul: 3,

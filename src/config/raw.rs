@@ -35,6 +35,7 @@ pub(super) struct RawCore {
     pub outstanding_loads: Option<u32>,
     pub outstanding_stores: Option<u32>,
     pub long_latency_cutoff: Option<u32>,
+    pub scheduler_size: Option<u32>,
     pub latency: Option<RawLatency>,
     pub store_forward: Option<RawStoreForward>,
 }

@@ -277,6 +277,14 @@ pub(super) fn machine(raw: RawMachine, ctx: &mut Ctx<'_>) -> MachineConfig {
                 1,
             )
             .unwrap_or(dc.long_latency_cutoff),
+        scheduler_size: ctx
+            .int(
+                "core.scheduler_size",
+                core.scheduler_size,
+                dc.scheduler_size,
+                0,
+            )
+            .unwrap_or(dc.scheduler_size),
         latency,
         store_forward,
     };
