@@ -531,20 +531,12 @@ fn the_papers_events_are_the_default_and_the_extension_adds_l3_and_misprediction
 /// counted. The same waits untagged time the same and make no section.
 #[test]
 fn a_wait_for_counts_made_as_threads_end_is_a_join_section() {
-    use sim_core::{Engine, EngineConfig};
+    use sim_core::Engine;
     use sim_frontend::model::{Marker, Order, TraceMeta, exit_count_addr};
     use sim_frontend::{Trace, TraceWriter};
 
     let dir = tempfile::tempdir().unwrap();
-    let m = isim::config::load(&common::root().join("configs/default.toml"), &[]).unwrap();
-    let config = EngineConfig {
-        core: m.core_params(),
-        bpred: m.bpred(),
-        memory: m.memory().unwrap(),
-        erase: vec![],
-        erasure: sim_memory::Erasure::Fill,
-        locks: m.lock_model(),
-    };
+    let config = common::engine_config(&[]);
     let replay = |tagged: bool| {
         let path = dir.path().join(format!("scope-{tagged}.itrace"));
         let meta = TraceMeta {

@@ -238,17 +238,9 @@ fn lime_finds_the_same_top_causes_in_both_models() {
 /// results moved with the batch size and with the trace's chunks).
 #[test]
 fn results_do_not_depend_on_where_batches_end() {
-    use sim_core::{Engine, EngineConfig, Model};
+    use sim_core::{Engine, Model};
     let dir = tempfile::tempdir().unwrap();
-    let m = isim::config::load(&root().join("configs/default.toml"), &[]).unwrap();
-    let cfg = EngineConfig {
-        core: m.core_params(),
-        bpred: m.bpred(),
-        memory: m.memory().unwrap(),
-        erase: vec![],
-        erasure: sim_memory::Erasure::Fill,
-        locks: m.lock_model(),
-    };
+    let cfg = common::engine_config(&[]);
     for (w, size) in [("lu-owner", 6), ("radix-miss", 512), ("false-sharing", 300)] {
         let p = dir.path().join(format!("{w}.itrace"));
         sim_frontend::workloads::find(w)

@@ -147,3 +147,17 @@ pub fn alu_inst(w: &mut sim_frontend::TraceWriter) -> u32 {
     })
     .unwrap()
 }
+
+/// The engine settings of `configs/default.toml` with `sets` applied (`"core.rob_size=64"`).
+pub fn engine_config(sets: &[&str]) -> sim_core::EngineConfig {
+    let sets: Vec<String> = sets.iter().map(|s| s.to_string()).collect();
+    let m = isim::config::load(&root().join("configs/default.toml"), &sets).unwrap();
+    sim_core::EngineConfig {
+        core: m.core_params(),
+        bpred: m.bpred(),
+        memory: m.memory().unwrap(),
+        erase: vec![],
+        erasure: sim_memory::Erasure::Fill,
+        locks: m.lock_model(),
+    }
+}

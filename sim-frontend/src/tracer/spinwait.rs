@@ -395,17 +395,22 @@ pub struct Unrecorded {
     pub after: u64,
 }
 
+/// The addresses some thread spun on.
+fn spun_on(changes: &[Vec<Change>]) -> HashSet<u64> {
+    changes
+        .iter()
+        .flatten()
+        .filter(|c| c.spun())
+        .map(|c| c.addr)
+        .collect()
+}
+
 /// The addresses whose unrecorded stores are wanted: those of first looks
 /// ([`Change::first`]) at an address some thread spins on that read a value no other thread's
 /// recorded store left there. The poller found the flag already set at its very first look,
 /// and the store that set it came before anybody watched the line (nobody had polled yet).
 pub fn unrecorded_wanted(changes: &[Vec<Change>], stores: &[Vec<Store>]) -> HashSet<u64> {
-    let spun_on: HashSet<u64> = changes
-        .iter()
-        .flatten()
-        .filter(|c| c.spun())
-        .map(|c| c.addr)
-        .collect();
+    let spun_on = spun_on(changes);
     let mut stored: HashMap<(u64, u64), Vec<u32>> = HashMap::new();
     for (t, ss) in stores.iter().enumerate() {
         for s in ss {
@@ -585,12 +590,7 @@ pub fn find(
     // Barriers and dependences are found only on addresses some thread spins on: a word that
     // only shares its line with one (the data a spun-on lock word protects, read and written
     // right after each acquisition) is left to the lock's arbitration.
-    let spun_on: HashSet<u64> = changes
-        .iter()
-        .flatten()
-        .filter(|c| c.spun())
-        .map(|c| c.addr)
-        .collect();
+    let spun_on = spun_on(changes);
     let mut out = SpinWaits::default();
     let mut barrier_words: HashSet<u64> = HashSet::new();
     // The changes that are barrier arrivals (thread, index).
