@@ -537,7 +537,9 @@ fn a_wait_for_counts_made_as_threads_end_is_a_join_section() {
 
     let dir = tempfile::tempdir().unwrap();
     let config = common::engine_config(&[]);
-    let replay = |tagged: bool| {
+    // `tagged`: 0 no tag, 1 the children's tags, 2 tags naming a thread the trace does not
+    // have (malformed: only futex waits).
+    let replay = |tagged: u32| {
         let path = dir.path().join(format!("scope-{tagged}.itrace"));
         let meta = TraceMeta {
             isa: "x86-64".into(),
@@ -555,10 +557,10 @@ fn a_wait_for_counts_made_as_threads_end_is_a_join_section() {
             for _ in 0..4000 * t {
                 tw.inst(t, alu, false, &[]).unwrap();
             }
-            let addr = if tagged {
-                exit_count_addr(0, t)
-            } else {
-                0xc000
+            let addr = match tagged {
+                0 => 0xc000,
+                1 => exit_count_addr(0, t),
+                _ => exit_count_addr(0, 99),
             };
             tw.marker(t, Marker::FutexWake { addr }).unwrap();
             tw.marker(t, Marker::Release { index: t - 1 }).unwrap();
@@ -568,10 +570,10 @@ fn a_wait_for_counts_made_as_threads_end_is_a_join_section() {
             tw.marker(t, Marker::ThreadEnd).unwrap();
         }
         for t in 1..4u32 {
-            let addr = if tagged {
-                exit_count_addr(0, t)
-            } else {
-                0xc000
+            let addr = match tagged {
+                0 => 0xc000,
+                1 => exit_count_addr(0, t),
+                _ => exit_count_addr(0, 99),
             };
             tw.marker(
                 0,
@@ -597,10 +599,16 @@ fn a_wait_for_counts_made_as_threads_end_is_a_join_section() {
             .unwrap();
         (result, lime.finish())
     };
-    let (plain, none) = replay(false);
-    let (tagged, instances) = replay(true);
+    let (plain, none) = replay(0);
+    let (tagged, instances) = replay(1);
+    let (bogus, still_none) = replay(2);
     assert_eq!(plain.cycles, tagged.cycles, "the tag changes no timing");
+    assert_eq!(plain.cycles, bogus.cycles, "nor does a malformed one");
     assert!(none.is_empty(), "untagged: no section, got {none:?}");
+    assert!(
+        still_none.is_empty(),
+        "malformed tags: no section, got {still_none:?}"
+    );
     assert_eq!(instances.len(), 1, "{instances:?}");
     let inst = &instances[0];
     assert_eq!(inst.kind, SectionKind::Join);

@@ -2198,8 +2198,11 @@ impl<'t, O: Observer> Engine<'t, O> {
             }
             Marker::FutexWait { addr, wake } => {
                 let now = self.drain(tid);
-                self.threads[tid as usize].counting =
-                    exit_count_thread(addr).map(|child| (child, wake, now));
+                // A thread the trace does not have (a malformed tag) is only a futex wait.
+                let n = self.threads.len();
+                self.threads[tid as usize].counting = exit_count_thread(addr)
+                    .filter(|&child| (child as usize) < n && child != tid)
+                    .map(|child| (child, wake, now));
                 self.ordered(
                     tid,
                     [(wake, Component::SyncCond), (Order::NONE, Component::Base)],
