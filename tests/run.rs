@@ -2,6 +2,8 @@
 //! could fail (the formula is stated in every test), plus the cycle-stack sum invariant on
 //! every golden run, determinism, and the watchdog.
 
+mod common;
+
 use std::path::{Path, PathBuf};
 
 use isim::run::{RunOutcome, RunRequest, run};
@@ -713,16 +715,7 @@ fn engine_config() -> EngineConfig {
 }
 
 fn engine_config_with(sets: &[&str]) -> EngineConfig {
-    let sets: Vec<String> = sets.iter().map(|s| s.to_string()).collect();
-    let m = isim::config::load(&root().join("configs/default.toml"), &sets).unwrap();
-    EngineConfig {
-        core: m.core_params(),
-        bpred: m.bpred(),
-        memory: m.memory().unwrap(),
-        erase: vec![],
-        erasure: sim_memory::Erasure::Fill,
-        locks: m.lock_model(),
-    }
+    common::engine_config(sets)
 }
 
 #[test]
