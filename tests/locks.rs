@@ -373,6 +373,82 @@ fn a_rarely_taken_futex_lock_costs_no_system_calls() {
     }
 }
 
+/// Writes one thread that, `n` times, loads a pointer from a line never touched before into
+/// register `dst` (a DRAM miss), then, with `lock`, locks and unlocks a mutex in another
+/// untouched line: the hand-over-hand step of a tree or list walk when `dst` is `rdi` (7: the
+/// lock call's argument, the mutex address just loaded), an unrelated lock when it is another
+/// register. Without `lock` each load's address depends on the one before (a chase: one miss
+/// after the other).
+fn pointer_trace(path: &Path, n: u64, dst: u8, lock: bool) {
+    use sim_frontend::model::{MemAccess, MemSpec, OpClass, StaticInst};
+    let meta = TraceMeta {
+        isa: "x86-64".into(),
+        workload: format!("pointer loads into r{dst}, locks {lock}"),
+        params: vec![],
+        producer: "tests/locks.rs".into(),
+    };
+    let mut tw = TraceWriter::create(path, meta).unwrap();
+    let mut load = StaticInst::new(0x2000, 4, OpClass::Load);
+    load.dsts = vec![dst];
+    if !lock {
+        load.srcs = vec![dst];
+    }
+    load.mem = vec![MemSpec {
+        size: 8,
+        write: false,
+    }];
+    load.block_start = true;
+    let load = tw.add_static(load).unwrap();
+    tw.marker(0, Marker::ThreadStart).unwrap();
+    tw.marker(0, Marker::RoiBegin).unwrap();
+    for k in 0..n {
+        let at = MemAccess {
+            addr: 0x1000_0000 + k * 8192,
+            size: 8,
+            write: false,
+        };
+        tw.inst(0, load, false, &[at]).unwrap();
+        if lock {
+            let addr = 0x4000_0000 + k * 8192;
+            let order = Order::NONE;
+            tw.marker(0, Marker::MutexLock { addr, order }).unwrap();
+            tw.marker(0, Marker::MutexUnlock { addr }).unwrap();
+        }
+    }
+    tw.marker(0, Marker::RoiEnd).unwrap();
+    tw.marker(0, Marker::ThreadEnd).unwrap();
+    tw.finish().unwrap();
+}
+
+/// A lock call asks for its mutex's line as it enters the window, but not before it knows
+/// the mutex's address: when the address is the pointer a load in flight brings (`rdi`, the
+/// call's argument), the two misses come one after the other; when it is known (the
+/// pointer went to another register), they overlap. Each step of the first costs at least
+/// 1.8 times a step of the second, which costs at most 1.3 times one miss alone (a chase).
+#[test]
+fn a_lock_whose_address_is_still_being_loaded_waits_for_it_before_asking_for_its_line() {
+    let dir = tempfile::tempdir().unwrap();
+    let n = 200;
+    let per_step = |name: &str, dst: u8, lock: bool| {
+        let trace = dir.path().join(format!("{name}.itrace"));
+        pointer_trace(&trace, n, dst, lock);
+        cycles(&simulate(&trace, &dir.path().join(name))) / n as f64
+    };
+    let dependent = per_step("rdi", 7, true);
+    let independent = per_step("rax", 0, true);
+    let miss = per_step("chase", 7, false);
+    assert!(
+        independent <= 1.3 * miss,
+        "a lock at a known address overlaps its miss with the load's: {independent:.1} \
+         cycles a step against {miss:.1} for the load alone"
+    );
+    assert!(
+        dependent >= 1.8 * independent,
+        "a lock at the address being loaded waits for it: {dependent:.1} cycles a step \
+         against {independent:.1} when the address is known"
+    );
+}
+
 /// Two threads take two mutexes in opposite orders, as a program does whose traced run
 /// happened not to deadlock (the recorded orders say thread 1 went first). Simulated time
 /// makes them meet: the replay ends anyway, and says it resolved one cycle.

@@ -27,7 +27,7 @@
 //!   waiter that asked first (wait: `sync-crit-sect`). The lock word's line is a token one
 //!   core holds at a time ([`Engine::move_line`]): a hand-over costs its move between cores
 //!   (charged to `sync-crit-sect`), the machine's idle neighbour transfer. A lock asks for
-//!   the line as it enters the window; a request that finds the lock held (the failed atomic
+//!   the line as it enters the window (once its address, the call's argument, is ready); a request that finds the lock held (the failed atomic
 //!   attempt) takes the line from the holder if it reaches it before the release, which
 //!   then takes it back; a release is a store the thread does not wait for, and the lock is
 //!   free once it is done. Requests and releases are done in simulated-time order.
@@ -921,6 +921,10 @@ fn timed<O: Observer>(
     core.execute(mem, tt, i.sidx, batch.mem_of(i), mispredicted, &mut r);
     obs.inst(tid, i.sidx, &r, &core.stack);
 }
+
+/// The trace register holding a call's first argument (x86-64's `rdi`,
+/// docs/trace-format.md): the address of the mutex a lock call takes.
+const FIRST_ARG: u8 = 7;
 
 /// The engine.
 pub struct Engine<'t, O: Observer> {
@@ -2158,8 +2162,12 @@ impl<'t, O: Observer> Engine<'t, O> {
                 // core released hides its move behind that work, and a core about to ask
                 // takes the line from a holder still inside its critical section, which then
                 // needs it back to release. The acquisition itself waits for the drain.
+                // The request goes out once the lock's address is known: the call's first
+                // argument (`rdi`) may come from a load still in flight (a tree's next node,
+                // locked hand over hand, is a pointer read from the node before).
                 if self.threads[tid as usize].fetched != Some(addr) {
-                    let entered = self.threads[tid as usize].core.now;
+                    let core = &self.threads[tid as usize].core;
+                    let entered = core.now.max(core.reg_ready(FIRST_ARG));
                     self.touch(tid, addr, entered);
                     self.threads[tid as usize].fetched = Some(addr);
                 }
