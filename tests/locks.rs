@@ -449,6 +449,74 @@ fn a_lock_whose_address_is_still_being_loaded_waits_for_it_before_asking_for_its
     );
 }
 
+/// Writes one thread that locks and unlocks `n` mutexes, each in a line of its own, in a
+/// scrambled order, `passes` times over.
+fn many_mutexes_trace(path: &Path, n: u64, passes: u32) {
+    let meta = TraceMeta {
+        isa: "x86-64".into(),
+        workload: format!("{n} mutexes x {passes}"),
+        params: vec![],
+        producer: "tests/locks.rs".into(),
+    };
+    let mut tw = TraceWriter::create(path, meta).unwrap();
+    let alu = common::alu_inst(&mut tw);
+    tw.marker(0, Marker::ThreadStart).unwrap();
+    tw.marker(0, Marker::RoiBegin).unwrap();
+    for _ in 0..passes {
+        for k in 0..n {
+            // An odd multiplier permutes 0..n (a power of two): no stride for a prefetcher.
+            let addr = 0x4000_0000 + (k * 7919 % n) * 64;
+            tw.inst(0, alu, false, &[]).unwrap();
+            tw.marker(
+                0,
+                Marker::MutexLock {
+                    addr,
+                    order: Order::NONE,
+                },
+            )
+            .unwrap();
+            tw.marker(0, Marker::MutexUnlock { addr }).unwrap();
+        }
+    }
+    tw.marker(0, Marker::RoiEnd).unwrap();
+    tw.marker(0, Marker::ThreadEnd).unwrap();
+    tw.finish().unwrap();
+}
+
+/// A lock word is a line in the caches like any other: a thread taking, one after the other,
+/// more mutexes than its private caches hold (a tree with a lock per node) finds them
+/// evicted when it comes back, and pays the shared cache's latency again, not an L1 hit.
+/// On `configs/default.toml` (1 MiB L2, 16 MiB L3), 32,768 lock words (2 MiB) revisited
+/// cost at least 3 times as much a step as 64 (which stay in the L1), and no more than
+/// their first visit (from DRAM).
+#[test]
+fn mutexes_evicted_from_a_cores_caches_cost_their_miss_again() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut per_step = |n: u64| {
+        let mut c = [0.0; 2];
+        for passes in [1u32, 2] {
+            let trace = dir.path().join(format!("m{n}-{passes}.itrace"));
+            many_mutexes_trace(&trace, n, passes);
+            let s = simulate(&trace, &dir.path().join(format!("m{n}-{passes}")));
+            c[passes as usize - 1] = cycles(&s);
+        }
+        // The first pass and the second, a step each.
+        (c[0] / n as f64, (c[1] - c[0]) / n as f64)
+    };
+    let (_, small) = per_step(64);
+    let (first, again) = per_step(32_768);
+    assert!(
+        again >= 3.0 * small,
+        "evicted lock words cost their miss again: {again:.1} cycles a step against \
+         {small:.1} for lock words in the L1"
+    );
+    assert!(
+        again <= first,
+        "a lock word back from the L3 costs no more than its first visit from DRAM: \
+         {again:.1} against {first:.1} cycles a step"
+    );
+}
+
 /// Two threads take two mutexes in opposite orders, as a program does whose traced run
 /// happened not to deadlock (the recorded orders say thread 1 went first). Simulated time
 /// makes them meet: the replay ends anyway, and says it resolved one cycle.

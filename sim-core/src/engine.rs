@@ -1669,7 +1669,8 @@ impl<'t, O: Observer> Engine<'t, O> {
 
     /// Moves mutex `addr`'s line to `tid`'s core, asked for at `at` (after any move in
     /// flight): when it is there. The memory system does the access (cache state, counts;
-    /// its latency times the word's first access, from wherever the line was); after that
+    /// its latency times the word's first access, from wherever the line was, and every
+    /// access of the core that holds the line already, which may have evicted it); otherwise
     /// the line is a token one core holds at a time, each move between cores costing the
     /// machine's neighbour transfer on an idle machine (requests for one line from several
     /// cores reach the memory system out of time order, so its latencies would mix in
@@ -1686,7 +1687,11 @@ impl<'t, O: Observer> Engine<'t, O> {
         let first = self.lock_word(tid, addr, start);
         let lat = match was {
             _ if !self.timed() => 0.0,
+            // Its first access, or this core's again: the memory system's latency, which
+            // knows whether the line is still in this core's caches (a tree of per-node
+            // locks, deeper than they hold, finds most of its lock words evicted).
             None => first,
+            Some(c) if c == core => first,
             Some(c) => self.move_cost(c, core),
         };
         self.place_line(addr, core, start, start + lat)
