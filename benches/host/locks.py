@@ -6,8 +6,11 @@ for the same total work split over 1 and 2 threads.
     benches/host/locks.py [--reps N] [--only NAME,...]
 
 Environment: ISIM (the isim binary; the tracer libraries beside it), CONFIG (the machine,
-default configs/host-xeon.toml), WORK (default /tmp/isim-host-locks), BENCH_LOCK (a file held
-with flock around each native run, as run.sh does).
+default configs/host-xeon.toml), SETS (`--set KEY=VALUE` overrides of CONFIG, separated by
+spaces: the day's own calibration where this shared guest differs from the config, e.g.
+`cache.l3.size=2MiB` when other guests hold the L3; printed with the results), WORK (default
+/tmp/isim-host-locks), BENCH_LOCK (a file held with flock around each native run, as run.sh
+does).
 
 Native runs are sized to take 10-200 ms with one thread. The 1- and 2-thread runs alternate,
 so that the host's slow and fast phases fall on both; the native speedup is the ratio of their
@@ -36,6 +39,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
 ISIM = os.environ.get("ISIM", os.path.join(ROOT, "target/release/isim"))
 CONFIG = os.environ.get("CONFIG", os.path.join(ROOT, "configs/host-xeon.toml"))
+SETS = os.environ.get("SETS", "").split()
 WORK = os.environ.get("WORK", "/tmp/isim-host-locks")
 LOCK = os.environ.get("BENCH_LOCK")
 
@@ -125,8 +129,9 @@ def simulated(binary, args, tag):
     # Each live thread holds a simulated core, the main thread waiting in its join too; the
     # host's 2 vCPUs run the 2 workers while it sleeps. 4 cores in the socket keep the three
     # on one socket, as on the host, where isim would otherwise add a second socket.
-    subprocess.run([ISIM, "run", "-c", CONFIG, "--set", "system.cores_per_socket=4",
-                    "--trace", trace, "-o", run], check=True,
+    sets = [a for kv in SETS for a in ("--set", kv)]
+    subprocess.run([ISIM, "run", "-c", CONFIG, "--set", "system.cores_per_socket=4"] + sets
+                   + ["--trace", trace, "-o", run], check=True,
                    stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     with open(os.path.join(run, "summary.json")) as f:
         s = json.load(f)
@@ -157,7 +162,7 @@ def main():
             sys.exit(__doc__)
     os.makedirs(WORK, exist_ok=True)
     rows = []
-    print(f"config {os.path.relpath(CONFIG, ROOT)}, native median of {reps}\n")
+    print(f"config {os.path.relpath(CONFIG, ROOT)} {' '.join(SETS)}, native median of {reps}\n")
     print("| program | native 1 thread | native 2 threads | native speedup (quartiles) | isim 1 thread | isim 2 threads | isim speedup | error % | futex calls per acquisition: native, isim |")
     print("|---|---:|---:|---|---:|---:|---:|---:|---|")
     for name, src, lang, nat, sim in PROGRAMS:
@@ -178,7 +183,7 @@ def main():
         print(f"| {name} | {n1 * 1e3:.1f} ms | {n2 * 1e3:.1f} ms | {ns:.2f} ({spread[0]:.2f}-{spread[1]:.2f}) | {s1:,.0f} | {s2:,.0f} | {ss:.2f} | {err:+.1f} | {shown}, {sf:.3f} |",
               flush=True)
     with open(os.path.join(WORK, "locks.json"), "w") as f:
-        json.dump({"config": CONFIG, "reps": reps, "rows": rows}, f, indent=1)
+        json.dump({"config": CONFIG, "sets": SETS, "reps": reps, "rows": rows}, f, indent=1)
 
 
 if __name__ == "__main__":
