@@ -492,7 +492,7 @@ fn many_mutexes_trace(path: &Path, n: u64, passes: u32) {
 #[test]
 fn mutexes_evicted_from_a_cores_caches_cost_their_miss_again() {
     let dir = tempfile::tempdir().unwrap();
-    let mut per_step = |n: u64| {
+    let per_step = |n: u64| {
         let mut c = [0.0; 2];
         for passes in [1u32, 2] {
             let trace = dir.path().join(format!("m{n}-{passes}.itrace"));
