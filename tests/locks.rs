@@ -381,43 +381,55 @@ fn a_rarely_taken_futex_lock_costs_no_system_calls() {
 /// after the other).
 fn pointer_trace(path: &Path, n: u64, dst: u8, lock: bool) {
     use sim_frontend::model::{MemAccess, MemSpec, OpClass, StaticInst};
+    let name = format!("pointer loads into r{dst}, locks {lock}");
+    one_thread_trace(path, &name, |tw| {
+        let mut load = StaticInst::new(0x2000, 4, OpClass::Load);
+        load.dsts = vec![dst];
+        if !lock {
+            load.srcs = vec![dst];
+        }
+        load.mem = vec![MemSpec {
+            size: 8,
+            write: false,
+        }];
+        load.block_start = true;
+        let load = tw.add_static(load).unwrap();
+        for k in 0..n {
+            let at = MemAccess {
+                addr: 0x1000_0000 + k * 8192,
+                size: 8,
+                write: false,
+            };
+            tw.inst(0, load, false, &[at]).unwrap();
+            if lock {
+                lock_unlock(tw, 0x4000_0000 + k * 8192);
+            }
+        }
+    });
+}
+
+/// Writes a one-thread trace named `workload`: `body` writes thread 0's timed region.
+fn one_thread_trace(path: &Path, workload: &str, body: impl FnOnce(&mut TraceWriter)) {
     let meta = TraceMeta {
         isa: "x86-64".into(),
-        workload: format!("pointer loads into r{dst}, locks {lock}"),
+        workload: workload.into(),
         params: vec![],
         producer: "tests/locks.rs".into(),
     };
     let mut tw = TraceWriter::create(path, meta).unwrap();
-    let mut load = StaticInst::new(0x2000, 4, OpClass::Load);
-    load.dsts = vec![dst];
-    if !lock {
-        load.srcs = vec![dst];
-    }
-    load.mem = vec![MemSpec {
-        size: 8,
-        write: false,
-    }];
-    load.block_start = true;
-    let load = tw.add_static(load).unwrap();
     tw.marker(0, Marker::ThreadStart).unwrap();
     tw.marker(0, Marker::RoiBegin).unwrap();
-    for k in 0..n {
-        let at = MemAccess {
-            addr: 0x1000_0000 + k * 8192,
-            size: 8,
-            write: false,
-        };
-        tw.inst(0, load, false, &[at]).unwrap();
-        if lock {
-            let addr = 0x4000_0000 + k * 8192;
-            let order = Order::NONE;
-            tw.marker(0, Marker::MutexLock { addr, order }).unwrap();
-            tw.marker(0, Marker::MutexUnlock { addr }).unwrap();
-        }
-    }
+    body(&mut tw);
     tw.marker(0, Marker::RoiEnd).unwrap();
     tw.marker(0, Marker::ThreadEnd).unwrap();
     tw.finish().unwrap();
+}
+
+/// Thread 0 locks and unlocks mutex `addr` (no recorded order).
+fn lock_unlock(tw: &mut TraceWriter, addr: u64) {
+    let order = Order::NONE;
+    tw.marker(0, Marker::MutexLock { addr, order }).unwrap();
+    tw.marker(0, Marker::MutexUnlock { addr }).unwrap();
 }
 
 /// A lock call asks for its mutex's line as it enters the window, but not before it knows
@@ -452,35 +464,16 @@ fn a_lock_whose_address_is_still_being_loaded_waits_for_it_before_asking_for_its
 /// Writes one thread that locks and unlocks `n` mutexes, each in a line of its own, in a
 /// scrambled order, `passes` times over.
 fn many_mutexes_trace(path: &Path, n: u64, passes: u32) {
-    let meta = TraceMeta {
-        isa: "x86-64".into(),
-        workload: format!("{n} mutexes x {passes}"),
-        params: vec![],
-        producer: "tests/locks.rs".into(),
-    };
-    let mut tw = TraceWriter::create(path, meta).unwrap();
-    let alu = common::alu_inst(&mut tw);
-    tw.marker(0, Marker::ThreadStart).unwrap();
-    tw.marker(0, Marker::RoiBegin).unwrap();
-    for _ in 0..passes {
-        for k in 0..n {
-            // An odd multiplier permutes 0..n (a power of two): no stride for a prefetcher.
-            let addr = 0x4000_0000 + (k * 7919 % n) * 64;
-            tw.inst(0, alu, false, &[]).unwrap();
-            tw.marker(
-                0,
-                Marker::MutexLock {
-                    addr,
-                    order: Order::NONE,
-                },
-            )
-            .unwrap();
-            tw.marker(0, Marker::MutexUnlock { addr }).unwrap();
+    one_thread_trace(path, &format!("{n} mutexes x {passes}"), |tw| {
+        let alu = common::alu_inst(tw);
+        for _ in 0..passes {
+            for k in 0..n {
+                // An odd multiplier permutes 0..n (a power of two): no stride for a prefetcher.
+                tw.inst(0, alu, false, &[]).unwrap();
+                lock_unlock(tw, 0x4000_0000 + (k * 7919 % n) * 64);
+            }
         }
-    }
-    tw.marker(0, Marker::RoiEnd).unwrap();
-    tw.marker(0, Marker::ThreadEnd).unwrap();
-    tw.finish().unwrap();
+    });
 }
 
 /// A lock word is a line in the caches like any other: a thread taking, one after the other,

@@ -26,10 +26,11 @@
 //!   once, at the earliest after its last release; a held one passes at each unlock to the
 //!   waiter that asked first (wait: `sync-crit-sect`). The lock word's line is a token one
 //!   core holds at a time ([`Engine::move_line`]): a hand-over costs its move between cores
-//!   (charged to `sync-crit-sect`), the machine's idle neighbour transfer. A lock asks for
-//!   the line as it enters the window (once its address, the call's argument, is ready); a request that finds the lock held (the failed atomic
-//!   attempt) takes the line from the holder if it reaches it before the release, which
-//!   then takes it back; a release is a store the thread does not wait for, and the lock is
+//!   (charged to `sync-crit-sect`), the machine's idle neighbour transfer; on the core that
+//!   holds it, what the memory system says (it may have been evicted). A lock asks for the
+//!   line as it enters the window, once its address (the call's argument) is ready; a request
+//!   that finds the lock held (the failed atomic attempt) takes the line from the holder if it
+//!   reaches it before the release, which then takes it back; a release is a store the thread does not wait for, and the lock is
 //!   free once it is done. Requests and releases are done in simulated-time order.
 //!   Recursive acquisitions nest. That is [`LockModel::Fifo`], the default; under
 //!   [`LockModel::Futex`] the lock word of glibc's mutex is replayed instead (a free lock goes
@@ -1687,12 +1688,11 @@ impl<'t, O: Observer> Engine<'t, O> {
         let first = self.lock_word(tid, addr, start);
         let lat = match was {
             _ if !self.timed() => 0.0,
+            Some(c) if c != core => self.move_cost(c, core),
             // Its first access, or this core's again: the memory system's latency, which
             // knows whether the line is still in this core's caches (a tree of per-node
             // locks, deeper than they hold, finds most of its lock words evicted).
-            None => first,
-            Some(c) if c == core => first,
-            Some(c) => self.move_cost(c, core),
+            _ => first,
         };
         self.place_line(addr, core, start, start + lat)
     }
@@ -2169,7 +2169,10 @@ impl<'t, O: Observer> Engine<'t, O> {
                 // needs it back to release. The acquisition itself waits for the drain.
                 // The request goes out once the lock's address is known: the call's first
                 // argument (`rdi`) may come from a load still in flight (a tree's next node,
-                // locked hand over hand, is a pointer read from the node before).
+                // locked hand over hand, is a pointer read from the node before). A lock that
+                // futexlock.rs rewrote from an atomic instruction has no call: `rdi` holds
+                // whatever the thread left there, and at worst the request goes out later,
+                // never after the drain below.
                 if self.threads[tid as usize].fetched != Some(addr) {
                     let core = &self.threads[tid as usize].core;
                     let entered = core.now.max(core.reg_ready(FIRST_ARG));
