@@ -174,6 +174,9 @@ pub struct FutexLockLine {
     pub acquisitions: u64,
     /// Acquisitions that failed at least once first in the traced run.
     pub contended: u64,
+    /// Acquisitions of locks whose code was seen spinning on a held word (replayed with
+    /// `[locks] spin`).
+    pub spinning: u64,
     /// Instructions of lock attempts (and releases) replaced by mutex markers.
     pub replaced_instructions: u64,
     /// Futex words updated atomically whose history is not a lock's (left alone).
@@ -574,6 +577,7 @@ fn report(
             words: s.futex_locks.words,
             acquisitions: s.futex_locks.acquisitions,
             contended: s.futex_locks.contended,
+            spinning: s.futex_locks.spinning,
             replaced_instructions: s.futex_locks.replaced_instructions,
             rejected: s.futex_locks.rejected,
         },
@@ -669,8 +673,9 @@ impl TraceReport {
             let _ = writeln!(
                 s,
                 "locks built on futexes: {} word(s), {} acquisitions ({} contended in the traced \
-                 run), replayed as mutexes; {} instructions of attempts and releases replaced",
-                f.words, f.acquisitions, f.contended, f.replaced_instructions
+                 run, {} of locks that spin before they sleep), replayed as mutexes; {} \
+                 instructions of attempts and releases replaced",
+                f.words, f.acquisitions, f.contended, f.spinning, f.replaced_instructions
             );
         }
         let w = &self.spin_waits;

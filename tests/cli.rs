@@ -522,7 +522,7 @@ fn v2_traces_read_and_simulate_as_the_isim_that_wrote_them() {
     );
     assert!(b3 * 6 < b2 * 5, "v3 {b3} bytes against v2 {b2}");
     let j3 = info(&v3);
-    assert_eq!(j3["format_version"], 3);
+    assert_eq!(j3["format_version"], sim_frontend::format::VERSION);
     assert_eq!(j3["threads"], expected("info")["threads"]);
     assert_eq!(
         j3["static_instructions"],

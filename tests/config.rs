@@ -895,7 +895,8 @@ fn the_lock_model_takes_its_costs_only_with_futex() {
         sim_core::LockModel::Futex {
             wait: 660.0,
             wake: 300.0,
-            latency: 140_000.0
+            latency: 140_000.0,
+            spin: 9000.0
         }
     );
     assert_eq!(

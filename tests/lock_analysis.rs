@@ -45,8 +45,15 @@ fn two_locks(path: &Path, p: u32, n: u32, w: u32, ca: u32, cb: u32) {
                     tw.inst(t, alu, false, &[]).unwrap();
                 }
                 let order = Order::NONE;
-                tw.marker(t, Marker::MutexLock { addr: lock, order })
-                    .unwrap();
+                tw.marker(
+                    t,
+                    Marker::MutexLock {
+                        addr: lock,
+                        order,
+                        spins: false,
+                    },
+                )
+                .unwrap();
                 for _ in 0..c {
                     tw.inst(t, alu, false, &[]).unwrap();
                 }

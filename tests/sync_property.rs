@@ -334,6 +334,7 @@ fn a_truly_deadlocking_trace_gets_the_watchdogs_report() {
     let lock = |addr| Marker::MutexLock {
         addr,
         order: Order::SIM,
+        spins: false,
     };
     w.marker(0, Marker::ThreadStart).unwrap();
     w.marker(0, Marker::RoiBegin).unwrap();

@@ -154,6 +154,12 @@ pub enum LockModel {
     /// wake (`wake` cycles for the releaser), and the thread that slept longest runs
     /// `latency` cycles later and tries again. A thread that went through a futex wait takes
     /// the lock with the word marked contended, so its release calls futex wake too.
+    ///
+    /// A lock whose implementation spins (the trace says which: Rust's std `Mutex`, libgomp's
+    /// locks) first watches a word it found held and not yet marked contended, for up to
+    /// `spin` cycles: if it sees a release meanwhile it tries again without marking the word
+    /// (and loses to whoever took it first); if not, or once another waiter marked the word,
+    /// it marks the word and calls futex wait as above.
     Futex {
         /// A futex wait that returns at once (the word changed).
         wait: f64,
@@ -161,6 +167,8 @@ pub enum LockModel {
         wake: f64,
         /// From a futex wake to the woken thread running.
         latency: f64,
+        /// How long a spinning lock watches a held word before its futex wait.
+        spin: f64,
     },
 }
 
@@ -175,7 +183,8 @@ enum FutexStep {
     /// the lock with an exchange, marking it contended, if it is free.
     Woken,
     /// Its compare-and-swap found the lock held and fetched the word's line: it takes the
-    /// lock if the holder has let go meanwhile, else it marks the word contended and waits.
+    /// lock if the holder has let go meanwhile, else it spins (a spinning lock, the word not
+    /// marked) or marks the word contended and waits.
     Attempt,
 }
 
@@ -701,6 +710,10 @@ struct Waiter {
     rank: u32,
     /// Its request's recorded order (asked again with it after a futex wake).
     order: Order,
+    /// [`LockModel::Futex`]: spinning on the word until then, or asleep.
+    spin_until: Option<f64>,
+    /// Spinning after a futex wait: it takes the lock marking the word contended.
+    marks: bool,
 }
 
 #[derive(Default)]
@@ -734,15 +747,20 @@ struct MutexState {
     epoch: u64,
     /// The word is marked contended ([`LockModel::Futex`]): its release calls futex wake.
     contended: bool,
+    /// Its lock implementation spins before it sleeps ([`LockModel::Futex`]; a lock marker
+    /// said so).
+    spins: bool,
 }
 
 impl MutexState {
     /// Removes and returns the waiter that asked first in simulated time (ties: the lower id).
     fn first_waiter(&mut self) -> Option<Waiter> {
-        let k = (0..self.waiters.len()).min_by(|&a, &b| {
-            let (x, y) = (&self.waiters[a], &self.waiters[b]);
-            x.at.total_cmp(&y.at).then(x.tid.cmp(&y.tid))
-        })?;
+        let k = (0..self.waiters.len())
+            .filter(|&k| self.waiters[k].spin_until.is_none())
+            .min_by(|&a, &b| {
+                let (x, y) = (&self.waiters[a], &self.waiters[b]);
+                x.at.total_cmp(&y.at).then(x.tid.cmp(&y.tid))
+            })?;
         Some(self.waiters.remove(k))
     }
 }
@@ -775,6 +793,10 @@ pub struct SyncStats {
     /// Futex wakes called by releases of a word marked contended.
     #[serde(default, skip_serializing_if = "is_zero")]
     pub futex_wakes: u64,
+    /// Attempts of spinning locks that found the word held and spun on it
+    /// ([`LockModel::Futex`]'s `spin`).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub lock_spins: u64,
 }
 
 fn is_zero(n: &u64) -> bool {
@@ -1784,8 +1806,8 @@ impl<'t, O: Observer> Engine<'t, O> {
             return;
         }
         self.threads[tid as usize].asked.get_or_insert(now);
-        if let LockModel::Futex { wait, .. } = self.locks {
-            return self.futex_lock(tid, addr, now, order, wait);
+        if let LockModel::Futex { wait, spin, .. } = self.locks {
+            return self.futex_lock(tid, addr, now, order, wait, spin);
         }
         let rank = rank(order);
         let m = self.mutexes.entry(addr).or_default();
@@ -1796,6 +1818,8 @@ impl<'t, O: Observer> Engine<'t, O> {
                     tid,
                     rank,
                     order,
+                    spin_until: None,
+                    marks: false,
                 });
                 self.threads[tid as usize].state = State::Mutex(addr);
                 self.set_active(tid, now, false);
@@ -1817,8 +1841,9 @@ impl<'t, O: Observer> Engine<'t, O> {
 
     /// [`Engine::lock`] under [`LockModel::Futex`]: thread `tid` (drained, its clock at
     /// `now`) asks for mutex `addr`, freshly or back from a futex wait or wake (its
-    /// [`Thread::futex`] step); `wait` is a futex wait's cost.
-    fn futex_lock(&mut self, tid: u32, addr: u64, now: f64, order: Order, wait: f64) {
+    /// [`Thread::futex`] step); `wait` is a futex wait's cost, `spin` a spinning lock's
+    /// budget.
+    fn futex_lock(&mut self, tid: u32, addr: u64, now: f64, order: Order, wait: f64, spin: f64) {
         let step = self.threads[tid as usize].futex.take();
         let m = self.mutexes.entry(addr).or_default();
         if let Some(FutexStep::Check { epoch }) = step {
@@ -1829,6 +1854,8 @@ impl<'t, O: Observer> Engine<'t, O> {
                     tid,
                     rank: rank(order),
                     order,
+                    spin_until: None,
+                    marks: false,
                 });
                 self.sync.futex_sleeps += 1;
                 self.threads[tid as usize].state = State::Mutex(addr);
@@ -1866,6 +1893,25 @@ impl<'t, O: Observer> Engine<'t, O> {
             self.futex_step(tid, addr, order, FutexStep::Attempt, now + moved);
             return;
         }
+        if m.spins && !m.contended && spin > 0.0 {
+            // A spinning lock watches a word held but not marked (a load and a pause at a
+            // time: Rust's std `Mutex` after its failed compare-and-swap, and again after
+            // each futex wait) until it sees a release, or its budget runs out, or another
+            // waiter marks the word: the release decides which came first
+            // ([`Engine::end_spins`]).
+            m.waiters.push(Waiter {
+                at: now,
+                tid,
+                rank: rank(order),
+                order,
+                spin_until: Some(now + spin),
+                marks: matches!(step, Some(FutexStep::Woken)),
+            });
+            self.sync.lock_spins += 1;
+            self.threads[tid as usize].state = State::Mutex(addr);
+            self.break_cycle(tid);
+            return;
+        }
         // Still held: the exchange marking the word contended, then a futex wait, whose
         // kernel reads the word at the end of the call (natively a thread that finds the
         // lock held almost never sleeps: the word has changed by then).
@@ -1897,7 +1943,12 @@ impl<'t, O: Observer> Engine<'t, O> {
     fn futex_step(&mut self, tid: u32, addr: u64, order: Order, step: FutexStep, at: f64) {
         let th = &mut self.threads[tid as usize];
         th.futex = Some(step);
-        th.pending_marker = Some(Marker::MutexLock { addr, order });
+        // The word remembers whether its lock spins (`MutexState::spins`).
+        th.pending_marker = Some(Marker::MutexLock {
+            addr,
+            order,
+            spins: false,
+        });
         // Its line was asked for by the attempt: the request does not ask again.
         th.fetched = Some(addr);
         self.resume(tid, at, Component::SyncCritSect);
@@ -1957,21 +2008,40 @@ impl<'t, O: Observer> Engine<'t, O> {
         m.owner = None;
         m.depth = 0;
         m.free_at = m.free_at.max(freed);
-        if let LockModel::Futex { wake, latency, .. } = self.locks {
-            if !std::mem::take(&mut m.contended) {
+        if let LockModel::Futex {
+            wake,
+            latency,
+            wait,
+            ..
+        } = self.locks
+        {
+            let spinner = self.end_spins(addr, now, wait);
+            let m = self.mutexes.entry(addr).or_default();
+            if std::mem::take(&mut m.contended) {
+                // Futex wake: the releaser is in the kernel for `wake` cycles; the thread
+                // that slept longest (ties: the lower id), if any, tries again `latency`
+                // later.
+                self.sync.futex_wakes += 1;
+                let woken = m.first_waiter();
+                let wake = wake * self.jitter(tid);
+                self.released(tid, addr, now, wake);
+                self.resume(tid, now + wake, Component::SyncCritSect);
+                if let Some(w) = woken {
+                    let at = now + wake + latency * self.jitter(w.tid);
+                    self.futex_step(w.tid, addr, w.order, FutexStep::Woken, at);
+                }
+            } else {
                 self.released(tid, addr, now, 0.0);
-                return;
             }
-            // Futex wake: the releaser is in the kernel for `wake` cycles; the thread that
-            // slept longest (ties: the lower id), if any, tries again `latency` later.
-            self.sync.futex_wakes += 1;
-            let woken = m.first_waiter();
-            let wake = wake * self.jitter(tid);
-            self.released(tid, addr, now, wake);
-            self.resume(tid, now + wake, Component::SyncCritSect);
-            if let Some(w) = woken {
-                let at = now + wake + latency * self.jitter(w.tid);
-                self.futex_step(w.tid, addr, w.order, FutexStep::Woken, at);
+            if let Some(w) = spinner {
+                // The spinner's loads have the released line coming its way before the
+                // releaser can take the lock again: it takes it (once the line is here).
+                let m = self.mutexes.entry(addr).or_default();
+                m.owner = Some(w.tid);
+                m.held_since = now;
+                m.epoch += 1;
+                m.contended |= w.marks;
+                self.grant(w.tid, addr, freed, true);
             }
             return;
         }
@@ -1983,6 +2053,70 @@ impl<'t, O: Observer> Engine<'t, O> {
         m.owner = Some(w.tid);
         m.held_since = now;
         self.grant(w.tid, addr, w.at.max(freed), false);
+    }
+
+    /// [`LockModel::Futex`]: mutex `addr` is released at `now`. Each thread spinning on its
+    /// word ([`Waiter::spin_until`]) either still spins, or spent its budget before the
+    /// release (or stopped when another spinner marked the word), marked the word contended
+    /// and called futex wait (`wait`), which slept if it came back before the release and
+    /// returns after it otherwise. Returns the spinner that takes the lock: the one spinning
+    /// longest (ties: the lower id), if any still spins and nobody marked the word. A
+    /// spinner's end has no effect another thread sees before the release, so the release
+    /// settles it.
+    fn end_spins(&mut self, addr: u64, now: f64, wait: f64) -> Option<Waiter> {
+        let m = self.mutexes.entry(addr).or_default();
+        if m.waiters.iter().all(|w| w.spin_until.is_none()) {
+            return None;
+        }
+        let mut spinners: Vec<Waiter> = Vec::new();
+        m.waiters.retain(|w| {
+            if w.spin_until.is_some() {
+                spinners.push(*w);
+            }
+            w.spin_until.is_none()
+        });
+        spinners.sort_by(|x, y| {
+            (x.spin_until.unwrap_or(0.0))
+                .total_cmp(&y.spin_until.unwrap_or(0.0))
+                .then(x.tid.cmp(&y.tid))
+        });
+        // When a spinner that gave up marked the word: the others stop spinning then (they
+        // all began before the release, so they too have called futex wait by now).
+        let mut marked: Option<f64> = None;
+        let mut spinning = Vec::new();
+        for w in spinners {
+            let mut until = w.spin_until.unwrap_or(w.at);
+            if let Some(t) = marked {
+                until = until.min(t.max(w.at));
+            }
+            if until >= now {
+                spinning.push(w);
+                continue;
+            }
+            marked = Some(marked.map_or(until, |t| t.min(until)));
+            self.sync.futex_waits += 1;
+            let back = until + wait * self.jitter(w.tid);
+            let m = self.mutexes.entry(addr).or_default();
+            m.contended = true;
+            if back < now {
+                self.sync.futex_sleeps += 1;
+                m.waiters.push(Waiter {
+                    at: back,
+                    spin_until: None,
+                    ..w
+                });
+            } else {
+                self.futex_step(w.tid, addr, w.order, FutexStep::Woken, back);
+            }
+        }
+        let first = (0..spinning.len()).min_by(|&a, &b| {
+            let (x, y) = (&spinning[a], &spinning[b]);
+            x.at.total_cmp(&y.at).then(x.tid.cmp(&y.tid))
+        })?;
+        let w = spinning.remove(first);
+        let m = self.mutexes.entry(addr).or_default();
+        m.waiters.extend(spinning);
+        Some(w)
     }
 
     /// Reports thread `tid`'s release of mutex `addr` at `at` (when timed).
@@ -2160,7 +2294,10 @@ impl<'t, O: Observer> Engine<'t, O> {
                     self.set_active(tid, now, false);
                 }
             }
-            Marker::MutexLock { addr, order } => {
+            Marker::MutexLock { addr, order, spins } => {
+                if spins {
+                    self.mutexes.entry(addr).or_default().spins = true;
+                }
                 // The lock instruction asks for its line for ownership as it enters the
                 // window, before the work ahead of it has finished (a store's read for
                 // ownership goes out early): an uncontended acquisition of a line another
@@ -2210,6 +2347,7 @@ impl<'t, O: Observer> Engine<'t, O> {
                 self.threads[tid as usize].pending_marker = Some(Marker::MutexLock {
                     addr: mutex,
                     order: relock,
+                    spins: false,
                 });
             }
             Marker::FutexWait { addr, wake } => {

@@ -521,6 +521,10 @@ pub enum Marker {
         addr: u64,
         /// Recorded order (the previous holder's release), or [`Order::SIM`].
         order: Order,
+        /// Its implementation spins on a held lock word before it sleeps (Rust's std `Mutex`,
+        /// libgomp's locks: seen in the trace, `futexlock.rs`), where glibc's pthread mutex
+        /// does not (`[locks] spin`).
+        spins: bool,
     },
     /// Release a mutex.
     MutexUnlock {

@@ -110,7 +110,11 @@ fn arb_marker(threads: u32) -> impl Strategy<Value = Marker> {
             participants,
             lead: participants % 2 == 0
         }),
-        (any::<u64>(), order()).prop_map(|(addr, order)| Marker::MutexLock { addr, order }),
+        (any::<u64>(), order(), any::<bool>()).prop_map(|(addr, order, spins)| Marker::MutexLock {
+            addr,
+            order,
+            spins
+        }),
         any::<u64>().prop_map(|addr| Marker::MutexUnlock { addr }),
         (any::<u64>(), any::<u64>(), order(), order()).prop_map(|(cond, mutex, wake, relock)| {
             // A wait is either replayed by semantics or fully recorded.

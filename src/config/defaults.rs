@@ -112,6 +112,7 @@ pub(super) fn machine() -> MachineConfig {
             futex_wait: None,
             futex_wake: None,
             wake_latency: None,
+            spin: None,
         },
         bus: BusConfig {
             bandwidth: Bandwidth(64_000_000_000),
@@ -169,6 +170,11 @@ pub(super) fn l3() -> CacheConfig {
 pub(super) const FUTEX_WAIT: u32 = 660;
 pub(super) const FUTEX_WAKE: u32 = 450;
 pub(super) const WAKE_LATENCY: u32 = 140_000;
+/// How long a spinning lock implementation watches a held word before its futex wait
+/// (`[locks] spin`), in core cycles at 3 GHz: Rust's std `Mutex` spins 100 times, each a load
+/// and a `pause`, which took 2.7-3.1 µs in all on the AMD guest of 2026-11-29
+/// (`benches/host/futex.c`).
+pub(super) const SPIN: u32 = 9_000;
 
 #[cfg(test)]
 mod tests {

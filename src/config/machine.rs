@@ -52,6 +52,7 @@ impl MachineConfig {
                 wait: f64::from(l.futex_wait.unwrap_or(0)),
                 wake: f64::from(l.futex_wake.unwrap_or(0)),
                 latency: f64::from(l.wake_latency.unwrap_or(0)),
+                spin: f64::from(l.spin.unwrap_or(0)),
             },
         }
     }
@@ -218,6 +219,9 @@ pub struct LocksConfig {
     /// From a futex wake to the woken thread running.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub wake_latency: Option<u32>,
+    /// How long a lock whose implementation spins watches a held word before its futex wait.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub spin: Option<u32>,
 }
 
 /// `[bus]`: the shared interconnect of a socket.

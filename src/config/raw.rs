@@ -189,6 +189,7 @@ pub(super) struct RawLocks {
     pub futex_wait: Option<u32>,
     pub futex_wake: Option<u32>,
     pub wake_latency: Option<u32>,
+    pub spin: Option<u32>,
 }
 
 /// `[bus]`.

@@ -352,6 +352,7 @@ pub(super) fn machine(raw: RawMachine, ctx: &mut Ctx<'_>) -> MachineConfig {
             locks.wake_latency,
             defaults::WAKE_LATENCY,
         ),
+        spin: cost("locks.spin", locks.spin, defaults::SPIN),
     };
 
     let bus = raw.bus.unwrap_or_default();

@@ -253,10 +253,20 @@ fn marker(
         code::MUTEX_LOCK => Marker::MutexLock {
             addr: arg("mutex address")?,
             order: Order::SIM,
+            spins: false,
         },
         code::MUTEX_LOCK_ORDERED => Marker::MutexLock {
             addr: arg("mutex address")?,
             order: order(arg("lock order")?, at)?,
+            spins: false,
+        },
+        code::MUTEX_LOCK_SPINNING => Marker::MutexLock {
+            addr: arg("mutex address")?,
+            order: match arg("lock order")? {
+                0 => Order::SIM,
+                v => order(v - 1, at)?,
+            },
+            spins: true,
         },
         code::COND_WAIT_ORDERED => Marker::CondWait {
             cond: arg("condition address")?,

@@ -1,4 +1,4 @@
-//! Trace format v3 (and v1 and v2, which the reader still reads): the byte layout shared by the
+//! Trace format v4 (and v1 to v3, which the reader still reads): the byte layout shared by the
 //! writer and the reader.
 //!
 //! `docs/trace-format.md` is the normative description; this module holds the constants and
@@ -23,8 +23,9 @@ pub const TRAILER_MAGIC: &[u8; 8] = b"ISIMEND\0";
 pub const CHUNK_MAGIC: &[u8; 4] = b"ICHK";
 /// The format version this code writes (it reads this one and every earlier one). Version 3
 /// differs from 2 only in giving the address-delta value 0 a meaning (see [`Predictor::last`]);
-/// no version 1 or 2 writer wrote it, so one decoder reads all three.
-pub const VERSION: u16 = 3;
+/// no version 1 or 2 writer wrote it, so one decoder reads all three. Version 4 adds one marker
+/// code ([`code::MUTEX_LOCK_SPINNING`]) that no earlier writer wrote.
+pub const VERSION: u16 = 4;
 /// The oldest format version this code reads.
 pub const OLDEST_VERSION: u16 = 1;
 /// Prologue length: magic, version, flags, crc.
@@ -111,6 +112,9 @@ pub mod code {
     pub const FUTEX_WAKE: u8 = 19;
     /// Recorded release: varint index.
     pub const RELEASE: u8 = 20;
+    /// Mutex lock whose implementation spins before it sleeps (version 4): varint address,
+    /// varint 0 (no recorded order) or a recorded order plus one.
+    pub const MUTEX_LOCK_SPINNING: u8 = 21;
     /// Control continues at a static index not implied by the previous instruction.
     pub const JUMP: u8 = 0x7f;
 }

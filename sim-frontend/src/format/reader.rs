@@ -193,7 +193,7 @@ impl Trace {
         })
     }
 
-    /// The trace's format version (1, 2 or 3).
+    /// The trace's format version (1 to 4).
     pub fn version(&self) -> u16 {
         self.version
     }

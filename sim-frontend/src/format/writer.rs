@@ -200,12 +200,27 @@ impl ThreadEnc {
                 },
                 &[id, participants as u64],
             ),
-            Marker::MutexLock { addr, order } if order == Order::SIM => {
-                put(code::MUTEX_LOCK, &[addr])
-            }
-            Marker::MutexLock { addr, order } => {
-                put(code::MUTEX_LOCK_ORDERED, &[addr, order.encode()])
-            }
+            Marker::MutexLock {
+                addr,
+                order,
+                spins: false,
+            } if order == Order::SIM => put(code::MUTEX_LOCK, &[addr]),
+            Marker::MutexLock {
+                addr,
+                order,
+                spins: false,
+            } => put(code::MUTEX_LOCK_ORDERED, &[addr, order.encode()]),
+            Marker::MutexLock { addr, order, .. } => put(
+                code::MUTEX_LOCK_SPINNING,
+                &[
+                    addr,
+                    if order == Order::SIM {
+                        0
+                    } else {
+                        order.encode() + 1
+                    },
+                ],
+            ),
             Marker::MutexUnlock { addr } => put(code::MUTEX_UNLOCK, &[addr]),
             Marker::CondWait {
                 cond,

@@ -123,6 +123,8 @@ pub struct FutexLocks {
     pub acquisitions: u64,
     /// Acquisitions that failed at least once first in the traced run.
     pub contended: u64,
+    /// Acquisitions of locks whose code spins before it sleeps (seen spinning in the trace).
+    pub spinning: u64,
     /// Instructions of their attempts (failed tries, spinning, the acquiring instruction) and
     /// releasing instructions, replaced by mutex markers.
     pub replaced_instructions: u64,
@@ -1293,6 +1295,7 @@ pub fn convert(dir: &Path, out: &Path, opts: &Options) -> Result<Summary, TraceE
     c.summary.futex_locks.words = locks.words;
     c.summary.futex_locks.acquisitions = locks.acquisitions;
     c.summary.futex_locks.contended = locks.contended;
+    c.summary.futex_locks.spinning = locks.spinning;
     c.summary.futex_locks.rejected = locks.rejected;
     // The spin-waits' looking was left out by the same edits as the locks' attempts.
     c.summary.futex_locks.replaced_instructions -= locks.spin_instructions;

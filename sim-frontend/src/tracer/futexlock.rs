@@ -59,6 +59,11 @@ type DepItem = (u64, u8, usize, RawMark, u64);
 /// Most instructions between two failed attempts of one acquisition (the spinning between
 /// them: Rust spins 100 times, a few instructions each, before it waits on the futex).
 pub const SPIN_GAP: u64 = 4096;
+/// Fewest instructions between a failed attempt and the thread's next atomic instruction on
+/// the word, with no futex wait between, that show the lock's code spinning on the word (Rust
+/// spins with a load, a compare, a `pause` and a count, 100 times at most; glibc's lock goes
+/// from its failed compare-and-swap to its exchange within a dozen instructions).
+pub const SPIN_SHOWN: u64 = 48;
 
 /// An atomic read-modify-write instruction of a thread.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -106,6 +111,10 @@ pub struct Locks {
     pub acquisitions: u64,
     /// Acquisitions with at least one failed attempt before them.
     pub contended: u64,
+    /// Acquisitions of locks whose code was seen spinning on a held word (of this word, or
+    /// of another begun by the same instruction): their markers say so, and replay spins
+    /// them before they sleep (`[locks] spin`).
+    pub spinning: u64,
     /// Futex words with atomic instructions whose history is not a lock's (left alone).
     pub rejected: usize,
     /// Waits for a counter counted down to zero (see `countdown.rs`).
@@ -299,6 +308,10 @@ pub fn find(
 
     // Per thread: its episodes (word, episode), and the futex markers to remove.
     let mut episodes: Vec<Vec<(u64, Episode)>> = (0..n).map(|_| Vec::new()).collect();
+    // Words whose lock code was seen spinning, and the instructions that began those
+    // attempts (the lock call's first compare-and-swap, shared by every lock of its type).
+    let mut spun_words: HashSet<u64> = HashSet::new();
+    let mut spun_code: HashSet<u32> = HashSet::new();
     let lock_set: HashSet<u64> = locks.iter().map(|l| l.0).collect();
     for (w, r) in &locks {
         // Each thread's instructions on the word, in its program order (= sequence order).
@@ -331,6 +344,7 @@ pub fn find(
                     Role::Acquire => {
                         // Chain back the failed attempts that are part of this one.
                         let mut start = i;
+                        let mut spun = false;
                         for &f in failed.iter().rev() {
                             let near = at(start) - at(f) <= SPIN_GAP;
                             // A wait at a position in [at(f), at(start)] (positions sorted).
@@ -339,7 +353,12 @@ pub fn find(
                             if !(near || waited) {
                                 break;
                             }
+                            spun |= !waited && at(start) - at(f) >= SPIN_SHOWN;
                             start = f;
+                        }
+                        if spun {
+                            spun_words.insert(*w);
+                            spun_code.insert(atomics[t][start].raw);
                         }
                         out.acquisitions += 1;
                         out.contended += (start != i) as u64;
@@ -548,8 +567,16 @@ pub fn find(
         for (j, (w, e)) in episodes[t].iter().enumerate() {
             let (s, q) = (a[e.start], a[e.acquire]);
             let rel = e.release.map(|r| a[r]);
+            // A lock whose code spins: its marker's second argument is 1.
+            let spins = spun_words.contains(w) || spun_code.contains(&s.raw);
+            let lock = RawMark {
+                op: Op::MutexLock,
+                args: [*w, u64::from(spins), 0],
+                seq: s.seq,
+            };
+            out.spinning += u64::from(spins);
             let added = [
-                Some((s.at, mark(Op::MutexLock, *w, s.seq), q.at + 1)),
+                Some((s.at, lock, q.at + 1)),
                 Some((s.at, mark(Op::Done, 0, q.seq), q.at + 1)),
                 rel.map(|r| (r.at, mark(Op::MutexUnlock, *w, r.seq), r.at + 1)),
                 rel.map(|r| (r.at, mark(Op::Done, 0, r.seq), r.at + 1)),
@@ -689,6 +716,49 @@ mod tests {
         assert!(!ops0.contains(&Op::FutexWake));
         assert_eq!(l.edits[0][0].start, 10);
         assert_eq!(l.edits[0][0].end, 11);
+        // Thread 1 spun 100 instructions between its failed attempt and its swap: every lock
+        // begun by that compare-and-swap spins, in both threads, the never-blocked word too.
+        let spins: Vec<u64> = l
+            .marks
+            .iter()
+            .flatten()
+            .filter(|m| m.op == Op::MutexLock)
+            .map(|m| m.args[1])
+            .collect();
+        assert_eq!(spins, vec![1, 1, 1, 1]);
+        assert_eq!(l.spinning, 4);
+    }
+
+    /// glibc's lock goes from its failed compare-and-swap straight to its exchange and futex
+    /// wait: no spinning shown, so its lock markers do not spin; a lock whose failed attempt
+    /// is followed by a long gap only across a futex wait does not either.
+    #[test]
+    fn a_lock_that_goes_straight_to_its_futex_wait_does_not_spin() {
+        const W: u64 = 0x100;
+        let a0 = vec![
+            atomic(10, 1, W, 1, 1), // acquire (cas 0 -> 1)
+            atomic(50, 2, W, 0, 5), // release (swap 0; it was 2): then a futex wake
+        ];
+        let a1 = vec![
+            atomic(5, 1, W, 1, 2),    // failed cas (held)
+            atomic(12, 4, W, 2, 3),   // exchange 2 seven instructions later: failed, futex wait
+            atomic(200, 4, W, 2, 7),  // exchange 2 after the wake: acquires (it was 0)
+            atomic(230, 2, W, 0, 11), // release
+        ];
+        let m0 = vec![raw(Op::FutexWake, W, 6), raw(Op::Done, 0, 6)];
+        let m1 = vec![raw(Op::FutexWait, W, 4), raw(Op::Done, 0, 7)];
+        let mark_at = vec![vec![51, 51], vec![13, 190]];
+        let l = find(vec![m0, m1], &mark_at, &[a0, a1], &[], &[], swap);
+        assert_eq!((l.words, l.acquisitions, l.contended), (1, 2, 1));
+        let spins: Vec<u64> = l
+            .marks
+            .iter()
+            .flatten()
+            .filter(|m| m.op == Op::MutexLock)
+            .map(|m| m.args[1])
+            .collect();
+        assert_eq!(spins, vec![0, 0]);
+        assert_eq!(l.spinning, 0);
     }
 
     /// A word whose holder changes it without freeing it, or that a non-holder frees, is no

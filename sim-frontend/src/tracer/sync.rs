@@ -396,9 +396,12 @@ pub fn plan(marks: &[Vec<RawMark>], simple: &mut Simple<'_>) -> Plan {
                     // out: the thread ends there. So is one that failed (an error-checking
                     // mutex's EDEADLK): the thread did not take the mutex.
                     if b.is_some_and(|b| acquired(b.ret)) {
+                        // futexlock.rs marks a lock whose code spins with a second argument
+                        // of 1 (the interposer's lock calls have one argument).
                         v.push(Marker::MutexLock {
                             addr: a0,
                             order: order_of(lock_edge.get(&at)),
+                            spins: a1 != 0,
                         });
                     }
                 }
@@ -529,6 +532,7 @@ mod tests {
         let lock = Marker::MutexLock {
             addr: M,
             order: Order::NONE,
+            spins: false,
         };
         assert_eq!(p.at(0, 0), &[lock]);
         assert_eq!(p.at(0, 2), &[], "EDEADLK took nothing");
@@ -585,7 +589,8 @@ mod tests {
             p.at(0, 0),
             &[Marker::MutexLock {
                 addr: M,
-                order: Order::after(0)
+                order: Order::after(0),
+                spins: false,
             }]
         );
         assert_eq!(
@@ -611,7 +616,8 @@ mod tests {
             p.at(1, 0),
             &[Marker::MutexLock {
                 addr: M,
-                order: Order::NONE
+                order: Order::NONE,
+                spins: false,
             }]
         );
         assert_eq!(

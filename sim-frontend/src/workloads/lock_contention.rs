@@ -87,6 +87,7 @@ fn emit(p: &Params, w: &mut TraceWriter) -> Result<(), TraceError> {
                 Marker::MutexLock {
                     addr: LOCK_ADDR,
                     order: Order::SIM,
+                    spins: false,
                 },
             )?;
             em.m(t, ld, &[shared])?;
