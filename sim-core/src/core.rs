@@ -1015,11 +1015,6 @@ impl Core {
         self.redirect = t;
     }
 
-    /// When register `reg` (a trace register number) of this core's newest value is ready.
-    pub fn reg_ready(&self, reg: u8) -> f64 {
-        self.reg_ready[reg as usize]
-    }
-
     /// The core's id: its index in the memory system.
     pub fn id(&self) -> u32 {
         self.id
