@@ -637,6 +637,16 @@ mod tests {
         raw == 2
     }
 
+    /// The spin argument of every lock marker, thread by thread.
+    fn lock_spins(l: &Locks) -> Vec<u64> {
+        l.marks
+            .iter()
+            .flatten()
+            .filter(|m| m.op == Op::MutexLock)
+            .map(|m| m.args[1])
+            .collect()
+    }
+
     fn raw(op: Op, a: u64, seq: u64) -> RawMark {
         RawMark {
             op,
@@ -718,14 +728,7 @@ mod tests {
         assert_eq!(l.edits[0][0].end, 11);
         // Thread 1 spun 100 instructions between its failed attempt and its swap: every lock
         // begun by that compare-and-swap spins, in both threads, the never-blocked word too.
-        let spins: Vec<u64> = l
-            .marks
-            .iter()
-            .flatten()
-            .filter(|m| m.op == Op::MutexLock)
-            .map(|m| m.args[1])
-            .collect();
-        assert_eq!(spins, vec![1, 1, 1, 1]);
+        assert_eq!(lock_spins(&l), vec![1, 1, 1, 1]);
         assert_eq!(l.spinning, 4);
     }
 
@@ -750,14 +753,7 @@ mod tests {
         let mark_at = vec![vec![51, 51], vec![13, 190]];
         let l = find(vec![m0, m1], &mark_at, &[a0, a1], &[], &[], swap);
         assert_eq!((l.words, l.acquisitions, l.contended), (1, 2, 1));
-        let spins: Vec<u64> = l
-            .marks
-            .iter()
-            .flatten()
-            .filter(|m| m.op == Op::MutexLock)
-            .map(|m| m.args[1])
-            .collect();
-        assert_eq!(spins, vec![0, 0]);
+        assert_eq!(lock_spins(&l), vec![0, 0]);
         assert_eq!(l.spinning, 0);
     }
 
