@@ -29,9 +29,10 @@
 //!   (charged to `sync-crit-sect`), the machine's idle neighbour transfer; on the core that
 //!   holds it, what the memory system says (it may have been evicted). A lock asks for the
 //!   line once the instructions before it have completed (a locked instruction is performed
-//!   when it is the oldest); a request that finds the lock held (the failed atomic attempt) takes the line from the holder if it
-//!   reaches it before the release, which then takes it back; a release is a store the thread does not wait for, and the lock is
-//!   free once it is done. Requests and releases are done in simulated-time order.
+//!   when it is the oldest); a request that finds the lock held (the failed atomic attempt)
+//!   takes the line from the holder if it reaches it before the release, which then takes
+//!   it back; a release is a store the thread does not wait for, and the lock is free once
+//!   it is done. Requests and releases are done in simulated-time order.
 //!   Recursive acquisitions nest. That is [`LockModel::Fifo`], the default; under
 //!   [`LockModel::Futex`] the lock word of glibc's mutex is replayed instead (a free lock goes
 //!   to whoever asks; a waiter's futex wait returns or sleeps, a release of a contended word
@@ -157,9 +158,11 @@ pub enum LockModel {
     ///
     /// A lock whose implementation spins (the trace says which: Rust's std `Mutex`, libgomp's
     /// locks) first watches a word it found held and not yet marked contended, for up to
-    /// `spin` cycles: if it sees a release meanwhile it tries again without marking the word
-    /// (and loses to whoever took it first); if not, or once another waiter marked the word,
-    /// it marks the word and calls futex wait as above.
+    /// `spin` cycles: a release within that budget hands the lock to the thread that has
+    /// spun longest (its loads have the released line coming its way before the releaser can
+    /// take it again), the word left as that thread found it; a spinner whose budget runs
+    /// out, or that sees another waiter mark the word, marks it and calls futex wait as
+    /// above.
     Futex {
         /// A futex wait that returns at once (the word changed).
         wait: f64,
