@@ -156,8 +156,8 @@ pub enum LockModel {
     /// `latency` cycles later and tries again. A thread that went through a futex wait takes
     /// the lock with the word marked contended, so its release calls futex wake too.
     ///
-    /// A lock whose implementation spins (the trace says which: Rust's std `Mutex`, libgomp's
-    /// locks) first watches a word it found held and not yet marked contended, for up to
+    /// A lock whose implementation spins (the trace says which: Rust's std `Mutex` and other
+    /// futex-word locks seen spinning) first watches a word it found held and not yet marked contended, for up to
     /// `spin` cycles: a release within that budget hands the lock to the thread that has
     /// spun longest (its loads have the released line coming its way before the releaser can
     /// take it again), the word left as that thread found it; a spinner whose budget runs

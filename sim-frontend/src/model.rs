@@ -521,9 +521,9 @@ pub enum Marker {
         addr: u64,
         /// Recorded order (the previous holder's release), or [`Order::SIM`].
         order: Order,
-        /// Its implementation spins on a held lock word before it sleeps (Rust's std `Mutex`,
-        /// libgomp's locks: seen in the trace, `futexlock.rs`), where glibc's pthread mutex
-        /// does not (`[locks] spin`).
+        /// Its implementation spins on a held lock word before it sleeps (Rust's std `Mutex`:
+        /// seen in the trace, `futexlock.rs`), where glibc's pthread mutex does not
+        /// (`[locks] spin`). Interposed lock calls (pthread, OpenMP) never say so.
         spins: bool,
     },
     /// Release a mutex.
