@@ -23,7 +23,7 @@ use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
 
 use super::decode::{Decoded, X86Decoder};
-use super::futexlock::{self, Atomic, Locks};
+use super::futexlock::{self, Atomic, Locks, UNWIND_MAX};
 use super::raw::{self, Op, Word};
 use super::spinwait;
 use super::srcmap::{Resolver, parse_modules};
@@ -770,6 +770,11 @@ fn second_pass(ctx: &Ctx, t: u32, mut enc: ThreadEncoder) -> Result<ThreadOut, T
     let raw_index = &ctx.locks.raw_index[t as usize];
     let mut next_edit = 0usize;
     let mut skip_to = 0u64;
+    // The edit being applied unwinds (`Edit::unwind`): calls minus returns among the
+    // instructions it left out, and how many it left out after its end.
+    let mut unwind = false;
+    let mut depth = 0i64;
+    let mut unwound = 0u64;
     let mut execs = 0u64;
     let mut stack = OwnStack::NONE;
     // The sequence number of the thread's last marker (for accesses to others' stacks).
@@ -800,6 +805,12 @@ fn second_pass(ctx: &Ctx, t: u32, mut enc: ThreadEncoder) -> Result<ThreadOut, T
                     // removes nothing): the instruction before it is complete, then the
                     // markers take the place of what follows.
                     next_edit += 1;
+                    if pos >= skip_to {
+                        // A new stretch left out (or none, a dependence): the unwinding of
+                        // the one before stops here.
+                        (unwind, depth, unwound) = (false, 0, 0);
+                    }
+                    unwind |= e.unwind;
                     skip_to = skip_to.max(e.end);
                     if let Some(p) = cur.take() {
                         let ph = ctx.hot[p as usize];
@@ -816,11 +827,21 @@ fn second_pass(ctx: &Ctx, t: u32, mut enc: ThreadEncoder) -> Result<ThreadOut, T
                     }
                     mem.clear();
                 }
-                if pos < skip_to {
+                let unwinding = unwind && depth > 0 && unwound < UNWIND_MAX;
+                if pos < skip_to || unwinding {
+                    // Left out; past the edit's end, up to the return from the function its
+                    // left-out instructions entered.
+                    unwound += u64::from(pos >= skip_to);
+                    match h.branch {
+                        BranchKind::DirectCall | BranchKind::IndirectCall => depth += 1,
+                        BranchKind::Return => depth -= 1,
+                        _ => {}
+                    }
                     out.lock_spin += 1;
                     in_dropped = true;
                     continue;
                 }
+                unwind = false;
                 if !h.keep {
                     out.dropped += 1;
                     in_dropped = true;
@@ -867,6 +888,10 @@ fn second_pass(ctx: &Ctx, t: u32, mut enc: ThreadEncoder) -> Result<ThreadOut, T
                 }
                 let k = raw_index.get(mark_no).copied().unwrap_or(u32::MAX) as usize;
                 mark_no += 1;
+                if !ctx.plan.at(t as usize, k).is_empty() {
+                    // A marker kept in the trace ends any unwinding: what follows it runs.
+                    unwind = false;
+                }
                 ended |= matches!(op, Op::ThreadEnd | Op::MainEnd);
                 let named = match op {
                     Op::SectionBegin => Some(Marker::SectionBegin {

@@ -87,12 +87,31 @@ pub struct Atomic {
 pub struct Edit {
     /// First instruction left out (position in the thread's stream).
     pub start: u64,
-    /// First instruction kept after it.
+    /// First instruction kept after it, unless `unwind` says to go on.
     pub end: u64,
     /// The replacing markers: indices `first..first + count` of the thread's marker list.
     pub first: u32,
     /// How many.
     pub count: u32,
+    /// A lock's acquisition or release: if the instructions left out entered a function
+    /// they did not leave (the slow path a contended attempt called: Rust's
+    /// `lock_contended`, glibc's `__lll_lock_wait`, a release's futex wake), the edit goes on
+    /// past `end` to that function's return, at most [`UNWIND_MAX`] instructions, so that
+    /// the thread continues as after an uncontended call (which never enters it).
+    pub unwind: bool,
+}
+
+/// Most instructions an edit's `unwind` leaves out after its end (a slow path's epilogue,
+/// a wake's system call and return: a dozen or two).
+pub const UNWIND_MAX: u64 = 64;
+/// Most instructions from a lock's release to the futex wake that follows it (the word was
+/// marked contended) for that wake to be the release's own slow path, left out with it.
+pub const WAKE_PATH: u64 = 64;
+
+/// Whether an edit replacing this marker unwinds (see [`Edit::unwind`]): a lock's
+/// acquisition and release do; a dependence's wait and wake remove no call of their own.
+fn unwinds(op: Op) -> bool {
+    matches!(op, Op::MutexLock | Op::MutexUnlock)
 }
 
 /// What [`find`] returns.
@@ -567,6 +586,25 @@ pub fn find(
         for (j, (w, e)) in episodes[t].iter().enumerate() {
             let (s, q) = (a[e.start], a[e.acquire]);
             let rel = e.release.map(|r| a[r]);
+            // A release followed closely by the thread's futex wake on the word (the next
+            // marker, no atomic instruction between): the wake path goes with the release,
+            // as it would not run had the word not been marked contended.
+            let rel_end = e.release.map(|r| {
+                let at = a[r].at;
+                let k = mark_at[t].partition_point(|&x| x <= at);
+                let next_atomic = a.get(r + 1).map_or(u64::MAX, |x| x.at);
+                match (ms.get(k), mark_at[t].get(k)) {
+                    (Some(m), Some(&wake))
+                        if m.op == Op::FutexWake
+                            && m.args[0] == *w
+                            && wake - at <= WAKE_PATH
+                            && next_atomic >= wake =>
+                    {
+                        wake.max(at + 1)
+                    }
+                    _ => at + 1,
+                }
+            });
             // A lock whose code spins: its marker's second argument is 1.
             let spins = spun_words.contains(w) || spun_code.contains(&s.raw);
             let lock = RawMark {
@@ -578,8 +616,8 @@ pub fn find(
             let added = [
                 Some((s.at, lock, q.at + 1)),
                 Some((s.at, mark(Op::Done, 0, q.seq), q.at + 1)),
-                rel.map(|r| (r.at, mark(Op::MutexUnlock, *w, r.seq), r.at + 1)),
-                rel.map(|r| (r.at, mark(Op::Done, 0, r.seq), r.at + 1)),
+                rel.map(|r| (r.at, mark(Op::MutexUnlock, *w, r.seq), rel_end.unwrap_or(0))),
+                rel.map(|r| (r.at, mark(Op::Done, 0, r.seq), rel_end.unwrap_or(0))),
             ];
             for (k, x) in added.into_iter().enumerate() {
                 if let Some((pos, m, end)) = x {
@@ -601,12 +639,14 @@ pub fn find(
                 && e.end == end
             {
                 e.count += 1;
+                e.unwind |= unwinds(m.op);
             } else {
                 edits.push(Edit {
                     start: at,
                     end,
                     first: here,
                     count: 1,
+                    unwind: unwinds(m.op),
                 });
             }
         }
@@ -710,6 +750,7 @@ mod tests {
             end,
             first,
             count: 2,
+            unwind: true,
         };
         assert_eq!(
             l.edits[1],
@@ -755,6 +796,61 @@ mod tests {
         assert_eq!((l.words, l.acquisitions, l.contended), (1, 2, 1));
         assert_eq!(lock_spins(&l), vec![0, 0]);
         assert_eq!(l.spinning, 0);
+    }
+
+    /// A release that finds the word marked contended calls the futex wake: the wake path
+    /// (its argument set-up, the system call, the return) goes with the release, since a
+    /// release of an uncontended lock never runs it; the acquisition's edit and the
+    /// release's unwind to the return of what they entered. A wake farther than
+    /// [`WAKE_PATH`], or after another atomic instruction, is not the release's own.
+    #[test]
+    fn a_contended_release_leaves_out_its_futex_wake_path() {
+        const W: u64 = 0x100;
+        let history = |wake_at: u64, between: bool| {
+            let mut a0 = vec![
+                atomic(10, 1, W, 1, 1), // acquire (cas 0 -> 1)
+                atomic(50, 2, W, 0, 5), // release (swap 0; it was 2): then a futex wake
+            ];
+            if between {
+                a0.push(atomic(55, 3, 0x300, 1, 6)); // a counter's add before the wake
+            }
+            let a1 = vec![
+                atomic(5, 1, W, 1, 2),    // failed cas (held)
+                atomic(12, 4, W, 2, 3),   // exchange 2: failed, futex wait
+                atomic(200, 4, W, 2, 8),  // exchange 2 after the wake: acquires (it was 0)
+                atomic(230, 2, W, 0, 11), // release
+            ];
+            let m0 = vec![raw(Op::FutexWake, W, 7), raw(Op::Done, 0, 7)];
+            let m1 = vec![raw(Op::FutexWait, W, 4), raw(Op::Done, 0, 9)];
+            let mark_at = vec![vec![wake_at, wake_at], vec![13, 190]];
+            find(vec![m0, m1], &mark_at, &[a0, a1], &[], &[], swap)
+        };
+        let ends = |l: &Locks| -> Vec<(u64, u64, bool)> {
+            l.edits[0]
+                .iter()
+                .map(|e| (e.start, e.end, e.unwind))
+                .collect()
+        };
+        // The wake 20 instructions after the release: left out up to it.
+        assert_eq!(ends(&history(70, false)), [(10, 11, true), (50, 70, true)]);
+        // Too far to be its own, or after another atomic instruction: the release alone.
+        assert_eq!(
+            ends(&history(50 + WAKE_PATH + 1, false)),
+            [(10, 11, true), (50, 51, true)]
+        );
+        assert_eq!(ends(&history(70, true)), [(10, 11, true), (50, 51, true)]);
+        // The waiter's acquisition: from its first attempt through the acquiring exchange.
+        let l = history(70, false);
+        assert_eq!(
+            l.edits[1][0],
+            Edit {
+                start: 5,
+                end: 201,
+                first: 0,
+                count: 2,
+                unwind: true
+            }
+        );
     }
 
     /// A word whose holder changes it without freeing it, or that a non-holder frees, is no
