@@ -399,6 +399,26 @@ fn a_spinning_futex_lock_is_handed_over_within_its_spin_and_sleeps_after_it() {
     assert!(sync["lock_spins"].as_u64().unwrap() >= 1, "{sync}");
 }
 
+/// A spinner sees a release only at its next look, once its load has fetched the released
+/// line: a holder that asks again sooner (10 cycles of work between its critical sections,
+/// less than a line's transfer) takes the lock back every time, as Rust's and glibc's unfair
+/// locks let it. The spinner, overtaken at each release, spends its budget (5,000 cycles),
+/// marks the word and sleeps: futex waits where a hand-over at every release would make none,
+/// and the lock stays with one thread: the run within 5 % of 2·N·(W + C) + N·wake.
+#[test]
+fn a_spinner_that_looks_too_late_is_overtaken_by_the_releaser_and_sleeps() {
+    let (n, w, c) = (20u32, 40u32, 8000u32);
+    let dir = tempfile::tempdir().unwrap();
+    let trace = dir.path().join("t.itrace");
+    spinning_lock_trace(&trace, 2, n, w, c, true);
+    let sets = [&FUTEX[..], &["locks.spin=5000"]].concat();
+    let s = simulate_with(&trace, &dir.path().join("run"), &sets);
+    let sync = &s["sync"];
+    assert!(sync["lock_spins"].as_u64().unwrap() >= 1, "{sync}");
+    assert!(sync["futex_waits"].as_u64().unwrap_or(0) >= 1, "{sync}");
+    assert_held_by_one(&s, n, w, c, "overtaken spinner");
+}
+
 /// Under the futex model a rarely taken lock costs what it costs under the first come, first
 /// served one (within 1 %): a thread that never finds it held makes no futex call.
 #[test]

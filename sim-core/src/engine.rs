@@ -189,7 +189,18 @@ enum FutexStep {
     /// lock if the holder has let go meanwhile, else it spins (a spinning lock, the word not
     /// marked) or marks the word contended and waits.
     Attempt,
+    /// A spinner's look that a release sent its way (the released line fetched by its next
+    /// load): it takes the lock if it is still free; if another thread took it first (the
+    /// releaser asking again sooner), its load took the line from that thread's core and
+    /// it spins on until `until`, then marks the word and waits. `marks`: spinning after a
+    /// futex wait (it takes the lock marking the word contended).
+    Look { until: f64, marks: bool },
 }
+
+/// Looks at the lock word a spinning lock makes in its `[locks] spin` budget (Rust's std
+/// `Mutex`: 100 loads, each followed by a `pause`): a release is seen at the spinner's next
+/// look, one budget / `SPIN_LOOKS` apart.
+const SPIN_LOOKS: f64 = 100.0;
 
 /// Everything the engine needs besides the trace.
 #[derive(Debug, Clone)]
@@ -1869,7 +1880,10 @@ impl<'t, O: Observer> Engine<'t, O> {
             m.owner = Some(tid);
             m.held_since = now;
             m.epoch += 1;
-            m.contended |= matches!(step, Some(FutexStep::Woken));
+            m.contended |= matches!(
+                step,
+                Some(FutexStep::Woken | FutexStep::Look { marks: true, .. })
+            );
             let at = now.max(m.free_at);
             self.grant(tid, addr, at, step.is_some());
             return;
@@ -1888,7 +1902,26 @@ impl<'t, O: Observer> Engine<'t, O> {
             self.futex_step(tid, addr, order, FutexStep::Attempt, now + moved);
             return;
         }
-        if m.spins && !m.contended && spin > 0.0 {
+        if let Some(FutexStep::Look { until, marks }) = step {
+            // Taken by another thread before this spinner's look came back: the look's load
+            // took the word's line from the new holder's core (whose release must fetch it
+            // back), and the spinner spins on, or has spent its budget.
+            self.move_line(tid, addr, now);
+            let m = self.mutexes.entry(addr).or_default();
+            if until > now && !m.contended {
+                m.waiters.push(Waiter {
+                    at: now,
+                    tid,
+                    rank: rank(order),
+                    order,
+                    spin_until: Some(until),
+                    marks,
+                });
+                self.threads[tid as usize].state = State::Mutex(addr);
+                self.break_cycle(tid);
+                return;
+            }
+        } else if m.spins && !m.contended && spin > 0.0 {
             // A spinning lock watches a word held but not marked (a load and a pause at a
             // time: Rust's std `Mutex` after its failed compare-and-swap, and again after
             // each futex wait) until it sees a release, or its budget runs out, or another
@@ -1910,6 +1943,7 @@ impl<'t, O: Observer> Engine<'t, O> {
         // Still held: the exchange marking the word contended, then a futex wait, whose
         // kernel reads the word at the end of the call (natively a thread that finds the
         // lock held almost never sleeps: the word has changed by then).
+        let m = self.mutexes.entry(addr).or_default();
         m.contended = true;
         let epoch = m.epoch;
         self.sync.futex_waits += 1;
@@ -2005,7 +2039,7 @@ impl<'t, O: Observer> Engine<'t, O> {
             wake,
             latency,
             wait,
-            ..
+            spin,
         } = self.locks
         {
             let spinner = self.end_spins(addr, now, wait);
@@ -2027,14 +2061,19 @@ impl<'t, O: Observer> Engine<'t, O> {
                 self.released(tid, addr, now, 0.0);
             }
             if let Some(w) = spinner {
-                // The spinner's loads have the released line coming its way before the
-                // releaser can take the lock again: it takes it (once the line is here).
-                let m = self.mutexes.entry(addr).or_default();
-                m.owner = Some(w.tid);
-                m.held_since = now;
-                m.epoch += 1;
-                m.contended |= w.marks;
-                self.grant(w.tid, addr, freed, true);
+                // The spinner sees the release at its next look (looks every spin /
+                // SPIN_LOOKS cycles since it began), once its load has fetched the released
+                // line; then it takes the lock if nobody took it first, with its
+                // compare-and-swap fetching the line for writing.
+                let period = spin / SPIN_LOOKS;
+                let look = w.at + ((freed - w.at) / period).ceil().max(0.0) * period;
+                let seen = look + self.move_cost(me, self.threads[w.tid as usize].core.id());
+                let until = w.spin_until.unwrap_or(look);
+                let step = FutexStep::Look {
+                    until,
+                    marks: w.marks,
+                };
+                self.futex_step(w.tid, addr, w.order, step, seen);
             }
             return;
         }
