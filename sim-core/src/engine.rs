@@ -197,6 +197,17 @@ enum FutexStep {
     Look { until: f64, marks: bool },
 }
 
+/// A number in [0, 1) from a count and a thread: the engine's deterministic stand-in for the
+/// hardware's timing noise (see [`Engine::jitter`]).
+fn unit_hash(n: u64, tid: u32) -> f64 {
+    let mut x =
+        n.wrapping_mul(0x9e37_79b9_7f4a_7c15) ^ u64::from(tid).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+    x ^= x >> 31;
+    x = x.wrapping_mul(0x94d0_49bb_1331_11eb);
+    x ^= x >> 29;
+    (x >> 11) as f64 / (1u64 << 53) as f64
+}
+
 /// Looks at the lock word a spinning lock makes in its `[locks] spin` budget (Rust's std
 /// `Mutex`: 100 loads, each followed by a `pause`): a release is seen at the spinner's next
 /// look, one budget / `SPIN_LOOKS` apart.
@@ -1958,13 +1969,7 @@ impl<'t, O: Observer> Engine<'t, O> {
     /// of how many futex calls the run has made.
     fn jitter(&self, tid: u32) -> f64 {
         let s = &self.sync;
-        let mut x = (s.futex_waits + s.futex_wakes + s.futex_sleeps)
-            .wrapping_mul(0x9e37_79b9_7f4a_7c15)
-            ^ u64::from(tid).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-        x ^= x >> 31;
-        x = x.wrapping_mul(0x94d0_49bb_1331_11eb);
-        x ^= x >> 29;
-        0.5 + (x >> 11) as f64 / (1u64 << 53) as f64
+        0.5 + unit_hash(s.futex_waits + s.futex_wakes + s.futex_sleeps, tid)
     }
 
     /// Thread `tid` asks for mutex `addr` again at `at`, at `step` of a futex acquisition;
@@ -2066,7 +2071,8 @@ impl<'t, O: Observer> Engine<'t, O> {
                 // line; then it takes the lock if nobody took it first, with its
                 // compare-and-swap fetching the line for writing.
                 let period = spin / SPIN_LOOKS;
-                let look = w.at + ((freed - w.at) / period).ceil().max(0.0) * period;
+                let phase = unit_hash(self.sync.lock_acquisitions, w.tid);
+                let look = freed.max(w.at) + phase * period;
                 let seen = look + self.move_cost(me, self.threads[w.tid as usize].core.id());
                 let until = w.spin_until.unwrap_or(look);
                 let step = FutexStep::Look {
