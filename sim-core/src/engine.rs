@@ -158,11 +158,12 @@ pub enum LockModel {
     ///
     /// A lock whose implementation spins (the trace says which: Rust's std `Mutex` and other
     /// futex-word locks seen spinning) first watches a word it found held and not yet marked contended, for up to
-    /// `spin` cycles: a release within that budget hands the lock to the thread that has
-    /// spun longest (its loads have the released line coming its way before the releaser can
-    /// take it again), the word left as that thread found it; a spinner whose budget runs
-    /// out, or that sees another waiter mark the word, marks it and calls futex wait as
-    /// above.
+    /// `spin` cycles: a release within that budget is seen by the thread that has spun
+    /// longest at its next look (`spin` / 100 apart, at a phase the engine's noise picks)
+    /// once its load has fetched the line, and it takes the lock then, the word left as it
+    /// found it, unless another thread (the releaser, back soon) took it first; a spinner
+    /// whose budget runs out, or that sees another waiter mark the word, marks it and calls
+    /// futex wait as above.
     Futex {
         /// A futex wait that returns at once (the word changed).
         wait: f64,
@@ -2097,10 +2098,10 @@ impl<'t, O: Observer> Engine<'t, O> {
     /// word ([`Waiter::spin_until`]) either still spins, or spent its budget before the
     /// release (or stopped when another spinner marked the word), marked the word contended
     /// and called futex wait (`wait`), which slept if it came back before the release and
-    /// returns after it otherwise. Returns the spinner that takes the lock: the one spinning
-    /// longest (ties: the lower id), if any still spins and nobody marked the word. A
-    /// spinner's end has no effect another thread sees before the release, so the release
-    /// settles it.
+    /// returns after it otherwise. Returns the spinner that looks at the released word: the
+    /// one spinning longest (ties: the lower id), if any still spins and nobody marked the
+    /// word. A spinner's end has no effect another thread sees before the release, so the
+    /// release settles it.
     fn end_spins(&mut self, addr: u64, now: f64, wait: f64) -> Option<Waiter> {
         let m = self.mutexes.entry(addr).or_default();
         if m.waiters.iter().all(|w| w.spin_until.is_none()) {
