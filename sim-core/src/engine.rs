@@ -1919,19 +1919,8 @@ impl<'t, O: Observer> Engine<'t, O> {
             // took the word's line from the new holder's core (whose release must fetch it
             // back), and the spinner spins on, or has spent its budget.
             self.move_line(tid, addr, now);
-            let m = self.mutexes.entry(addr).or_default();
-            if until > now && !m.contended {
-                m.waiters.push(Waiter {
-                    at: now,
-                    tid,
-                    rank: rank(order),
-                    order,
-                    spin_until: Some(until),
-                    marks,
-                });
-                self.threads[tid as usize].state = State::Mutex(addr);
-                self.break_cycle(tid);
-                return;
+            if until > now && !self.mutexes.entry(addr).or_default().contended {
+                return self.spin_on(tid, addr, order, now, until, marks);
             }
         } else if m.spins && !m.contended && spin > 0.0 {
             // A spinning lock watches a word held but not marked (a load and a pause at a
@@ -1939,18 +1928,9 @@ impl<'t, O: Observer> Engine<'t, O> {
             // each futex wait) until it sees a release, or its budget runs out, or another
             // waiter marks the word: the release decides which came first
             // ([`Engine::end_spins`]).
-            m.waiters.push(Waiter {
-                at: now,
-                tid,
-                rank: rank(order),
-                order,
-                spin_until: Some(now + spin),
-                marks: matches!(step, Some(FutexStep::Woken)),
-            });
             self.sync.lock_spins += 1;
-            self.threads[tid as usize].state = State::Mutex(addr);
-            self.break_cycle(tid);
-            return;
+            let marks = matches!(step, Some(FutexStep::Woken));
+            return self.spin_on(tid, addr, order, now, now + spin, marks);
         }
         // Still held: the exchange marking the word contended, then a futex wait, whose
         // kernel reads the word at the end of the call (natively a thread that finds the
@@ -1961,6 +1941,22 @@ impl<'t, O: Observer> Engine<'t, O> {
         self.sync.futex_waits += 1;
         let wait = wait * self.jitter(tid);
         self.futex_step(tid, addr, order, FutexStep::Check { epoch }, now + wait);
+    }
+
+    /// Thread `tid` spins on mutex `addr`'s held word from `now` until `until` (its budget's
+    /// end), a waiter whose end the next release settles ([`Engine::end_spins`]); `marks`: it
+    /// takes the lock marking the word contended (spinning after a futex wait).
+    fn spin_on(&mut self, tid: u32, addr: u64, order: Order, now: f64, until: f64, marks: bool) {
+        self.mutexes.entry(addr).or_default().waiters.push(Waiter {
+            at: now,
+            tid,
+            rank: rank(order),
+            order,
+            spin_until: Some(until),
+            marks,
+        });
+        self.threads[tid as usize].state = State::Mutex(addr);
+        self.break_cycle(tid);
     }
 
     /// A factor in [0.5, 1.5) for one system call of thread `tid`: the same calls take

@@ -616,8 +616,10 @@ pub fn find(
             let added = [
                 Some((s.at, lock, q.at + 1)),
                 Some((s.at, mark(Op::Done, 0, q.seq), q.at + 1)),
-                rel.map(|r| (r.at, mark(Op::MutexUnlock, *w, r.seq), rel_end.unwrap_or(0))),
-                rel.map(|r| (r.at, mark(Op::Done, 0, r.seq), rel_end.unwrap_or(0))),
+                rel.zip(rel_end)
+                    .map(|(r, end)| (r.at, mark(Op::MutexUnlock, *w, r.seq), end)),
+                rel.zip(rel_end)
+                    .map(|(r, end)| (r.at, mark(Op::Done, 0, r.seq), end)),
             ];
             for (k, x) in added.into_iter().enumerate() {
                 if let Some((pos, m, end)) = x {
