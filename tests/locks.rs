@@ -419,6 +419,83 @@ fn a_spinner_that_looks_too_late_is_overtaken_by_the_releaser_and_sleeps() {
     assert_held_by_one(&s, n, w, c, "overtaken spinner");
 }
 
+/// Under the futex model a free lock goes to the first compare-and-swap that reaches its line:
+/// a releaser asking again before the other thread's request, on its way since before the
+/// release (queued behind the line's move to the releaser), gets to the line takes the lock
+/// back with the line still in its cache, and the other's attempt fails (glibc's and Rust's
+/// locks are not fair). Two threads, N × {W instructions of work; lock; C = 20; unlock}, a
+/// transfer of ~180 cycles (`coherence.snoop_latency` 160, as the AMD guest's on some days):
+/// * W = 160 (40 cycles, shorter than half a transfer): the first come, first served lock
+///   hands the lock over at every release (2·N acquisitions wait, one transfer each); under
+///   the futex lock at most 60 % wait and the run is at least a fifth shorter, glibc's lock or
+///   a spinning one alike (before: 396 and 379 of 400 waited, runs 1.00 and 0.97 of the fair
+///   lock's);
+/// * W = 600 (150 cycles): the request arrives before the releaser asks again, and the futex
+///   lock times as the fair one (within 2 %).
+#[test]
+fn a_releaser_asking_before_the_others_request_arrives_takes_the_lock_back() {
+    const FAR: &str = "coherence.snoop_latency=160";
+    let (n, c) = (200u32, 20u32);
+    let dir = tempfile::tempdir().unwrap();
+    let trace = dir.path().join("t.itrace");
+    let sets = [&FUTEX[..], &[FAR]].concat();
+    let waits = |s: &Value| s["sync"]["lock_waits"].as_u64().unwrap();
+    for (w, spins) in [(160u32, false), (160, true), (600, false), (600, true)] {
+        spinning_lock_trace(&trace, 2, n, w, c, spins);
+        let label = format!("W={w} spins={spins}");
+        let futex = simulate_with(&trace, &dir.path().join(format!("f-{label}")), &sets);
+        let fifo = simulate_with(&trace, &dir.path().join(format!("q-{label}")), &[FAR]);
+        assert!(
+            waits(&fifo) >= 2 * n as u64 - 2,
+            "{label}: fifo {}",
+            fifo["sync"]
+        );
+        let ratio = cycles(&futex) / cycles(&fifo);
+        if w == 600 {
+            assert!(
+                (0.98..=1.02).contains(&ratio),
+                "{label}: futex / fifo run {ratio:.3}"
+            );
+            continue;
+        }
+        assert!(
+            waits(&futex) * 10 <= 6 * 2 * n as u64,
+            "{label}: {} of {} acquisitions waited: {}",
+            waits(&futex),
+            2 * n,
+            futex["sync"]
+        );
+        assert!(ratio < 0.8, "{label}: futex / fifo run {ratio:.3}");
+    }
+}
+
+/// A spinner whose look finds the word free sends its compare-and-swap to the line; a releaser
+/// asking again before it arrives takes the lock, and the spinner, whose attempt failed, marks
+/// the word and calls futex wait (Rust's std `Mutex`: after the failed compare-and-swap the
+/// exchange to "contended", then the wait), however much budget it had left. Two threads,
+/// N × {W = 240 instructions (60 cycles); lock; C = 2,000 (500 cycles); unlock}, a budget that
+/// never runs out (`locks.spin` 1,000,000: a look every 10,000 cycles): a spinner that reads
+/// the word taken spins on and never calls futex wait; of its ~N looks, those whose load
+/// read the word free just before the releaser's compare-and-swap (a window of about a
+/// transfer in 10,000 cycles) lose, and each is a futex wait. (Before: none; the spinner
+/// spun on.)
+#[test]
+fn a_spinner_whose_compare_and_swap_is_overtaken_marks_the_word_and_waits() {
+    let (n, w, c) = (200u32, 240u32, 2000u32);
+    let dir = tempfile::tempdir().unwrap();
+    let trace = dir.path().join("t.itrace");
+    spinning_lock_trace(&trace, 2, n, w, c, true);
+    let sets = [
+        &FUTEX[..],
+        &["locks.spin=1000000", "coherence.snoop_latency=160"],
+    ]
+    .concat();
+    let s = simulate_with(&trace, &dir.path().join("run"), &sets);
+    let sync = &s["sync"];
+    assert!(sync["lock_spins"].as_u64().unwrap() >= 1, "{sync}");
+    assert!(sync["futex_waits"].as_u64().unwrap_or(0) >= 1, "{sync}");
+}
+
 /// Under the futex model a rarely taken lock costs what it costs under the first come, first
 /// served one (within 1 %): a thread that never finds it held makes no futex call.
 #[test]

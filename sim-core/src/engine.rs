@@ -35,7 +35,7 @@
 //!   it is done. Requests and releases are done in simulated-time order.
 //!   Recursive acquisitions nest. That is [`LockModel::Fifo`], the default; under
 //!   [`LockModel::Futex`] the lock word of glibc's mutex is replayed instead (a free lock goes
-//!   to whoever asks; a waiter's futex wait returns or sleeps, a release of a contended word
+//!   to the first compare-and-swap that reaches its line; a waiter's futex wait returns or sleeps, a release of a contended word
 //!   pays a futex wake and wakes the longest sleeper: see [`LockModel`]). A lock-order cycle among waiting threads (simulated time
 //!   ordered two acquisitions the other way round from a traced run that completed), or a
 //!   stall with every thread blocked and some waiting for a mutex, is broken by giving the
@@ -194,8 +194,15 @@ enum FutexStep {
     /// load): it takes the lock if it is still free; if another thread took it first (the
     /// releaser asking again sooner), its load took the line from that thread's core and
     /// it spins on until `until`, then marks the word and waits. `marks`: spinning after a
-    /// futex wait (it takes the lock marking the word contended).
-    Look { until: f64, marks: bool },
+    /// futex wait (it takes the lock marking the word contended). `read`: when the look's load
+    /// reached the line; a thread that took the lock after that overtook a spinner that had
+    /// read the word free and whose compare-and-swap then failed: it marks the word and waits
+    /// (Rust's std `Mutex`).
+    Look { until: f64, marks: bool, read: f64 },
+    /// A look found the lock free and its compare-and-swap (an exchange after a futex wait:
+    /// `marks`) is on its way to the line ([`CasInFlight`]): it takes the lock, or, overtaken
+    /// by a thread that asked before it arrived, marks the word and waits.
+    Cas { marks: bool },
 }
 
 /// A number in [0, 1) from a count and a thread: the engine's deterministic stand-in for the
@@ -773,6 +780,26 @@ struct MutexState {
     /// Its lock implementation spins before it sleeps ([`LockModel::Futex`]; a lock marker
     /// said so).
     spins: bool,
+    /// [`LockModel::Futex`]: a compare-and-swap on its way to the core that released the
+    /// free lock ([`CasInFlight`]): it takes the lock unless a thread asks before it arrives.
+    pending: Option<CasInFlight>,
+}
+
+/// A thread's compare-and-swap for a lock that was released while the request was on its way
+/// ([`LockModel::Futex`]): the lock is free until the request reaches the releaser's core, and
+/// a thread asking before then (the releaser asking again, an unfair lock's usual winner)
+/// takes it with the line still in its cache, the request then failing.
+#[derive(Debug, Clone, Copy)]
+struct CasInFlight {
+    tid: u32,
+    /// When the request set out and when it reaches the line (not before the release).
+    asked: f64,
+    arrives: f64,
+    /// When the release was done, and the line then at the requester.
+    freed: f64,
+    ready: f64,
+    /// It takes the lock marking the word contended (an exchange after a futex wait).
+    marks: bool,
 }
 
 impl MutexState {
@@ -1863,6 +1890,11 @@ impl<'t, O: Observer> Engine<'t, O> {
     /// budget.
     fn futex_lock(&mut self, tid: u32, addr: u64, now: f64, order: Order, wait: f64, spin: f64) {
         let step = self.threads[tid as usize].futex.take();
+        if let Some(at) = self.settle(tid, addr, now) {
+            // Its request has not reached the line yet (queued behind the line's last move).
+            let step = step.unwrap_or(FutexStep::Attempt);
+            return self.futex_step(tid, addr, order, step, at);
+        }
         let m = self.mutexes.entry(addr).or_default();
         if let Some(FutexStep::Check { epoch }) = step {
             if m.owner.is_some() && m.epoch == epoch {
@@ -1885,6 +1917,27 @@ impl<'t, O: Observer> Engine<'t, O> {
             }
             return;
         }
+        let timed = self.timed();
+        let m = self.mutexes.entry(addr).or_default();
+        if let (None, Some(FutexStep::Look { marks, .. })) = (m.owner, step) {
+            // The look's load found the word free: its compare-and-swap sets out for the
+            // line, which a thread asking before it arrives takes first.
+            let (line, free_at) = (m.line, m.free_at);
+            if timed {
+                let here = self.threads[tid as usize].core.id();
+                let half = self.move_cost(line.unwrap_or(here), here) / 2.0;
+                let m = self.mutexes.entry(addr).or_default();
+                m.pending = Some(CasInFlight {
+                    tid,
+                    asked: now,
+                    arrives: now + half,
+                    freed: free_at,
+                    ready: now + 2.0 * half,
+                    marks,
+                });
+                return self.futex_step(tid, addr, order, FutexStep::Cas { marks }, now + half);
+            }
+        }
         if m.owner.is_none() {
             // Free (at the latest once its last release, done earlier in engine order though
             // later in simulated time, is done): taken, whoever else waits for it. A thread
@@ -1894,7 +1947,11 @@ impl<'t, O: Observer> Engine<'t, O> {
             m.epoch += 1;
             m.contended |= matches!(
                 step,
-                Some(FutexStep::Woken | FutexStep::Look { marks: true, .. })
+                Some(
+                    FutexStep::Woken
+                        | FutexStep::Look { marks: true, .. }
+                        | FutexStep::Cas { marks: true }
+                )
             );
             let at = now.max(m.free_at);
             self.grant(tid, addr, at, step.is_some());
@@ -1914,14 +1971,21 @@ impl<'t, O: Observer> Engine<'t, O> {
             self.futex_step(tid, addr, order, FutexStep::Attempt, now + moved);
             return;
         }
-        if let Some(FutexStep::Look { until, marks }) = step {
+        if let Some(FutexStep::Look { until, marks, read }) = step {
             // Taken by another thread before this spinner's look came back: the look's load
             // took the word's line from the new holder's core (whose release must fetch it
-            // back), and the spinner spins on, or has spent its budget.
+            // back). If the load found the word already taken, the spinner spins on, or has
+            // spent its budget; if it found it free, its compare-and-swap lost to the new
+            // holder's, and it marks the word and waits.
+            let saw_free = m.held_since >= read;
             self.move_line(tid, addr, now);
-            if until > now && !self.mutexes.entry(addr).or_default().contended {
+            let contended = self.mutexes.entry(addr).or_default().contended;
+            if !saw_free && until > now && !contended {
                 return self.spin_on(tid, addr, order, now, until, marks);
             }
+        } else if matches!(step, Some(FutexStep::Cas { .. })) {
+            // Overtaken while its compare-and-swap was on its way (the new holder's release
+            // fetches the line back): it marks the word and waits.
         } else if m.spins && !m.contended && spin > 0.0 {
             // A spinning lock watches a word held but not marked (a load and a pause at a
             // time: Rust's std `Mutex` after its failed compare-and-swap, and again after
@@ -1941,6 +2005,46 @@ impl<'t, O: Observer> Engine<'t, O> {
         self.sync.futex_waits += 1;
         let wait = wait * self.jitter(tid);
         self.futex_step(tid, addr, order, FutexStep::Check { epoch }, now + wait);
+    }
+
+    /// [`LockModel::Futex`]: thread `tid` asks for mutex `addr` at `now` while another thread's
+    /// compare-and-swap is on its way to the released lock ([`CasInFlight`]). That request's own
+    /// attempt takes the line and, as the lock is free, the lock; if it arrived before `now`,
+    /// its thread took the lock first (granted here; `tid` then finds it held); else `tid`
+    /// takes it, with the line where the release left it, and the request, reaching the line
+    /// while `tid` holds the lock, fails (`tid`'s release must fetch the line back).
+    fn settle(&mut self, tid: u32, addr: u64, now: f64) -> Option<f64> {
+        let m = self.mutexes.entry(addr).or_default();
+        let p = m.pending?;
+        if p.tid == tid && now < p.arrives {
+            return Some(p.arrives);
+        }
+        if p.tid != tid && p.arrives > now {
+            if m.owner.is_none() {
+                m.pending = None;
+                m.touch = Some((p.tid, p.asked));
+            }
+            return None;
+        }
+        m.pending = None;
+        self.lock_word(p.tid, addr, p.freed);
+        let core = self.threads[p.tid as usize].core.id();
+        self.place_line(addr, core, p.asked, p.ready);
+        if p.tid == tid {
+            return None;
+        }
+        // The request came first: its thread, still on its way back with the line, takes
+        // the lock.
+        let w = &mut self.threads[p.tid as usize];
+        w.futex = None;
+        w.pending_marker = None;
+        let m = self.mutexes.entry(addr).or_default();
+        m.owner = Some(p.tid);
+        m.held_since = p.arrives;
+        m.epoch += 1;
+        m.contended |= p.marks;
+        self.grant(p.tid, addr, p.arrives, true);
+        None
     }
 
     /// Thread `tid` spins on mutex `addr`'s held word from `now` until `until` (its budget's
@@ -1985,7 +2089,7 @@ impl<'t, O: Observer> Engine<'t, O> {
 
     /// Thread `tid` (drained) releases mutex `addr` at its clock; the next owner is the waiter
     /// that asked first in simulated time (ties: the lower id), or under [`LockModel::Futex`]
-    /// whoever asks first once it is free.
+    /// the first compare-and-swap to reach the line once it is free ([`CasInFlight`]).
     fn unlock(&mut self, tid: u32, addr: u64) {
         let th = &mut self.threads[tid as usize];
         if let Some(i) = th.owed.iter().position(|&a| a == addr) {
@@ -2026,9 +2130,23 @@ impl<'t, O: Observer> Engine<'t, O> {
                 // The request, on its way since `x`, takes the released line: it arrives a
                 // transfer after `x`, and not before half a transfer after the release.
                 let half = half(self, w);
-                self.lock_word(w, addr, freed);
-                let core = self.threads[w as usize].core.id();
-                self.place_line(addr, core, x, (x + 2.0 * half).max(freed + half));
+                let ready = (x + 2.0 * half).max(freed + half);
+                let attempting = matches!(self.threads[w as usize].futex, Some(FutexStep::Attempt));
+                if matches!(self.locks, LockModel::Futex { .. }) && attempting {
+                    // Under the futex model the lock is free until the request gets here.
+                    self.mutexes.entry(addr).or_default().pending = Some(CasInFlight {
+                        tid: w,
+                        asked: x,
+                        arrives: (x + half).max(freed),
+                        freed,
+                        ready,
+                        marks: false,
+                    });
+                } else {
+                    self.lock_word(w, addr, freed);
+                    let core = self.threads[w as usize].core.id();
+                    self.place_line(addr, core, x, ready);
+                }
                 freed
             }
             _ => self.move_line(tid, addr, now),
@@ -2070,11 +2188,13 @@ impl<'t, O: Observer> Engine<'t, O> {
                 let period = spin / SPIN_LOOKS;
                 let phase = unit_hash(self.sync.lock_acquisitions, w.tid);
                 let look = freed.max(w.at) + phase * period;
-                let seen = look + self.move_cost(me, self.threads[w.tid as usize].core.id());
+                let moved = self.move_cost(me, self.threads[w.tid as usize].core.id());
+                let seen = look + moved;
                 let until = w.spin_until.unwrap_or(look);
                 let step = FutexStep::Look {
                     until,
                     marks: w.marks,
+                    read: look + moved / 2.0,
                 };
                 self.futex_step(w.tid, addr, w.order, step, seen);
             }
