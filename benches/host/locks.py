@@ -3,7 +3,7 @@
 program natively (median of REPS runs of the whole process) and in isim on CONFIG (run cycles),
 for the same total work split over 1 and 2 threads.
 
-    benches/host/locks.py [--reps N] [--only NAME,...]
+    benches/host/locks.py [--reps N] [--only NAME,...] [--config-transfer]
 
 Environment: ISIM (the isim binary; the tracer libraries beside it), CONFIG (the machine,
 default configs/host-xeon.toml), SETS (`--set KEY=VALUE` overrides of CONFIG, separated by
@@ -22,6 +22,16 @@ decide a run), and the same size where it does (tree_locks: the tree's depth and
 50x smaller input isim's speedup was 0.50 against the native 0.68). The native figure is the host's own behaviour, lock implementation included (glibc's
 mutex does not spin, Rust's spins before it sleeps); isim's is the simulated machine's,
 with the lock model CONFIG says (`[locks]`, docs/tracing.md).
+
+The hand-over of a contended lock is a move of its word's cache line between the cores, and
+on this VM that move's latency changes from day to day (a round trip of 66 ns one day, 110-135 ns
+on others, 111 and 122 ns in two passes an hour apart), enough to move a lock program from one
+regime to another. So the script first measures the day's transfer with kernels.c's `pingpong`
+(median of REPS runs; one-way time = half a round trip) and simulates with the
+`coherence.snoop_latency` that gives CONFIG that transfer (the config's other terms of a
+transfer from another core's L1, as its comment lists them: L1 tag, L2 tag, bus slot, L3 tag,
+L1 data), printed with the results; `--config-transfer` keeps CONFIG's own value, and a
+`coherence.snoop_latency` in SETS wins.
 
 Beside the speedups, the futex system calls per lock acquisition of the 2-thread runs: natively
 counted by `perf stat -e syscalls:sys_enter_futex` (one extra run; "-" where perf or its
@@ -140,6 +150,33 @@ def simulated(binary, args, tag):
     return s["cycles"], calls / max(sync.get("lock_acquisitions", 0), 1)
 
 
+def day_snoop_latency(reps):
+    """The day's core-to-core transfer (pingpong, median of `reps` runs): the one-way time in
+    CONFIG's cycles and the `coherence.snoop_latency` that gives it."""
+    import tomllib
+    with open(CONFIG, "rb") as f:
+        cfg = tomllib.load(f)
+    freq = cfg["system"]["frequency"].lower()
+    ghz = float(freq.removesuffix("ghz")) if freq.endswith("ghz") else float(freq.removesuffix("mhz")) / 1e3
+    c = cfg["cache"]
+    base = (c["l1d"]["tag_latency"] + c["l2"]["tag_latency"] + 1 + c["l3"]["tag_latency"]
+            + c["l1d"]["data_latency"])
+    binary = os.path.join(WORK, "kernels")
+    if not os.path.exists(binary):
+        subprocess.run(["gcc", "-O2", "-g", "-pthread", "-I", os.path.join(ROOT, "include"), "-o",
+                        binary, os.path.join(HERE, "kernels.c")], check=True)
+    n, runs = 200000, []
+    for _ in range(reps):
+        cmd = [binary, "pingpong", str(n)]
+        if LOCK:
+            cmd = ["flock", LOCK] + cmd
+        out = subprocess.run(cmd, capture_output=True, text=True, check=True).stdout
+        runs.append(float(out.split()[1]) / n)
+    round_trip = statistics.median(runs)
+    one_way = round_trip / 2 * ghz
+    return round_trip, one_way, max(0, round(one_way - base))
+
+
 def native_acquisitions(name, args):
     """Lock acquisitions of a native run of the counters (threads x iterations), None for
     the programs whose count the arguments do not give."""
@@ -150,7 +187,7 @@ def native_acquisitions(name, args):
 
 
 def main():
-    reps, only = 9, None
+    reps, only, transfer = 9, None, True
     argv = sys.argv[1:]
     while argv:
         a = argv.pop(0)
@@ -158,9 +195,16 @@ def main():
             reps = int(argv.pop(0))
         elif a == "--only":
             only = set(argv.pop(0).split(","))
+        elif a == "--config-transfer":
+            transfer = False
         else:
             sys.exit(__doc__)
     os.makedirs(WORK, exist_ok=True)
+    if transfer and not any(kv.startswith("coherence.snoop_latency=") for kv in SETS):
+        round_trip, one_way, snoop = day_snoop_latency(reps)
+        print(f"pingpong: {round_trip:.0f} ns per round trip, {one_way:.0f} cycles one way: "
+              f"coherence.snoop_latency={snoop}")
+        SETS.append(f"coherence.snoop_latency={snoop}")
     rows = []
     print(f"config {os.path.relpath(CONFIG, ROOT)} {' '.join(SETS)}, native median of {reps}\n")
     print("| program | native 1 thread | native 2 threads | native speedup (quartiles) | isim 1 thread | isim 2 threads | isim speedup | error % | futex calls per acquisition: native, isim |")
