@@ -35,8 +35,9 @@
 //!   it is done. Requests and releases are done in simulated-time order.
 //!   Recursive acquisitions nest. That is [`LockModel::Fifo`], the default; under
 //!   [`LockModel::Futex`] the lock word of glibc's mutex is replayed instead (a free lock goes
-//!   to the first compare-and-swap that reaches its line; a waiter's futex wait returns or sleeps, a release of a contended word
-//!   pays a futex wake and wakes the longest sleeper: see [`LockModel`]). A lock-order cycle among waiting threads (simulated time
+//!   to the first compare-and-swap that reaches its line; a waiter's futex wait returns or
+//!   sleeps, a release of a contended word pays a futex wake and wakes the longest sleeper:
+//!   see [`LockModel`]). A lock-order cycle among waiting threads (simulated time
 //!   ordered two acquisitions the other way round from a traced run that completed), or a
 //!   stall with every thread blocked and some waiting for a mutex, is broken by giving the
 //!   waiter the traced run let through first its mutex while the holder keeps it
@@ -1890,7 +1891,9 @@ impl<'t, O: Observer> Engine<'t, O> {
     /// budget.
     fn futex_lock(&mut self, tid: u32, addr: u64, now: f64, order: Order, wait: f64, spin: f64) {
         let step = self.threads[tid as usize].futex.take();
-        if let Some(at) = self.settle(tid, addr, now) {
+        // A thread back from a futex wait only looks at the word: it does not take the lock.
+        let takes = !matches!(step, Some(FutexStep::Check { .. }));
+        if let Some(at) = self.settle(tid, addr, now, takes) {
             // Its request has not reached the line yet (queued behind the line's last move).
             let step = step.unwrap_or(FutexStep::Attempt);
             return self.futex_step(tid, addr, order, step, at);
@@ -2012,15 +2015,17 @@ impl<'t, O: Observer> Engine<'t, O> {
     /// attempt takes the line and, as the lock is free, the lock; if it arrived before `now`,
     /// its thread took the lock first (granted here; `tid` then finds it held); else `tid`
     /// takes it, with the line where the release left it, and the request, reaching the line
-    /// while `tid` holds the lock, fails (`tid`'s release must fetch the line back).
-    fn settle(&mut self, tid: u32, addr: u64, now: f64) -> Option<f64> {
+    /// while `tid` holds the lock, fails (`tid`'s release must fetch the line back), if `tid`
+    /// `takes` a free lock at this step. Returns when to ask again if `tid` is the requester
+    /// and its request has not arrived yet.
+    fn settle(&mut self, tid: u32, addr: u64, now: f64, takes: bool) -> Option<f64> {
         let m = self.mutexes.entry(addr).or_default();
         let p = m.pending?;
         if p.tid == tid && now < p.arrives {
             return Some(p.arrives);
         }
         if p.tid != tid && p.arrives > now {
-            if m.owner.is_none() {
+            if takes && m.owner.is_none() {
                 m.pending = None;
                 m.touch = Some((p.tid, p.asked));
             }
