@@ -174,8 +174,8 @@ pub struct FutexLockLine {
     pub acquisitions: u64,
     /// Acquisitions that failed at least once first in the traced run.
     pub contended: u64,
-    /// Acquisitions of locks whose code was seen spinning on a held word (replayed with
-    /// `[locks] spin`).
+    /// Acquisitions of locks whose code spins on a held word, seen in the trace or read from
+    /// the lock's slow path (replayed with `[locks] spin`).
     pub spinning: u64,
     /// Instructions of lock attempts (and releases) replaced by mutex markers.
     pub replaced_instructions: u64,

@@ -123,7 +123,8 @@ pub struct FutexLocks {
     pub acquisitions: u64,
     /// Acquisitions that failed at least once first in the traced run.
     pub contended: u64,
-    /// Acquisitions of locks whose code spins before it sleeps (seen spinning in the trace).
+    /// Acquisitions of locks whose code spins before it sleeps (seen spinning in the trace, or
+    /// read from the lock's slow path).
     pub spinning: u64,
     /// Instructions of their attempts (failed tries, spinning, the acquiring instruction) and
     /// releasing instructions, replaced by mutex markers.
@@ -1175,9 +1176,21 @@ pub fn convert(dir: &Path, out: &Path, opts: &Options) -> Result<Summary, TraceE
     let stacks = Stacks::new(&marks);
     // Locks built on futexes become mutex markers, spin-waits waits for the stores that ended
     // them (futexlock.rs, spinwait.rs).
-    let locks = futexlock::find(marks, &mark_at, &atomics, &spins, &stores, |raw| {
-        raw::atomic_kind(&statics[raw as usize].code) == Some(raw::AtomicKind::Swap)
-    });
+    let resolver = &mut *c.resolver;
+    let locks = futexlock::find(
+        marks,
+        &mark_at,
+        &atomics,
+        &spins,
+        &stores,
+        |raw| raw::atomic_kind(&statics[raw as usize].code) == Some(raw::AtomicKind::Swap),
+        |raw| {
+            resolver
+                .callees_after(statics[raw as usize].pc)
+                .iter()
+                .any(|f| futexlock::spinning_slow_path(f))
+        },
+    );
     drop((spins, stores));
     drop(atomics);
     let marks = &locks.marks;

@@ -65,6 +65,14 @@ pub const SPIN_GAP: u64 = 4096;
 /// from its failed compare-and-swap to its exchange within a dozen instructions).
 pub const SPIN_SHOWN: u64 = 48;
 
+/// Whether `name` (demangled) is the slow path of a lock that spins on its word before it
+/// waits on the futex: Rust std's futex `Mutex::lock_contended` (100 loads and `pause`s;
+/// `std::sys::sync::mutex::futex` since Rust 1.77, `std::sys::unix::locks::futex_mutex`
+/// before). glibc's internal locks (`__lll_lock_wait_private`) do not spin.
+pub fn spinning_slow_path(name: &str) -> bool {
+    name.ends_with("Mutex>::lock_contended") || name.ends_with("Mutex::lock_contended")
+}
+
 /// An atomic read-modify-write instruction of a thread.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Atomic {
@@ -130,9 +138,10 @@ pub struct Locks {
     pub acquisitions: u64,
     /// Acquisitions with at least one failed attempt before them.
     pub contended: u64,
-    /// Acquisitions of locks whose code was seen spinning on a held word (of this word, or
-    /// of another begun by the same instruction): their markers say so, and replay spins
-    /// them before they sleep (`[locks] spin`).
+    /// Acquisitions of locks whose code spins on a held word (seen spinning on this word,
+    /// or on another begun by the same instruction, or whose slow path in the program's
+    /// code spins: [`spinning_slow_path`]): their markers say so, and replay spins them
+    /// before they sleep (`[locks] spin`).
     pub spinning: u64,
     /// Futex words with atomic instructions whose history is not a lock's (left alone).
     pub rejected: usize,
@@ -217,7 +226,9 @@ enum Role {
 /// its atomic instructions in order, `changes[t]` and `stores[t]` its spin-waits and recorded
 /// plain stores (`spinwait.rs`), which it also turns into markers and edits, with the waits
 /// for counters counted down to zero (`countdown.rs`).
-/// `is_swap(raw)` says whether instruction `raw` is an `xchg`.
+/// `is_swap(raw)` says whether instruction `raw` is an `xchg`; `spinning_code(raw)` whether
+/// the failure path of instruction `raw` (a lock call's first compare-and-swap) enters a lock
+/// slow path that spins ([`spinning_slow_path`]), read from the program's code.
 pub fn find(
     marks: Vec<Vec<RawMark>>,
     mark_at: &[Vec<u64>],
@@ -225,6 +236,7 @@ pub fn find(
     changes: &[Vec<Change>],
     stores: &[Vec<Store>],
     is_swap: impl Fn(u32) -> bool,
+    mut spinning_code: impl FnMut(u32) -> bool,
 ) -> Locks {
     let n = marks.len();
     let futex: HashSet<u64> = marks
@@ -539,6 +551,7 @@ pub fn find(
     }
 
     // The new marker lists and the edits.
+    let mut code_spins: HashMap<u32, bool> = HashMap::new();
     for (t, ms) in marks.into_iter().enumerate() {
         // (position, BEFORE / RAW / ADDED, order, marker, edit end)
         let mut items: Vec<(u64, u8, usize, RawMark, u64)> = Vec::with_capacity(ms.len());
@@ -605,8 +618,14 @@ pub fn find(
                     _ => at + 1,
                 }
             });
-            // A lock whose code spins: its marker's second argument is 1.
-            let spins = spun_words.contains(w) || spun_code.contains(&s.raw);
+            // A lock whose code spins: its marker's second argument is 1. Seen spinning in
+            // the traced run, or its code's slow path is one that spins: a run in which the
+            // lock was never contended (one host CPU) replays as one in which it was.
+            let spins = spun_words.contains(w)
+                || spun_code.contains(&s.raw)
+                || *code_spins
+                    .entry(s.raw)
+                    .or_insert_with(|| spinning_code(s.raw));
             let lock = RawMark {
                 op: Op::MutexLock,
                 args: [*w, u64::from(spins), 0],
@@ -723,7 +742,7 @@ mod tests {
         let m0 = vec![raw(Op::FutexWake, W, 6), raw(Op::Done, 0, 6)];
         let m1 = vec![raw(Op::FutexWait, W, 4), raw(Op::Done, 0, 7)];
         let mark_at = vec![vec![51, 51], vec![106, 190]];
-        let l = find(vec![m0, m1], &mark_at, &[a0, a1], &[], &[], swap);
+        let l = find(vec![m0, m1], &mark_at, &[a0, a1], &[], &[], swap, |_| false);
         assert_eq!(
             (l.words, l.acquisitions, l.contended, l.rejected),
             (2, 4, 1, 0)
@@ -794,7 +813,7 @@ mod tests {
         let m0 = vec![raw(Op::FutexWake, W, 6), raw(Op::Done, 0, 6)];
         let m1 = vec![raw(Op::FutexWait, W, 4), raw(Op::Done, 0, 7)];
         let mark_at = vec![vec![51, 51], vec![13, 190]];
-        let l = find(vec![m0, m1], &mark_at, &[a0, a1], &[], &[], swap);
+        let l = find(vec![m0, m1], &mark_at, &[a0, a1], &[], &[], swap, |_| false);
         assert_eq!((l.words, l.acquisitions, l.contended), (1, 2, 1));
         assert_eq!(lock_spins(&l), vec![0, 0]);
         assert_eq!(l.spinning, 0);
@@ -825,7 +844,7 @@ mod tests {
             let m0 = vec![raw(Op::FutexWake, W, 7), raw(Op::Done, 0, 7)];
             let m1 = vec![raw(Op::FutexWait, W, 4), raw(Op::Done, 0, 9)];
             let mark_at = vec![vec![wake_at, wake_at], vec![13, 190]];
-            find(vec![m0, m1], &mark_at, &[a0, a1], &[], &[], swap)
+            find(vec![m0, m1], &mark_at, &[a0, a1], &[], &[], swap, |_| false)
         };
         let ends = |l: &Locks| -> Vec<(u64, u64, bool)> {
             l.edits[0]
@@ -871,6 +890,7 @@ mod tests {
             &[],
             &[],
             swap,
+            |_| false,
         );
         assert_eq!((l.words, l.rejected), (0, 1));
         assert_eq!(l.raw_index[1], vec![0, 1]);
@@ -894,6 +914,7 @@ mod tests {
             &[],
             &[],
             swap,
+            |_| false,
         );
         assert_eq!((l.words, l.rejected), (0, 1));
         assert_eq!(l.raw_index, vec![vec![0, 1], vec![0]]);
@@ -914,6 +935,7 @@ mod tests {
             &[],
             &[],
             swap,
+            |_| false,
         );
         assert_eq!((l.words, l.acquisitions, l.contended), (1, 2, 0));
         assert_eq!(l.edits[1][0].start, 50_000);
@@ -951,6 +973,7 @@ mod tests {
             &[vec![change], vec![]],
             &[vec![], vec![store]],
             swap,
+            |_| false,
         );
         assert_eq!((l.spin_waits, l.spin_instructions), (1, 39));
         let w: Vec<(Op, u64)> = l.marks[0].iter().map(|m| (m.op, m.seq)).collect();

@@ -230,6 +230,117 @@ impl Resolver {
     }
 }
 
+impl Resolver {
+    /// The functions that the code just after the instruction at `pc` (an atomic
+    /// compare-and-swap) calls on either side of the first conditional branch within a few
+    /// instructions: the lock's slow path its failure calls (`jne` to `call lock_contended`),
+    /// read from the object's own bytes, so that it is known even when no traced run ever
+    /// took it. A call through the global offset table is followed through the slot's
+    /// dynamic relocation (or the value stored in it). Empty if the object cannot be read or
+    /// the code is not of that shape.
+    pub fn callees_after(&mut self, pc: u64) -> Vec<String> {
+        use iced_x86::{Decoder, DecoderOptions, FlowControl, OpKind};
+        let Some(k) = self.module_of(pc) else {
+            return Vec::new();
+        };
+        let bias = self.modules[k].bias;
+        let Ok(data) = std::fs::read(&self.modules[k].path) else {
+            return Vec::new();
+        };
+        let Ok(file) = object::File::parse(&*data) else {
+            return Vec::new();
+        };
+        // Up to 64 bytes of the object's file at a (file-relative) virtual address.
+        let bytes_at = |vaddr: u64| -> Option<&[u8]> {
+            use object::{Object, ObjectSection};
+            file.sections().find_map(|s| {
+                let off = vaddr.checked_sub(s.address())?;
+                let d = s.data().ok()?;
+                (off < d.len() as u64).then(|| &d[off as usize..d.len().min(off as usize + 64)])
+            })
+        };
+        // The function address a global offset table slot holds once the loader filled it.
+        let slot_value = |slot: u64| -> Option<u64> {
+            use object::{Object, ObjectSymbol, ObjectSymbolTable, RelocationTarget};
+            if let Some(relocs) = file.dynamic_relocations() {
+                for (at, r) in relocs {
+                    if at != slot {
+                        continue;
+                    }
+                    return match r.target() {
+                        RelocationTarget::Symbol(i) => {
+                            let sym = file.dynamic_symbol_table()?.symbol_by_index(i).ok()?;
+                            (sym.address() != 0).then(|| sym.address())
+                        }
+                        _ => u64::try_from(r.addend()).ok().filter(|&a| a != 0),
+                    };
+                }
+            }
+            let b = bytes_at(slot)?;
+            let v = u64::from_le_bytes(b.get(..8)?.try_into().ok()?);
+            (v != 0).then_some(v)
+        };
+        let decode_at = |vaddr: u64, max: usize| -> Vec<iced_x86::Instruction> {
+            let Some(b) = bytes_at(vaddr) else {
+                return Vec::new();
+            };
+            let mut d = Decoder::with_ip(64, b, vaddr, DecoderOptions::NONE);
+            let mut out = Vec::new();
+            while d.can_decode() && out.len() < max {
+                let i = d.decode();
+                if i.is_invalid() {
+                    break;
+                }
+                out.push(i);
+            }
+            out
+        };
+        let start = pc.wrapping_sub(bias);
+        let Some(branch) = decode_at(start, 4)
+            .into_iter()
+            .skip(1)
+            .find(|i| i.flow_control() != FlowControl::Next)
+            .filter(|i| i.flow_control() == FlowControl::ConditionalBranch)
+        else {
+            return Vec::new();
+        };
+        let mut callees = Vec::new();
+        for side in [branch.near_branch_target(), branch.next_ip()] {
+            let mut at = side;
+            // A few instructions, through at most two direct jumps, to the first call.
+            'path: for _ in 0..3 {
+                for i in decode_at(at, 8) {
+                    match i.flow_control() {
+                        FlowControl::Next => {}
+                        FlowControl::UnconditionalBranch
+                            if i.op0_kind() == OpKind::NearBranch64 =>
+                        {
+                            at = i.near_branch_target();
+                            continue 'path;
+                        }
+                        FlowControl::Call | FlowControl::IndirectCall => {
+                            let target = if i.op0_kind() == OpKind::NearBranch64 {
+                                Some(i.near_branch_target())
+                            } else if i.is_ip_rel_memory_operand() {
+                                slot_value(i.ip_rel_memory_address())
+                            } else {
+                                None
+                            };
+                            if let Some(f) = target.and_then(|t| self.resolve(t + bias).function) {
+                                callees.push(f);
+                            }
+                            break 'path;
+                        }
+                        _ => break 'path,
+                    }
+                }
+                break;
+            }
+        }
+        callees
+    }
+}
+
 /// The sorted address ranges of the sized function symbols of the object at `path` (its symbol
 /// table, else its dynamic symbol table); empty if it cannot be read or has none.
 fn function_extents(path: &Path) -> Vec<(u64, u64)> {
