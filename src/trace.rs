@@ -163,6 +163,10 @@ pub struct CountdownLine {
     /// Of those, counts made as the counting thread ended (a Rust scope's threads): reported
     /// as joins of those threads, so that LIME sees the scope as a join-delimited section.
     pub exits: u64,
+    /// Of the waits, those of a waiter that saw the count at zero with a plain load and
+    /// consumed no notification (the scope's owner came to its end after every thread had
+    /// finished): placed at that load.
+    pub at_load: u64,
 }
 
 /// The futex locks of the summary (`sim_frontend::tracer::futexlock`).
@@ -593,6 +597,7 @@ fn report(
             waits: s.futex_locks.countdown_waits,
             dependences: s.futex_locks.countdown_edges,
             exits: s.futex_locks.countdown_exits,
+            at_load: s.futex_locks.countdown_loads,
         },
         spin_loops: s
             .spin_loops
@@ -700,9 +705,10 @@ impl TraceReport {
         if c.waits > 0 {
             let _ = writeln!(
                 s,
-                "waits for counters counted down to zero: {}, replayed as a wait for each of the \
-                 {} counts of other threads ({} made as their thread ended: joins)",
-                c.waits, c.dependences, c.exits
+                "waits for counters counted down to zero: {} ({} seen by a plain load), replayed \
+                 as a wait for each of the {} counts of other threads ({} made as their thread \
+                 ended: joins)",
+                c.waits, c.at_load, c.dependences, c.exits
             );
         }
         if f.rejected > 0 {

@@ -1332,6 +1332,11 @@ fn fifty_traces_of_a_rust_scope_program_lose_no_events() {
 /// `main`'s wait covers thread 2's work. Following
 /// only the traced waker, `main` would resume at thread 1's end and finish its work while
 /// thread 2 still ran (thread 2's `imbalance-end` 0).
+///
+/// The same when `main` sleeps inside the scope until every thread has finished (owner
+/// argument 2,000 ms): its scope end reads the count at zero with a plain load and never
+/// parks, nobody is notified, and `main` waits at that load (`countdowns.at_load`). Before,
+/// the threads' work replayed after `main` returned, untimed.
 #[test]
 fn a_scope_waits_for_every_one_of_its_threads_in_simulated_time() {
     if !common::tools_present(&["qemu-x86_64", "rustc"]) {
@@ -1340,6 +1345,29 @@ fn a_scope_waits_for_every_one_of_its_threads_in_simulated_time() {
     let dir = tempfile::tempdir().unwrap();
     let exe = rust_example(dir.path(), "scope_join");
     let (run, traced) = trace_and_run(&exe, &[], "normal", dir.path());
+    assert_scope_waits(&run, &traced);
+    let sub = dir.path().join("owner-sleeps");
+    std::fs::create_dir_all(&sub).unwrap();
+    let (run, traced) = trace_and_run(&exe, &["10", "400000", "200000", "2000"], "normal", &sub);
+    assert!(
+        traced["countdowns"]["at_load"].as_u64().unwrap() >= 1,
+        "main's look at the count was not found: {}",
+        traced["countdowns"]
+    );
+    let traced_total: u64 = traced["threads"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["instructions"].as_u64().unwrap())
+        .sum();
+    let timed = run["instructions"].as_u64().unwrap();
+    assert_eq!(timed, traced_total, "instructions timed of those traced");
+    assert_scope_waits(&run, &traced);
+}
+
+/// `scope_join`'s run: threads 1, 3, 2 end in this order, `main`'s work after the scope comes
+/// after thread 2's end, and `main` waits as long as thread 2 works.
+fn assert_scope_waits(run: &Value, traced: &Value) {
     assert!(
         traced["countdowns"]["waits"].as_u64().unwrap() >= 1,
         "the scope's wait was not found: {}",

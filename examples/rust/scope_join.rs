@@ -6,7 +6,12 @@
 //! simulated time, not after thread 1's (issue 42: a wait for a counter that several threads
 //! count down depends on all of them).
 //!
-//! usage: scope_join [SLEEP_MS] [LONG] [AFTER]   (defaults 1000 ms, 2,000,000 steps, 200,000)
+//! With OWNER_MS > 0, `main` sleeps that long inside the scope after spawning the threads:
+//! every thread has finished when the scope's end looks at its count, which reads zero with a
+//! plain load, and `main` never parks (nobody is notified).
+//!
+//! usage: scope_join [SLEEP_MS] [LONG] [AFTER] [OWNER_MS]
+//!        (defaults 1000 ms, 2,000,000 steps, 200,000, 0 ms)
 use std::time::Duration;
 
 fn work(seed: u64, n: u64) -> u64 {
@@ -22,7 +27,7 @@ fn work(seed: u64, n: u64) -> u64 {
 fn main() {
     let mut args = std::env::args().skip(1);
     let mut arg = |d: u64| args.next().and_then(|a| a.parse().ok()).unwrap_or(d);
-    let (sleep_ms, long, after) = (arg(1000), arg(2_000_000), arg(200_000));
+    let (sleep_ms, long, after, owner_ms) = (arg(1000), arg(2_000_000), arg(200_000), arg(0));
     let mut sums = [0u64; 3];
     std::thread::scope(|s| {
         let [a, b, c] = &mut sums;
@@ -32,6 +37,9 @@ fn main() {
         });
         s.spawn(move || *b = work(2, long));
         s.spawn(move || *c = work(3, long / 4));
+        if owner_ms > 0 {
+            std::thread::sleep(Duration::from_millis(owner_ms));
+        }
     });
     let last = work(sums[0] ^ sums[1] ^ sums[2], after);
     println!("{}", last & 0xff);

@@ -22,6 +22,7 @@
 use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
 
+use super::countdown;
 use super::decode::{Decoded, X86Decoder};
 use super::futexlock::{self, Atomic, Locks, UNWIND_MAX};
 use super::raw::{self, Op, Word};
@@ -138,6 +139,8 @@ pub struct FutexLocks {
     pub countdown_edges: u64,
     /// Of those, counts made as the counting thread ended (`model::EXIT_COUNT`).
     pub countdown_exits: u64,
+    /// Of the waits, those found at the owner's plain load of the counter (nobody notified).
+    pub countdown_loads: u64,
 }
 
 /// A spin-wait loop found in the trace.
@@ -649,6 +652,59 @@ fn unrecorded_stores(
     out.extend(pending);
     if let Some(e) = rd.error.take() {
         return Err(TraceError::at(&path, Some(t), rd.offset(), e));
+    }
+    Ok(out)
+}
+
+/// Answers `countdown::find`'s questions: each query's thread's first plain (not atomic) load
+/// of its word at or after its position, read from the thread's capture (one read per thread
+/// asked about; rarely needed).
+fn first_plain_loads(
+    dir: &Path,
+    tids: &[u32],
+    hot: &[Hot],
+    queries: &[countdown::LoadQuery],
+) -> Result<Vec<Option<u64>>, TraceError> {
+    let mut out = vec![None; queries.len()];
+    let mut threads: Vec<u32> = queries.iter().map(|q| q.thread).collect();
+    threads.sort_unstable();
+    threads.dedup();
+    for t in threads {
+        let path = dir.join(format!("t{}.raw", tids[t as usize]));
+        let file =
+            std::fs::File::open(&path).map_err(|e| TraceError::io(&path, 0, "cannot open", e))?;
+        let mut rd = raw::RawReader::new(file);
+        let mine: Vec<usize> = (0..queries.len())
+            .filter(|&k| queries[k].thread == t)
+            .collect();
+        let (mut execs, mut last_raw) = (0u64, 0u32);
+        let mut open = mine.len();
+        while open > 0
+            && let Some(w) = rd.next_word()
+        {
+            match w {
+                Word::Exec(raw) => {
+                    execs += 1;
+                    last_raw = raw;
+                }
+                Word::Mem {
+                    addr, store: false, ..
+                } if !hot.get(last_raw as usize).is_some_and(|h| h.atomic) => {
+                    let at = execs.saturating_sub(1);
+                    for &k in &mine {
+                        let q = &queries[k];
+                        if out[k].is_none() && q.word == addr && at >= q.from {
+                            out[k] = Some(at);
+                            open -= 1;
+                        }
+                    }
+                }
+                _ => {}
+            }
+        }
+        if let Some(e) = rd.error.take() {
+            return Err(TraceError::at(&path, Some(t), rd.offset(), e));
+        }
     }
     Ok(out)
 }
@@ -1177,6 +1233,7 @@ pub fn convert(dir: &Path, out: &Path, opts: &Options) -> Result<Summary, TraceE
     // Locks built on futexes become mutex markers, spin-waits waits for the stores that ended
     // them (futexlock.rs, spinwait.rs).
     let resolver = &mut *c.resolver;
+    let mut load_error = None;
     let locks = futexlock::find(
         marks,
         &mark_at,
@@ -1190,7 +1247,17 @@ pub fn convert(dir: &Path, out: &Path, opts: &Options) -> Result<Summary, TraceE
                 .iter()
                 .any(|f| futexlock::spinning_slow_path(f))
         },
+        |queries| match first_plain_loads(dir, &tids, &hot, queries) {
+            Ok(found) => found,
+            Err(e) => {
+                load_error = Some(e);
+                vec![None; queries.len()]
+            }
+        },
     );
+    if let Some(e) = load_error {
+        return Err(e);
+    }
     drop((spins, stores));
     drop(atomics);
     let marks = &locks.marks;
@@ -1348,6 +1415,7 @@ pub fn convert(dir: &Path, out: &Path, opts: &Options) -> Result<Summary, TraceE
     c.summary.futex_locks.countdown_waits = locks.countdown_waits;
     c.summary.futex_locks.countdown_edges = locks.countdown_edges;
     c.summary.futex_locks.countdown_exits = locks.countdown_exits;
+    c.summary.futex_locks.countdown_loads = locks.countdown_loads;
     if plan.hand_barriers > 0 {
         c.summary.hand_barriers = plan.hand_barriers;
         c.summary.hand_barrier_conds = plan.hand_barrier_conds;

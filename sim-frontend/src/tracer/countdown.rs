@@ -14,7 +14,13 @@
 //!   next instruction in `P`'s history, of another thread `W`, takes it back to 0 (it consumed
 //!   the notification: Rust's thread parker, whether `W` had blocked or not). `W` waits there;
 //! * or `W` waited on the futex of the word itself and its wait started before the count
-//!   reached zero and returned after (a latch's waiter). `W` waits at the futex wait.
+//!   reached zero and returned after (a latch's waiter). `W` waits at the futex wait;
+//! * or, when neither is found (nobody was notified: the scope's owner looked only after
+//!   every thread had finished), `W` is the one thread of the episode that only counted up
+//!   (the owner, which spawned the others), and it waits at its first plain load of the word
+//!   after its last count, found in its capture (`first_loads`), if its next recorded event
+//!   came after the count reached zero in the traced run (then no counting thread waited for
+//!   anything `W` did from that load on, and the wait cannot close a cycle).
 //!
 //! **The result** is a [`Dep`]: at that place `W` waits for each other thread's last
 //! instruction in the episode, wherever it came in the traced run.
@@ -54,7 +60,8 @@ pub struct Dep {
 /// Finds the waits for counters counted down to zero. `by_word` holds each word's history
 /// (sequence number, thread, index in its atomics), sorted; `locks` the lock words; `futex`
 /// the words some thread waited on or woke; `marks` and `mark_at` every thread's raw markers
-/// and their positions.
+/// and their positions; `first_loads` finds plain loads in the capture. Returns the
+/// dependences and how many of their waits were found at a plain load (nobody notified).
 pub fn find(
     atomics: &[Vec<Atomic>],
     by_word: &HashMap<u64, Vec<(u64, u32, usize)>>,
@@ -62,7 +69,8 @@ pub fn find(
     futex: &HashSet<u64>,
     marks: &[Vec<RawMark>],
     mark_at: &[Vec<u64>],
-) -> Vec<Dep> {
+    first_loads: impl FnOnce(&[LoadQuery]) -> Vec<Option<u64>>,
+) -> (Vec<Dep>, u64) {
     let at = |e: &(u64, u32, usize)| atomics[e.1 as usize][e.2];
     // Each thread's futex waits that returned 0: (word, start seq, end seq, position).
     let mut waits: Vec<(u64, u64, u64, u32, u64)> = Vec::new();
@@ -80,6 +88,9 @@ pub fn find(
     let mut words: Vec<u64> = by_word.keys().copied().collect();
     words.sort_unstable();
     let mut out = Vec::new();
+    // Counts that reached zero with nobody notified: the owner's query, the zero's number and
+    // the episode.
+    let mut unparked: Vec<(LoadQuery, u64, Vec<Entry>)> = Vec::new();
     for x in words.into_iter().filter(|w| !locks.contains(w)) {
         let h = &by_word[&x];
         let mut begin = 0;
@@ -119,36 +130,128 @@ pub fn find(
                     waiters.push((t, pos, e));
                 }
             }
-            for (w, pos, seq) in waiters {
-                let mut sources: Vec<(u32, u64, u64)> = Vec::new();
-                for e in episode.iter().filter(|e| e.1 != w) {
-                    let a = at(e);
-                    match sources.iter_mut().find(|s| s.0 == e.1) {
-                        Some(s) => *s = (e.1, a.at + 1, e.0),
-                        None => sources.push((e.1, a.at + 1, e.0)),
+            // Nobody was notified: the thread that only counted up (the scope's owner, which
+            // spawned them) found the count at zero when it looked, with a plain load, and
+            // went on without parking. Its first load of the counter after its last count is
+            // read from the capture (below).
+            if waiters.is_empty() {
+                let prev = |j: usize| if j == 0 { 0 } else { at(&h[j - 1]).value };
+                let mut up: Vec<u32> = Vec::new();
+                let mut down: Vec<u32> = Vec::new();
+                for (j, e) in h.iter().enumerate().take(z + 1).skip(z + 1 - episode.len()) {
+                    match at(e).value.cmp(&prev(j)) {
+                        std::cmp::Ordering::Greater => up.push(e.1),
+                        std::cmp::Ordering::Less => down.push(e.1),
+                        std::cmp::Ordering::Equal => {}
                     }
                 }
-                sources.sort_unstable();
-                if !sources.is_empty() {
-                    out.push(Dep {
-                        word: x,
-                        waiter: w,
-                        at: pos,
-                        from: pos,
-                        seq,
-                        sources,
-                        before: false,
-                    });
+                up.sort_unstable();
+                up.dedup();
+                let owners: Vec<u32> = up.into_iter().filter(|t| !down.contains(t)).collect();
+                if let [s] = owners[..]
+                    && s != u
+                    && let Some(last) = episode.iter().rfind(|e| e.1 == s)
+                {
+                    unparked.push((
+                        LoadQuery {
+                            thread: s,
+                            word: x,
+                            from: at(last).at + 1,
+                        },
+                        zseq,
+                        episode.to_vec(),
+                    ));
+                }
+            }
+            for (w, pos, seq) in waiters {
+                if let Some(d) = dep(atomics, x, episode, w, pos, seq) {
+                    out.push(d);
                 }
             }
         }
     }
-    out
+    if unparked.is_empty() {
+        return (out, 0);
+    }
+    let mut by_load = 0;
+    let queries: Vec<LoadQuery> = unparked.iter().map(|u| u.0).collect();
+    let found = first_loads(&queries);
+    for ((q, zseq, episode), pos) in unparked.into_iter().zip(found) {
+        let Some(pos) = pos else { continue };
+        // Only if every event of the owner from that load on came after the count reached
+        // zero in the traced run (its load read zero): then none of the counting threads
+        // waited for any of them, and the wait cannot close a cycle.
+        let t = q.thread as usize;
+        let k = mark_at[t].partition_point(|&a| a < pos);
+        let i = atomics[t].partition_point(|a| a.at < pos);
+        let next = match (marks[t].get(k).zip(mark_at[t].get(k)), atomics[t].get(i)) {
+            (Some((m, &ma)), Some(a)) => Some(if ma <= a.at { m.seq } else { a.seq }),
+            (Some((m, _)), None) => Some(m.seq),
+            (None, Some(a)) => Some(a.seq),
+            (None, None) => None,
+        };
+        if next.is_none_or(|s| s > zseq)
+            && let Some(d) = dep(atomics, q.word, &episode, q.thread, pos, zseq)
+        {
+            out.push(d);
+            by_load += 1;
+        }
+    }
+    (out, by_load)
+}
+
+/// One instruction of a word's history: (sequence number, thread, index in its atomics).
+type Entry = (u64, u32, usize);
+
+/// A thread's first plain load of a word at or after a position, asked of the capture for a
+/// count nobody was notified of ([`find`]'s `first_loads`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct LoadQuery {
+    /// The thread.
+    pub thread: u32,
+    /// The counter's address.
+    pub word: u64,
+    /// The first position that may hold the load.
+    pub from: u64,
+}
+
+/// `waiter`'s dependence, at `pos`, on every other thread's last instruction of a counter's
+/// `episode` (`None` if the waiter was alone in it).
+fn dep(
+    atomics: &[Vec<Atomic>],
+    word: u64,
+    episode: &[(u64, u32, usize)],
+    waiter: u32,
+    pos: u64,
+    seq: u64,
+) -> Option<Dep> {
+    let mut sources: Vec<(u32, u64, u64)> = Vec::new();
+    for e in episode.iter().filter(|e| e.1 != waiter) {
+        let a = atomics[e.1 as usize][e.2];
+        match sources.iter_mut().find(|s| s.0 == e.1) {
+            Some(s) => *s = (e.1, a.at + 1, e.0),
+            None => sources.push((e.1, a.at + 1, e.0)),
+        }
+    }
+    sources.sort_unstable();
+    (!sources.is_empty()).then_some(Dep {
+        word,
+        waiter,
+        at: pos,
+        from: pos,
+        seq,
+        sources,
+        before: false,
+    })
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn no_loads(q: &[LoadQuery]) -> Vec<Option<u64>> {
+        vec![None; q.len()]
+    }
 
     fn atomic(at: u64, addr: u64, value: u64, seq: u64) -> Atomic {
         Atomic {
@@ -201,13 +304,14 @@ mod tests {
         ];
         // Somebody once waited on the parker: it is a futex word.
         let marks = vec![vec![raw(Op::FutexWait, P, 100), raw(Op::Done, 0, 101)]];
-        let deps = find(
+        let (deps, _) = find(
             &a,
             &histories(&a),
             &HashSet::new(),
             &HashSet::from([P]),
             &marks,
             &[vec![95, 95]],
+            no_loads,
         );
         assert_eq!(
             deps,
@@ -241,8 +345,10 @@ mod tests {
                 &HashSet::new(),
                 &HashSet::new(),
                 &[],
-                &[]
+                &[],
+                no_loads
             )
+            .0
             .is_empty()
         );
     }
@@ -261,16 +367,76 @@ mod tests {
             vec![],
             vec![raw(Op::FutexWake, C, 5)],
         ];
-        let deps = find(
+        let (deps, _) = find(
             &a,
             &histories(&a),
             &HashSet::new(),
             &HashSet::from([C]),
             &marks,
             &[vec![20, 20], vec![], vec![71]],
+            no_loads,
         );
         assert_eq!(deps.len(), 1);
         assert_eq!((deps[0].waiter, deps[0].at), (0, 20));
         assert_eq!(deps[0].sources, vec![(1, 51, 3), (2, 71, 5)]);
+    }
+
+    /// A scope whose owner looked at the count only after every thread had finished: nobody
+    /// was notified, and the owner (thread 0, the one that only counted up) waits at its first
+    /// plain load of the counter after its last count, for both threads; unless its next
+    /// recorded event came before the count reached zero (the load may have read it non-zero,
+    /// and a counting thread may have waited for what the owner did next).
+    #[test]
+    fn an_owner_that_read_zero_without_parking_waits_at_its_load() {
+        let a = vec![
+            vec![atomic(10, C, 1, 1), atomic(11, C, 2, 2)],
+            vec![atomic(50, C, 1, 3)],
+            vec![atomic(70, C, 0, 4)],
+        ];
+        let ask = |q: &[LoadQuery]| {
+            assert_eq!(
+                q,
+                &[LoadQuery {
+                    thread: 0,
+                    word: C,
+                    from: 12
+                }]
+            );
+            vec![Some(40)]
+        };
+        let after = vec![vec![raw(Op::MainEnd, 0, 9)], vec![], vec![]];
+        let (deps, by_load) = find(
+            &a,
+            &histories(&a),
+            &HashSet::new(),
+            &HashSet::new(),
+            &after,
+            &[vec![45], vec![], vec![]],
+            ask,
+        );
+        assert_eq!(by_load, 1);
+        assert_eq!(
+            deps,
+            vec![Dep {
+                word: C,
+                waiter: 0,
+                at: 40,
+                from: 40,
+                seq: 4,
+                sources: vec![(1, 51, 3), (2, 71, 4)],
+                before: false,
+            }]
+        );
+        let before = vec![vec![raw(Op::MainEnd, 0, 2)], vec![], vec![]];
+        let (deps, by_load) = find(
+            &a,
+            &histories(&a),
+            &HashSet::new(),
+            &HashSet::new(),
+            &before,
+            &[vec![45], vec![], vec![]],
+            |q: &[LoadQuery]| vec![Some(40); q.len()],
+        );
+        assert_eq!((deps.len(), by_load), (0, 0));
     }
 }

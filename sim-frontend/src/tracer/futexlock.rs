@@ -151,6 +151,9 @@ pub struct Locks {
     pub countdown_edges: u64,
     /// Of those, count-downs made as the counting thread ended (a scope's join).
     pub countdown_exits: u64,
+    /// Of the waits, those of an owner that saw the count at zero with a plain load and
+    /// consumed no notification (placed at that load).
+    pub countdown_loads: u64,
     /// Spin-waits replaced by a wait for the store that ended them (see `spinwait.rs`).
     pub spin_waits: u64,
     /// Their instructions left out.
@@ -228,7 +231,9 @@ enum Role {
 /// for counters counted down to zero (`countdown.rs`).
 /// `is_swap(raw)` says whether instruction `raw` is an `xchg`; `spinning_code(raw)` whether
 /// the failure path of instruction `raw` (a lock call's first compare-and-swap) enters a lock
-/// slow path that spins ([`spinning_slow_path`]), read from the program's code.
+/// slow path that spins ([`spinning_slow_path`]), read from the program's code;
+/// `first_loads` answers `countdown::find`'s questions about plain loads (from the capture).
+#[allow(clippy::too_many_arguments)]
 pub fn find(
     marks: Vec<Vec<RawMark>>,
     mark_at: &[Vec<u64>],
@@ -237,6 +242,7 @@ pub fn find(
     stores: &[Vec<Store>],
     is_swap: impl Fn(u32) -> bool,
     mut spinning_code: impl FnMut(u32) -> bool,
+    first_loads: impl FnOnce(&[countdown::LoadQuery]) -> Vec<Option<u64>>,
 ) -> Locks {
     let n = marks.len();
     let futex: HashSet<u64> = marks
@@ -413,8 +419,17 @@ pub fn find(
     // thread's instruction, at an address of its own; barriers built on spun-on addresses
     // become barrier markers. A spin that overlaps a lock's attempt or another spin of its
     // thread stays as traced.
-    let countdowns = countdown::find(atomics, &by_word, &lock_set, &futex, &marks, mark_at);
+    let (countdowns, by_load) = countdown::find(
+        atomics,
+        &by_word,
+        &lock_set,
+        &futex,
+        &marks,
+        mark_at,
+        first_loads,
+    );
     out.countdown_waits = countdowns.len() as u64;
+    out.countdown_loads = by_load;
     let mut taken: Vec<Vec<(u64, u64)>> = (0..n)
         .map(|t| {
             let a = &atomics[t];
@@ -682,6 +697,11 @@ pub fn find(
 mod tests {
     use super::*;
 
+    /// No plain loads asked of a capture are found.
+    fn no_loads(q: &[countdown::LoadQuery]) -> Vec<Option<u64>> {
+        vec![None; q.len()]
+    }
+
     fn atomic(at: u64, raw: u32, addr: u64, value: u64, seq: u64) -> Atomic {
         Atomic {
             at,
@@ -742,7 +762,16 @@ mod tests {
         let m0 = vec![raw(Op::FutexWake, W, 6), raw(Op::Done, 0, 6)];
         let m1 = vec![raw(Op::FutexWait, W, 4), raw(Op::Done, 0, 7)];
         let mark_at = vec![vec![51, 51], vec![106, 190]];
-        let l = find(vec![m0, m1], &mark_at, &[a0, a1], &[], &[], swap, |_| false);
+        let l = find(
+            vec![m0, m1],
+            &mark_at,
+            &[a0, a1],
+            &[],
+            &[],
+            swap,
+            |_| false,
+            no_loads,
+        );
         assert_eq!(
             (l.words, l.acquisitions, l.contended, l.rejected),
             (2, 4, 1, 0)
@@ -813,7 +842,16 @@ mod tests {
         let m0 = vec![raw(Op::FutexWake, W, 6), raw(Op::Done, 0, 6)];
         let m1 = vec![raw(Op::FutexWait, W, 4), raw(Op::Done, 0, 7)];
         let mark_at = vec![vec![51, 51], vec![13, 190]];
-        let l = find(vec![m0, m1], &mark_at, &[a0, a1], &[], &[], swap, |_| false);
+        let l = find(
+            vec![m0, m1],
+            &mark_at,
+            &[a0, a1],
+            &[],
+            &[],
+            swap,
+            |_| false,
+            no_loads,
+        );
         assert_eq!((l.words, l.acquisitions, l.contended), (1, 2, 1));
         assert_eq!(lock_spins(&l), vec![0, 0]);
         assert_eq!(l.spinning, 0);
@@ -844,7 +882,16 @@ mod tests {
             let m0 = vec![raw(Op::FutexWake, W, 7), raw(Op::Done, 0, 7)];
             let m1 = vec![raw(Op::FutexWait, W, 4), raw(Op::Done, 0, 9)];
             let mark_at = vec![vec![wake_at, wake_at], vec![13, 190]];
-            find(vec![m0, m1], &mark_at, &[a0, a1], &[], &[], swap, |_| false)
+            find(
+                vec![m0, m1],
+                &mark_at,
+                &[a0, a1],
+                &[],
+                &[],
+                swap,
+                |_| false,
+                no_loads,
+            )
         };
         let ends = |l: &Locks| -> Vec<(u64, u64, bool)> {
             l.edits[0]
@@ -891,6 +938,7 @@ mod tests {
             &[],
             swap,
             |_| false,
+            no_loads,
         );
         assert_eq!((l.words, l.rejected), (0, 1));
         assert_eq!(l.raw_index[1], vec![0, 1]);
@@ -915,6 +963,7 @@ mod tests {
             &[],
             swap,
             |_| false,
+            no_loads,
         );
         assert_eq!((l.words, l.rejected), (0, 1));
         assert_eq!(l.raw_index, vec![vec![0, 1], vec![0]]);
@@ -936,6 +985,7 @@ mod tests {
             &[],
             swap,
             |_| false,
+            no_loads,
         );
         assert_eq!((l.words, l.acquisitions, l.contended), (1, 2, 0));
         assert_eq!(l.edits[1][0].start, 50_000);
@@ -974,6 +1024,7 @@ mod tests {
             &[vec![], vec![store]],
             swap,
             |_| false,
+            no_loads,
         );
         assert_eq!((l.spin_waits, l.spin_instructions), (1, 39));
         let w: Vec<(Op, u64)> = l.marks[0].iter().map(|m| (m.op, m.seq)).collect();
