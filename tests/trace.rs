@@ -818,3 +818,57 @@ fn converting_on_several_host_threads_writes_the_same_records() {
         assert!(ra == rb, "thread {tid}: records differ");
     }
 }
+
+/// The value an atomic read-modify-write left is recorded after its store, also while the
+/// process has one thread (QEMU then translates it as a load and a store, each reported: the
+/// value read at the load was the one before). `main` adds 1000 three times before it creates
+/// a thread, which adds 1000 once: the capture holds 1000, 2000, 3000 and 4000 (before the fix,
+/// 0, 1000, 2000 and 4000, and a lock word first taken before any thread existed read as
+/// never taken).
+#[test]
+fn atomic_values_are_those_left_before_the_first_thread_too() {
+    if !common::tools_present(&["qemu-x86_64", "gcc"]) {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let src = dir.path().join("adds.c");
+    std::fs::write(
+        &src,
+        "#include <pthread.h>\n\
+         static long c;\n\
+         static void *add(void *a) { __atomic_fetch_add(&c, 1000, __ATOMIC_SEQ_CST); return a; }\n\
+         int main(void) {\n\
+           for (int i = 0; i < 3; i++) __atomic_fetch_add(&c, 1000, __ATOMIC_SEQ_CST);\n\
+           pthread_t t; pthread_create(&t, 0, add, 0); pthread_join(t, 0);\n\
+           return c == 4000 ? 0 : 1;\n\
+         }\n",
+    )
+    .unwrap();
+    let exe = compile(dir.path(), "adds", &src, &[]);
+    let t = dir.path().join("a.itrace");
+    let o = Command::new(env!("CARGO_BIN_EXE_isim"))
+        .env("ISIM_TRACER_DIR", tracer_libs())
+        .args(["trace", "--keep-capture", "-o", t.to_str().unwrap(), "--"])
+        .arg(&exe)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let mut values = Vec::new();
+    for e in std::fs::read_dir(dir.path().join("a.itrace.capture")).unwrap() {
+        let p = e.unwrap().path();
+        if p.extension().is_some_and(|x| x == "raw") {
+            let bytes = std::fs::read(&p).unwrap();
+            sim_frontend::tracer::raw::decode(&bytes, |w, _| {
+                if let sim_frontend::tracer::raw::Word::Value { value, .. } = w
+                    && value % 1000 == 0
+                    && (1000..=4000).contains(&value)
+                {
+                    values.push(value);
+                }
+            })
+            .unwrap();
+        }
+    }
+    values.sort_unstable();
+    assert_eq!(values, vec![1000, 2000, 3000, 4000]);
+}

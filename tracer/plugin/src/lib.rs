@@ -608,8 +608,8 @@ extern "C" fn on_exec_atomic(vcpu: c_uint, udata: *mut c_void) {
     on_exec(vcpu, udata);
 }
 
-/// An atomic instruction's access: as [`on_mem`], then its value and sequence number, and
-/// [`ATOMIC`] released.
+/// An atomic instruction's access: as [`on_mem`]; at its store, the value and a sequence
+/// number, and [`ATOMIC`] released.
 extern "C" fn on_mem_atomic(vcpu: c_uint, info: u32, vaddr: u64, _udata: *mut c_void) {
     with_state(vcpu, |t| {
         // SAFETY: plain queries of the opaque info word.
@@ -622,7 +622,10 @@ extern "C" fn on_mem_atomic(vcpu: c_uint, info: u32, vaddr: u64, _udata: *mut c_
         if t.recording {
             t.enc.mem(&mut t.buf, vaddr, shift, store);
         }
-        if !t.atomic_held {
+        // While the process has one thread, QEMU translates a read-modify-write as a load and
+        // a store, each reported: the value it left is there only after the store. (With
+        // threads, one access is reported, a store.) Every such instruction writes.
+        if !t.atomic_held || !store {
             return;
         }
         if t.recording {
