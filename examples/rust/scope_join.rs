@@ -6,9 +6,10 @@
 //! simulated time, not after thread 1's (issue 42: a wait for a counter that several threads
 //! count down depends on all of them).
 //!
-//! With OWNER_MS > 0, `main` sleeps that long inside the scope after spawning the threads:
-//! every thread has finished when the scope's end looks at its count, which reads zero with a
-//! plain load, and `main` never parks (nobody is notified).
+//! With OWNER_MS > 0, `main` sleeps that long inside the scope after spawning the threads,
+//! then drops thread 1's handle: every thread has finished, so `main`, left holding thread 1's
+//! result, counts the scope down to zero itself; its scope end reads zero with a plain load and
+//! it never parks (nobody is notified).
 //!
 //! usage: scope_join [SLEEP_MS] [LONG] [AFTER] [OWNER_MS]
 //!        (defaults 1000 ms, 2,000,000 steps, 200,000, 0 ms)
@@ -31,7 +32,7 @@ fn main() {
     let mut sums = [0u64; 3];
     std::thread::scope(|s| {
         let [a, b, c] = &mut sums;
-        s.spawn(move || {
+        let first = s.spawn(move || {
             *a = work(1, 1_000);
             std::thread::sleep(Duration::from_millis(sleep_ms));
         });
@@ -40,6 +41,9 @@ fn main() {
         if owner_ms > 0 {
             std::thread::sleep(Duration::from_millis(owner_ms));
         }
+        // Thread 1's handle, dropped after the sleep: its thread has finished, and `main`,
+        // holding the last reference to its result, counts it down for it.
+        drop(first);
     });
     let last = work(sums[0] ^ sums[1] ^ sums[2], after);
     println!("{}", last & 0xff);

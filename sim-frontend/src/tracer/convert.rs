@@ -679,6 +679,7 @@ fn first_plain_loads(
             .collect();
         let (mut execs, mut last_raw) = (0u64, 0u32);
         let mut open = mine.len();
+        let mut done = vec![false; queries.len()];
         while open > 0
             && let Some(w) = rd.next_word()
         {
@@ -686,6 +687,13 @@ fn first_plain_loads(
                 Word::Exec(raw) => {
                     execs += 1;
                     last_raw = raw;
+                    // Queries whose range has passed are answered: none.
+                    for &k in &mine {
+                        if out[k].is_none() && !done[k] && execs > queries[k].to.saturating_add(1) {
+                            done[k] = true;
+                            open -= 1;
+                        }
+                    }
                 }
                 Word::Mem {
                     addr, store: false, ..
@@ -693,7 +701,7 @@ fn first_plain_loads(
                     let at = execs.saturating_sub(1);
                     for &k in &mine {
                         let q = &queries[k];
-                        if out[k].is_none() && q.word == addr && at >= q.from {
+                        if out[k].is_none() && q.word == addr && at >= q.from && at <= q.to {
                             out[k] = Some(at);
                             open -= 1;
                         }

@@ -136,27 +136,41 @@ pub fn find(
             // read from the capture (below).
             if waiters.is_empty() {
                 let prev = |j: usize| if j == 0 { 0 } else { at(&h[j - 1]).value };
-                let mut up: Vec<u32> = Vec::new();
-                let mut down: Vec<u32> = Vec::new();
+                // Per thread of the episode: its counts up and down.
+                let mut counts: Vec<(u32, u32, u32)> = Vec::new();
                 for (j, e) in h.iter().enumerate().take(z + 1).skip(z + 1 - episode.len()) {
+                    let k = match counts.iter().position(|c| c.0 == e.1) {
+                        Some(k) => k,
+                        None => {
+                            counts.push((e.1, 0, 0));
+                            counts.len() - 1
+                        }
+                    };
                     match at(e).value.cmp(&prev(j)) {
-                        std::cmp::Ordering::Greater => up.push(e.1),
-                        std::cmp::Ordering::Less => down.push(e.1),
+                        std::cmp::Ordering::Greater => counts[k].1 += 1,
+                        std::cmp::Ordering::Less => counts[k].2 += 1,
                         std::cmp::Ordering::Equal => {}
                     }
                 }
-                up.sort_unstable();
-                up.dedup();
-                let owners: Vec<u32> = up.into_iter().filter(|t| !down.contains(t)).collect();
-                if let [s] = owners[..]
-                    && s != u
+                // The owner only counted up; or it counted the zero itself, having counted up
+                // more than down (a Rust scope's owner drops the handle of a thread that had
+                // already finished, and with it the thread's count): then its look follows
+                // within a few hundred instructions.
+                let owners: Vec<(u32, u64)> = counts
+                    .iter()
+                    .filter(|c| c.1 > 0 && (c.2 == 0 || (c.0 == u && c.1 > c.2)))
+                    .map(|c| (c.0, if c.0 == u { NOTIFY_GAP } else { u64::MAX }))
+                    .collect();
+                if let [(s, within)] = owners[..]
                     && let Some(last) = episode.iter().rfind(|e| e.1 == s)
                 {
+                    let from = at(last).at + 1;
                     unparked.push((
                         LoadQuery {
                             thread: s,
                             word: x,
-                            from: at(last).at + 1,
+                            from,
+                            to: from.saturating_add(within),
                         },
                         zseq,
                         episode.to_vec(),
@@ -213,6 +227,8 @@ pub struct LoadQuery {
     pub word: u64,
     /// The first position that may hold the load.
     pub from: u64,
+    /// The last (`u64::MAX`: any).
+    pub to: u64,
 }
 
 /// `waiter`'s dependence, at `pos`, on every other thread's last instruction of a counter's
@@ -399,7 +415,8 @@ mod tests {
                 &[LoadQuery {
                     thread: 0,
                     word: C,
-                    from: 12
+                    from: 12,
+                    to: u64::MAX
                 }]
             );
             vec![Some(40)]
