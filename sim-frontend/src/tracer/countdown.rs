@@ -456,4 +456,44 @@ mod tests {
         );
         assert_eq!((deps.len(), by_load), (0, 0));
     }
+
+    /// The owner counted the last thread down itself (it dropped the handle of a thread that
+    /// had finished): having counted up more than down, it waits at its look within
+    /// [`NOTIFY_GAP`] instructions of its zero, for the other thread's count.
+    #[test]
+    fn an_owner_that_counted_the_zero_itself_waits_at_its_look() {
+        let a = vec![
+            vec![
+                atomic(10, C, 1, 1),
+                atomic(11, C, 2, 2),
+                atomic(60, C, 0, 5),
+            ],
+            vec![atomic(50, C, 1, 3)],
+        ];
+        let ask = |q: &[LoadQuery]| {
+            assert_eq!(
+                q,
+                &[LoadQuery {
+                    thread: 0,
+                    word: C,
+                    from: 61,
+                    to: 61 + NOTIFY_GAP
+                }]
+            );
+            vec![Some(70)]
+        };
+        let (deps, by_load) = find(
+            &a,
+            &histories(&a),
+            &HashSet::new(),
+            &HashSet::new(),
+            &[vec![raw(Op::MainEnd, 0, 9)], vec![]],
+            &[vec![80], vec![]],
+            ask,
+        );
+        assert_eq!(by_load, 1);
+        assert_eq!(deps.len(), 1);
+        assert_eq!((deps[0].waiter, deps[0].at), (0, 70));
+        assert_eq!(deps[0].sources, vec![(1, 51, 3)]);
+    }
 }

@@ -1,0 +1,158 @@
+#!/usr/bin/env python3
+"""Host independence of replay (issue 42): a corpus of lock-, condition-, futex- and spin-heavy
+programs in C, OpenMP, C++ and Rust, each traced three ways — normally, pinned to one host CPU
+(`taskset -c 0`: QEMU runs every thread on one CPU, so a lock is almost never contended and
+spin loops run as long as the host's time slice) and beside a CPU hog (a shell loop competing
+for the two vCPUs) — and simulated on CONFIG. Prints, per program, the run cycles of the three,
+their spread ((max - min) / min), the largest difference of one thread's sync share (points of
+its cycles) and of one thread's replayed instructions.
+
+    benches/host/independence.py [--only NAME,...]
+
+Environment: ISIM (the isim binary; the tracer libraries beside it), CONFIG (default
+configs/default.toml), WORK (default /tmp/isim-host-independence). Writes WORK/independence.json.
+
+Two kinds of program. *Static*: each thread's work does not depend on the interleaving (static
+partitioning, with locks, conditions and barriers between); the three runs should agree within
+1 % in cycles and 1 point in every thread's sync share. *Dynamic*: the traced run decided who
+took which item (work queues, producer/consumer, a tree whose shape follows the insertion
+order); the spread is reported with how much of it the threads' instruction counts show.
+"""
+import json
+import os
+import subprocess
+import sys
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(os.path.dirname(HERE))
+ISIM = os.environ.get("ISIM", os.path.join(ROOT, "target/release/isim"))
+CONFIG = os.environ.get("CONFIG", os.path.join(ROOT, "configs/default.toml"))
+WORK = os.environ.get("WORK", "/tmp/isim-host-independence")
+
+# name, source, language (and flags), arguments, kind.
+CORPUS = [
+    ("lock_counter", "examples/c/lock_counter.c", "c", ["-t", "4", "-w", "1000", "-i", "200"], "static"),
+    ("mutex_counter.c", "examples/c/mutex_counter.c", "c", ["-t", "4", "-i", "200"], "static"),
+    ("cond_barrier", "examples/c/cond_barrier.c", "c", ["-t", "4"], "static"),
+    ("owner_barrier", "examples/c/owner_barrier.c", "c", ["-t", "4"], "static"),
+    ("spin_barrier", "examples/c/spin_barrier.c", "c", ["-t", "4"], "static"),
+    ("spin_flag", "examples/c/spin_flag.c", "c", [], "static"),
+    ("poll_lock", "examples/c/poll_lock.c", "c", [], "static"),
+    ("omp_critical", "examples/omp/omp_critical.c", "omp", ["-n", "1000"], "static"),
+    ("omp_kernels", "examples/omp/omp_kernels.c", "omp", ["-t", "4"], "static"),
+    ("object_locks", "examples/cpp/object_locks.cpp", "c++", ["4", "200"], "static"),
+    ("sync20", "examples/cpp/sync20.cpp", "c++", [], "static"),
+    ("rust-mutex", "examples/rust/mutex_counter.rs", "rust", ["-t", "4", "-w", "40", "-c", "20", "-i", "2000"], "static"),
+    ("rust-mutex-16", "examples/rust/mutex_counter.rs", "rust", ["-t", "16", "-w", "40", "-c", "20", "-i", "500"], "static"),
+    ("rust-sync", "examples/rust/sync.rs", "rust", [], "static"),
+    ("scope_join", "examples/rust/scope_join.rs", "rust", ["10", "400000", "200000", "0"], "static"),
+    ("prodcons", "examples/c/prodcons.c", "c", ["-t", "4", "-n", "1000"], "dynamic"),
+    ("taskqueue", "examples/c/taskqueue.c", "c", ["-t", "4"], "dynamic"),
+    ("tree_locks", "examples/c/tree_locks.c", "c", ["-t", "4", "-n", "2000"], "dynamic"),
+]
+WAYS = ["normal", "pinned", "hog"]
+
+
+def build(src, lang):
+    out = os.path.join(WORK, os.path.basename(src).replace(".", "_"))
+    if os.path.exists(out):
+        return out
+    path = os.path.join(ROOT, src)
+    cmd = {
+        "c": ["gcc", "-O2", "-g", "-pthread"],
+        "omp": ["gcc", "-O2", "-g", "-fopenmp"],
+        "c++": ["g++", "-O2", "-g", "-std=c++20", "-pthread"],
+        "rust": ["rustc", "-O", "-g", "--edition", "2021"],
+    }[lang]
+    if lang != "rust":
+        cmd.append("-I" + os.path.join(ROOT, "include"))
+    subprocess.run(cmd + ["-o", out, path], check=True)
+    return out
+
+
+def traced_run(binary, args, tag, way):
+    env = dict(os.environ)
+    env.pop("_", None)
+    env["OMP_NUM_THREADS"] = "4"
+    trace = os.path.join(WORK, f"{tag}-{way}.itrace")
+    run = os.path.join(WORK, f"{tag}-{way}")
+    cmd = [ISIM, "trace", "--json", "-o", trace, "--", binary] + args
+    if way == "pinned":
+        cmd = ["taskset", "-c", "0"] + cmd
+    hog = None
+    if way == "hog":
+        hog = subprocess.Popen(["sh", "-c", "while :; do :; done"])
+    try:
+        t = subprocess.run(cmd, env=env, check=True, capture_output=True, text=True)
+    finally:
+        if hog:
+            hog.kill()
+            hog.wait()
+    p = subprocess.run([ISIM, "run", "-c", CONFIG, "--trace", trace, "-o", run],
+                       check=True, capture_output=True, text=True)
+    s = json.load(open(os.path.join(run, "summary.json")))
+    s["_warnings"] = [l for l in (p.stdout + p.stderr).splitlines() if "warning" in l]
+    out = t.stdout
+    info = json.loads(out[out.find("\n{\n") + 1:])
+    # Spinning the traced run did: instructions of spin-waits replaced by waits, of futex
+    # locks' attempts (their spinning) replaced by mutex markers, and of spin loops left as
+    # traced work (the only ones the replay still times as the host ran them).
+    left = sum(l["instructions"] for l in info["spin_loops"])
+    s["_spin"] = (info["spin_waits"]["instructions"]
+                  + info["futex_locks"]["replaced_instructions"] + left, left)
+    return s
+
+
+def sync_share(t):
+    return sum(v for k, v in t["stack"].items() if k.startswith("sync-")) / max(1, t["cycles"])
+
+
+def main():
+    if "--help" in sys.argv or "-h" in sys.argv:
+        print(__doc__)
+        return
+    only = None
+    if "--only" in sys.argv:
+        only = set(sys.argv[sys.argv.index("--only") + 1].split(","))
+    os.makedirs(WORK, exist_ok=True)
+    rows = []
+    print(f"config {os.path.relpath(CONFIG, ROOT)}\n")
+    print("| program | kind | cycles normal | pinned | hog | spread % | max sync Δ (points) "
+          "| max instructions Δ % | spin instructions traced, left as work (normal / pinned "
+          "/ hog) | warnings |")
+    print("|---|---|---:|---:|---:|---:|---:|---:|---|---|")
+    for name, src, lang, args, kind in CORPUS:
+        if only and name not in only:
+            continue
+        binary = build(src, lang)
+        runs = [traced_run(binary, args, name, way) for way in WAYS]
+        cyc = [round(r["cycles"]) for r in runs]
+        spread = (max(cyc) - min(cyc)) / min(cyc) * 100
+        n = min(len(r["threads"]) for r in runs)
+        sync_d = max(
+            max(sync_share(r["threads"][t]) for r in runs)
+            - min(sync_share(r["threads"][t]) for r in runs)
+            for t in range(n)
+        ) * 100
+        inst_d = max(
+            (max(r["threads"][t]["instructions"] for r in runs)
+             / max(1, min(r["threads"][t]["instructions"] for r in runs)) - 1) * 100
+            for t in range(n)
+        )
+        warns = sum(len(r["_warnings"]) for r in runs)
+        spin = [r["_spin"] for r in runs]
+        rows.append({"program": name, "kind": kind, "args": args, "cycles": cyc,
+                     "spread_pct": spread, "sync_points": sync_d,
+                     "instructions_pct": inst_d, "spin": spin, "warnings": warns})
+        spins = " / ".join(f"{a:,}, {b:,}" for a, b in spin)
+        print(f"| {name} {' '.join(args)} | {kind} | {cyc[0]:,} | {cyc[1]:,} | {cyc[2]:,} "
+              f"| {spread:.2f} | {sync_d:.2f} | {inst_d:.2f} | {spins} | {warns} |", flush=True)
+    static = [r for r in rows if r["kind"] == "static"]
+    ok = [r for r in static if r["spread_pct"] <= 1 and r["sync_points"] <= 1]
+    print(f"\nstatic: {len(ok)} of {len(static)} within 1 % and 1 point")
+    with open(os.path.join(WORK, "independence.json"), "w") as f:
+        json.dump({"config": CONFIG, "rows": rows}, f, indent=1)
+
+
+if __name__ == "__main__":
+    main()
