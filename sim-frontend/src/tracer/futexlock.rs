@@ -702,6 +702,15 @@ mod tests {
         vec![None; q.len()]
     }
 
+    /// [`find`] with no spin-waits, no lock code known to spin and no plain loads.
+    fn find_plain(
+        marks: Vec<Vec<RawMark>>,
+        mark_at: &[Vec<u64>],
+        atomics: &[Vec<Atomic>],
+    ) -> Locks {
+        find(marks, mark_at, atomics, &[], &[], swap, |_| false, no_loads)
+    }
+
     fn atomic(at: u64, raw: u32, addr: u64, value: u64, seq: u64) -> Atomic {
         Atomic {
             at,
@@ -762,16 +771,7 @@ mod tests {
         let m0 = vec![raw(Op::FutexWake, W, 6), raw(Op::Done, 0, 6)];
         let m1 = vec![raw(Op::FutexWait, W, 4), raw(Op::Done, 0, 7)];
         let mark_at = vec![vec![51, 51], vec![106, 190]];
-        let l = find(
-            vec![m0, m1],
-            &mark_at,
-            &[a0, a1],
-            &[],
-            &[],
-            swap,
-            |_| false,
-            no_loads,
-        );
+        let l = find_plain(vec![m0, m1], &mark_at, &[a0, a1]);
         assert_eq!(
             (l.words, l.acquisitions, l.contended, l.rejected),
             (2, 4, 1, 0)
@@ -842,16 +842,7 @@ mod tests {
         let m0 = vec![raw(Op::FutexWake, W, 6), raw(Op::Done, 0, 6)];
         let m1 = vec![raw(Op::FutexWait, W, 4), raw(Op::Done, 0, 7)];
         let mark_at = vec![vec![51, 51], vec![13, 190]];
-        let l = find(
-            vec![m0, m1],
-            &mark_at,
-            &[a0, a1],
-            &[],
-            &[],
-            swap,
-            |_| false,
-            no_loads,
-        );
+        let l = find_plain(vec![m0, m1], &mark_at, &[a0, a1]);
         assert_eq!((l.words, l.acquisitions, l.contended), (1, 2, 1));
         assert_eq!(lock_spins(&l), vec![0, 0]);
         assert_eq!(l.spinning, 0);
@@ -882,16 +873,7 @@ mod tests {
             let m0 = vec![raw(Op::FutexWake, W, 7), raw(Op::Done, 0, 7)];
             let m1 = vec![raw(Op::FutexWait, W, 4), raw(Op::Done, 0, 9)];
             let mark_at = vec![vec![wake_at, wake_at], vec![13, 190]];
-            find(
-                vec![m0, m1],
-                &mark_at,
-                &[a0, a1],
-                &[],
-                &[],
-                swap,
-                |_| false,
-                no_loads,
-            )
+            find_plain(vec![m0, m1], &mark_at, &[a0, a1])
         };
         let ends = |l: &Locks| -> Vec<(u64, u64, bool)> {
             l.edits[0]
@@ -930,16 +912,7 @@ mod tests {
         let a0 = vec![atomic(10, 1, W, 1, 1)];
         let a1 = vec![atomic(20, 2, W, 0, 3)];
         let m1 = vec![raw(Op::FutexWait, W, 2), raw(Op::Done, 0, 4)];
-        let l = find(
-            vec![vec![], m1],
-            &[vec![], vec![15, 18]],
-            &[a0, a1],
-            &[],
-            &[],
-            swap,
-            |_| false,
-            no_loads,
-        );
+        let l = find_plain(vec![vec![], m1], &[vec![], vec![15, 18]], &[a0, a1]);
         assert_eq!((l.words, l.rejected), (0, 1));
         assert_eq!(l.raw_index[1], vec![0, 1]);
         assert!(l.edits.iter().all(Vec::is_empty));
@@ -955,16 +928,7 @@ mod tests {
         let a1 = vec![atomic(20, 3, W, 1, 3)];
         let m0 = vec![raw(Op::FutexWait, W, 2), raw(Op::Done, 0, 4)];
         let m1 = vec![raw(Op::FutexWake, W, 4)];
-        let l = find(
-            vec![m0, m1],
-            &[vec![11, 11], vec![21]],
-            &[a0, a1],
-            &[],
-            &[],
-            swap,
-            |_| false,
-            no_loads,
-        );
+        let l = find_plain(vec![m0, m1], &[vec![11, 11], vec![21]], &[a0, a1]);
         assert_eq!((l.words, l.rejected), (0, 1));
         assert_eq!(l.raw_index, vec![vec![0, 1], vec![0]]);
     }
@@ -977,16 +941,7 @@ mod tests {
         let a0 = vec![atomic(10, 1, W, 1, 1), atomic(20_000, 2, W, 0, 4)];
         let a1 = vec![atomic(100, 1, W, 1, 2), atomic(50_000, 1, W, 1, 6)];
         let m0 = vec![raw(Op::FutexWake, W, 5)];
-        let l = find(
-            vec![m0, vec![]],
-            &[vec![21_000], vec![]],
-            &[a0, a1],
-            &[],
-            &[],
-            swap,
-            |_| false,
-            no_loads,
-        );
+        let l = find_plain(vec![m0, vec![]], &[vec![21_000], vec![]], &[a0, a1]);
         assert_eq!((l.words, l.acquisitions, l.contended), (1, 2, 0));
         assert_eq!(l.edits[1][0].start, 50_000);
     }
