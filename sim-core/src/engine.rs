@@ -192,7 +192,8 @@ enum FutexStep {
     /// marked) or marks the word contended and waits.
     Attempt,
     /// A spinner's look that a release sent its way (the released line fetched by its next
-    /// load): it takes the lock if it is still free; if another thread took it first (the
+    /// load): if the lock is still free, its compare-and-swap sets out for the line
+    /// ([`FutexStep::Cas`]); if another thread took it first (the
     /// releaser asking again sooner), its load took the line from that thread's core and
     /// it spins on until `until`, then marks the word and waits. `marks`: spinning after a
     /// futex wait (it takes the lock marking the word contended). `read`: when the look's load
