@@ -1766,6 +1766,15 @@ impl<'t, O: Observer> Engine<'t, O> {
         self.place_line(addr, core, start, start + lat)
     }
 
+    /// Thread `w`'s request, on its way since `asked`, brings mutex `addr`'s word, released
+    /// at `freed`, to its core: the lock word's write there, and the line at `w`'s core from
+    /// `ready`.
+    fn fetch_released(&mut self, w: u32, addr: u64, freed: f64, asked: f64, ready: f64) {
+        self.lock_word(w, addr, freed);
+        let core = self.threads[w as usize].core.id();
+        self.place_line(addr, core, asked, ready);
+    }
+
     /// Records that mutex `addr`'s line goes to `core`, asked for at `asked`, there at
     /// `ready`; returns `ready`.
     fn place_line(&mut self, addr: u64, core: u32, asked: f64, ready: f64) -> f64 {
@@ -2033,9 +2042,7 @@ impl<'t, O: Observer> Engine<'t, O> {
             return None;
         }
         m.pending = None;
-        self.lock_word(p.tid, addr, p.freed);
-        let core = self.threads[p.tid as usize].core.id();
-        self.place_line(addr, core, p.asked, p.ready);
+        self.fetch_released(p.tid, addr, p.freed, p.asked, p.ready);
         if p.tid == tid {
             return None;
         }
@@ -2149,9 +2156,7 @@ impl<'t, O: Observer> Engine<'t, O> {
                         marks: false,
                     });
                 } else {
-                    self.lock_word(w, addr, freed);
-                    let core = self.threads[w as usize].core.id();
-                    self.place_line(addr, core, x, ready);
+                    self.fetch_released(w, addr, freed, x, ready);
                 }
                 freed
             }

@@ -78,6 +78,9 @@ pub struct Resolver {
     /// Per module, once its loader opened: the address ranges of its sized function symbols,
     /// sorted (the symbol table's, else the dynamic one's).
     extents: Vec<Vec<(u64, u64)>>,
+    /// Per module, once [`Resolver::callees_after`] read it: the object's bytes (`None`:
+    /// unreadable), read once however many lock sites ask.
+    images: Vec<Option<Option<std::sync::Arc<[u8]>>>>,
     /// Objects that could not be read, with why.
     pub unreadable: Vec<String>,
 }
@@ -90,6 +93,7 @@ impl Resolver {
             modules,
             loaders: (0..n).map(|_| None).collect(),
             extents: vec![Vec::new(); n],
+            images: vec![None; n],
             unreadable: Vec::new(),
         }
     }
@@ -244,7 +248,10 @@ impl Resolver {
             return Vec::new();
         };
         let bias = self.modules[k].bias;
-        let Ok(data) = std::fs::read(&self.modules[k].path) else {
+        if self.images[k].is_none() {
+            self.images[k] = Some(std::fs::read(&self.modules[k].path).ok().map(Into::into));
+        }
+        let Some(Some(data)) = self.images[k].clone() else {
             return Vec::new();
         };
         let Ok(file) = object::File::parse(&*data) else {
