@@ -3,7 +3,7 @@
 program natively (median of REPS runs of the whole process) and in isim on CONFIG (run cycles),
 for the same total work split over 1 and 2 threads.
 
-    benches/host/locks.py [--reps N] [--only NAME,...] [--config-transfer]
+    benches/host/locks.py [--reps N] [--only NAME,...] [--config-transfer] [--unbound]
 
 Environment: ISIM (the isim binary; the tracer libraries beside it), CONFIG (the machine,
 default configs/host-xeon.toml), SETS (`--set KEY=VALUE` overrides of CONFIG, separated by
@@ -14,8 +14,12 @@ does).
 
 Native runs are sized to take 10-200 ms with one thread. The 1- and 2-thread runs alternate,
 so that the host's slow and fast phases fall on both; the native speedup is the ratio of their
-medians, and its spread (the speedups of the quartile pairs) is printed beside it: on this
-2-vCPU VM one program's 2-thread time can be bimodal. isim's runs are 10 times smaller where the
+medians, and its spread (the speedups of the quartile pairs) is printed beside it. Each
+thread the program creates is bound to its own CPU (`pin.c`, preloaded), as isim gives each
+live thread its own core: unbound, Linux sometimes leaves a contended program's two workers on
+one vCPU, where they run one after the other, uncontended, 3x faster than side by side, and
+a batch's median landed on one mode or the other from pass to pass (`--unbound` runs them as
+Linux places them). isim's runs are 10 times smaller where the
 program's behaviour per iteration does not depend on the input size (the counters; larger
 than 1 M cycles, so that `[locks] model = "futex"`'s rare sleeps of 140,000 cycles do not
 decide a run), and the same size where it does (tree_locks: the tree's depth and cache misses grow with it; at a
@@ -98,28 +102,46 @@ def build(name, src, lang):
     return out
 
 
-def native(binary, args1, args2, reps):
+def pin_library():
+    """pin.c built into WORK: the LD_PRELOAD that binds each created thread to its own CPU."""
+    out = os.path.join(WORK, "pin.so")
+    if not os.path.exists(out):
+        subprocess.run(["gcc", "-O2", "-shared", "-fPIC", "-o", out, os.path.join(HERE, "pin.c"),
+                        "-ldl"], check=True)
+    return out
+
+
+def native_env(bound):
+    env = dict(os.environ)
+    if bound:
+        env["LD_PRELOAD"] = pin_library()
+    return env
+
+
+def native(binary, args1, args2, reps, bound):
     """Alternating runs of the 1- and 2-thread commands: their median times, and the
     speedups of the lower and upper quartile pairs (slow 1-thread over slow 2-thread)."""
     times = ([], [])
+    env = native_env(bound)
     for _ in range(reps):
         for k, args in enumerate((args1, args2)):
             cmd = [binary] + args
             if LOCK:
                 cmd = ["flock", LOCK] + cmd
             start = time.perf_counter()
-            subprocess.run(cmd, stdout=subprocess.DEVNULL, check=True)
+            subprocess.run(cmd, stdout=subprocess.DEVNULL, check=True, env=env)
             times[k].append(time.perf_counter() - start)
     q1 = [statistics.quantiles(t, n=4) for t in times]
     return (statistics.median(times[0]), statistics.median(times[1]),
             (q1[0][0] / q1[1][0], q1[0][2] / q1[1][2]))
 
 
-def native_futex(binary, args):
+def native_futex(binary, args, bound):
     """Futex system calls of one native run, or None without perf's syscall tracepoints."""
     cmd = ["perf", "stat", "-x,", "-e", "syscalls:sys_enter_futex", binary] + args
     try:
-        p = subprocess.run(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+        p = subprocess.run(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+                           env=native_env(bound))
     except FileNotFoundError:
         return None
     for line in p.stderr.splitlines():
@@ -187,7 +209,7 @@ def native_acquisitions(name, args):
 
 
 def main():
-    reps, only, transfer = 9, None, True
+    reps, only, transfer, bound = 9, None, True, True
     argv = sys.argv[1:]
     while argv:
         a = argv.pop(0)
@@ -197,6 +219,8 @@ def main():
             only = set(argv.pop(0).split(","))
         elif a == "--config-transfer":
             transfer = False
+        elif a == "--unbound":
+            bound = False
         else:
             sys.exit(__doc__)
     os.makedirs(WORK, exist_ok=True)
@@ -206,15 +230,16 @@ def main():
               f"coherence.snoop_latency={snoop}")
         SETS.append(f"coherence.snoop_latency={snoop}")
     rows = []
-    print(f"config {os.path.relpath(CONFIG, ROOT)} {' '.join(SETS)}, native median of {reps}\n")
+    print(f"config {os.path.relpath(CONFIG, ROOT)} {' '.join(SETS)}, native median of {reps}, "
+          f"threads {'bound to a CPU each' if bound else 'unbound'}\n")
     print("| program | native 1 thread | native 2 threads | native speedup (quartiles) | isim 1 thread | isim 2 threads | isim speedup | error % | futex calls per acquisition: native, isim |")
     print("|---|---:|---:|---|---:|---:|---:|---:|---|")
     for name, src, lang, nat, sim in PROGRAMS:
         if only and name not in only:
             continue
         binary = build(name, src, lang)
-        n1, n2, spread = native(binary, nat[0], nat[1], reps)
-        calls = native_futex(binary, nat[1])
+        n1, n2, spread = native(binary, nat[0], nat[1], reps, bound)
+        calls = native_futex(binary, nat[1], bound)
         acquisitions = native_acquisitions(name, nat[1])
         nf = calls / acquisitions if calls is not None and acquisitions else None
         (s1, _), (s2, sf) = simulated(binary, sim[0], name + "-1"), simulated(binary, sim[1], name + "-2")
@@ -227,7 +252,8 @@ def main():
         print(f"| {name} | {n1 * 1e3:.1f} ms | {n2 * 1e3:.1f} ms | {ns:.2f} ({spread[0]:.2f}-{spread[1]:.2f}) | {s1:,.0f} | {s2:,.0f} | {ss:.2f} | {err:+.1f} | {shown}, {sf:.3f} |",
               flush=True)
     with open(os.path.join(WORK, "locks.json"), "w") as f:
-        json.dump({"config": CONFIG, "sets": SETS, "reps": reps, "rows": rows}, f, indent=1)
+        json.dump({"config": CONFIG, "sets": SETS, "reps": reps, "bound": bound, "rows": rows}, f,
+                  indent=1)
 
 
 if __name__ == "__main__":
