@@ -177,6 +177,7 @@ fn measure(name: &str, path: &Path, machine: &MachineConfig) {
         erase: vec![],
         erasure: sim_memory::Erasure::Fill,
         locks: m.lock_model(),
+        lock_call: m.lock_call(),
     };
     let run = |model: Model, h: usize| {
         let start = Instant::now();

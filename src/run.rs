@@ -189,6 +189,7 @@ pub fn run(req: &RunRequest, progress: impl FnMut(u64)) -> Result<RunOutcome> {
         erase: req.erase.clone(),
         erasure: sim_memory::Erasure::Fill,
         locks: machine.lock_model(),
+        lock_call: machine.lock_call(),
     };
     let has_tlb = cfg.core.tlb.is_some();
     let program = &trace.program;
@@ -456,6 +457,7 @@ impl RunDir {
             erase: all,
             erasure,
             locks: machine.lock_model(),
+            lock_call: machine.lock_call(),
         })
     }
 

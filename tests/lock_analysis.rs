@@ -51,6 +51,7 @@ fn two_locks(path: &Path, p: u32, n: u32, w: u32, ca: u32, cb: u32) {
                         addr: lock,
                         order,
                         spins: false,
+                        call: false,
                     },
                 )
                 .unwrap();

@@ -44,6 +44,12 @@ fn lock_trace(path: &Path, p: u32, n: u32, w: u32, c: u32) {
 
 /// [`lock_trace`], its lock markers saying whether the lock's code spins before it sleeps.
 fn spinning_lock_trace(path: &Path, p: u32, n: u32, w: u32, c: u32, spins: bool) {
+    marked_lock_trace(path, p, n, w, c, spins, false)
+}
+
+/// [`spinning_lock_trace`], its lock markers also saying whether they are calls into library
+/// code the trace does not hold (`call`: the interposed pthread calls).
+fn marked_lock_trace(path: &Path, p: u32, n: u32, w: u32, c: u32, spins: bool, call: bool) {
     let meta = TraceMeta {
         isa: "x86-64".into(),
         workload: format!("lock P={p} N={n} W={w} C={c}"),
@@ -72,6 +78,7 @@ fn spinning_lock_trace(path: &Path, p: u32, n: u32, w: u32, c: u32, spins: bool)
                     addr: LOCK,
                     order: Order::NONE,
                     spins,
+                    call,
                 },
             )
             .unwrap();
@@ -127,6 +134,13 @@ fn run(p: u32, n: u32, w: u32, c: u32) -> Value {
 
 fn cycles(s: &Value) -> f64 {
     s["cycles"].as_f64().unwrap()
+}
+
+/// Thread `t`'s cycles in `sync-crit-sect`.
+fn crit_sect(s: &Value, t: usize) -> f64 {
+    s["threads"][t]["stack"]["sync-crit-sect"]
+        .as_f64()
+        .unwrap_or(0.0)
 }
 
 /// Share of thread `t`'s cycles in `sync-crit-sect`.
@@ -573,6 +587,43 @@ fn one_thread_trace(path: &Path, workload: &str, body: impl FnOnce(&mut TraceWri
     tw.finish().unwrap();
 }
 
+/// A lock or unlock call into library code the trace does not hold (the interposed pthread
+/// calls) costs `[locks] call` cycles before its atomic: one thread taking a free lock N times
+/// runs 2·N·call cycles longer, all of it in `sync-crit-sect`, under either lock model; a
+/// lock found in traced code (its instructions in the stream) costs not a cycle more.
+#[test]
+fn a_library_lock_call_costs_its_code_and_a_lock_found_in_traced_code_does_not() {
+    let dir = tempfile::tempdir().unwrap();
+    let n = 1000;
+    for (call, model) in [
+        (true, "fifo"),
+        (true, "futex"),
+        (false, "fifo"),
+        (false, "futex"),
+    ] {
+        let label = format!("call {call}, {model}");
+        let trace = dir.path().join(format!("{call}.itrace"));
+        if !trace.exists() {
+            marked_lock_trace(&trace, 1, n, 50, 5, false, call);
+        }
+        let model = format!("locks.model={model}");
+        let run = |cost: u32| {
+            let sets = [model.as_str(), &format!("locks.call={cost}")];
+            simulate_with(&trace, &dir.path().join(format!("{label}-{cost}")), &sets)
+        };
+        let (free, paid) = (run(0), run(40));
+        let (extra, crit) = (
+            cycles(&paid) - cycles(&free),
+            crit_sect(&paid, 0) - crit_sect(&free, 0),
+        );
+        let want = if call { 2.0 * f64::from(n) * 40.0 } else { 0.0 };
+        assert!(
+            (extra - want).abs() <= 0.01 * want && (crit - want).abs() <= 0.01 * want,
+            "{label}: {extra} more cycles, {crit} more in sync-crit-sect, expected {want}"
+        );
+    }
+}
+
 /// Thread 0 locks and unlocks mutex `addr` (no recorded order).
 fn lock_unlock(tw: &mut TraceWriter, addr: u64) {
     let order = Order::NONE;
@@ -582,6 +633,7 @@ fn lock_unlock(tw: &mut TraceWriter, addr: u64) {
             addr,
             order,
             spins: false,
+            call: false,
         },
     )
     .unwrap();
@@ -704,6 +756,7 @@ fn a_lock_order_inversion_that_ran_to_completion_replays_to_completion() {
                 addr: first,
                 order: o1,
                 spins: false,
+                call: false,
             },
         )
         .unwrap();
@@ -716,6 +769,7 @@ fn a_lock_order_inversion_that_ran_to_completion_replays_to_completion() {
                 addr: second,
                 order: o2,
                 spins: false,
+                call: false,
             },
         )
         .unwrap();
@@ -1005,14 +1059,20 @@ fn the_counter_program_scales_in_replay() {
     let dir = tempfile::tempdir().unwrap();
     let ex = common::root().join("examples/c");
     let prog = common::compile(dir.path(), "lock_counter", &ex.join("lock_counter.c"), &[]);
-    let one = cycles(
-        &trace_and_run(
-            &prog,
-            &["-t", "1", "-w", "20000", "-i", "20"],
-            "normal",
-            dir.path(),
-        )
-        .0,
+    let (trace, _, _) = trace_way(
+        &prog,
+        &["-t", "1", "-w", "20000", "-i", "20"],
+        "normal",
+        dir.path(),
+    );
+    let one = cycles(&simulate(&trace, &dir.path().join("run-normal")));
+    // Its pthread locks are interposed calls, their code untraced: each of the 20 lock and
+    // 20 unlock calls costs `[locks] call`.
+    let paid = simulate_with(&trace, &dir.path().join("run-call"), &["locks.call=100"]);
+    let extra = cycles(&paid) - one;
+    assert!(
+        (extra - 4000.0).abs() <= 40.0,
+        "20 lock and unlock calls at 100 cycles each: {extra} more cycles"
     );
     for p in ["2", "4", "8"] {
         let sub = dir.path().join(p);

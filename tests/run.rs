@@ -1052,6 +1052,7 @@ fn the_scheduler_hears_of_every_thread_a_marker_wakes_or_blocks() {
         addr,
         order: Order::SIM,
         spins: false,
+        call: false,
     };
     let unlock = |addr| Marker::MutexUnlock { addr };
     let (gate, gate_cond, counter) = (0x100, 0x200, 0x300);

@@ -335,6 +335,7 @@ fn a_truly_deadlocking_trace_gets_the_watchdogs_report() {
         addr,
         order: Order::SIM,
         spins: false,
+        call: false,
     };
     w.marker(0, Marker::ThreadStart).unwrap();
     w.marker(0, Marker::RoiBegin).unwrap();

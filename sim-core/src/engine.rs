@@ -238,6 +238,11 @@ pub struct EngineConfig {
     pub erasure: sim_memory::Erasure,
     /// How contended mutexes pass between threads.
     pub locks: LockModel,
+    /// Cycles the code of a lock or unlock call into a library the trace does not hold
+    /// costs its thread before the call's atomic ([`Marker::MutexLock`]'s `call`; the
+    /// interposed pthread and OpenMP calls), charged to `sync-crit-sect`. A lock found in
+    /// traced code has its own instructions in the stream and costs nothing here.
+    pub lock_call: f64,
 }
 
 /// The part of an [`Observer`] that hears one simulated thread's instructions during a
@@ -715,6 +720,8 @@ struct Thread<'t> {
     /// that waits for earlier threads to catch up, or a condition wait's re-lock (set when
     /// the wait begins, done once the recorded wake has let the thread go).
     pending_marker: Option<Marker>,
+    /// The pending marker is an unlock call whose code ([`EngineConfig::lock_call`]) has run.
+    unlock_paid: bool,
     /// Mutexes the thread holds, in the order it took them.
     held: Vec<u64>,
     /// Its step in a futex mutex's acquisition, when its pending request is one.
@@ -782,6 +789,9 @@ struct MutexState {
     /// Its lock implementation spins before it sleeps ([`LockModel::Futex`]; a lock marker
     /// said so).
     spins: bool,
+    /// It is taken by calls into untraced library code (a lock marker said so): its unlocks
+    /// are such calls too, and cost [`EngineConfig::lock_call`].
+    called: bool,
     /// [`LockModel::Futex`]: a compare-and-swap on its way to the core that released the
     /// free lock ([`CasInFlight`]): it takes the lock unless a thread asks before it arrives.
     pending: Option<CasInFlight>,
@@ -1040,6 +1050,8 @@ pub struct Engine<'t, O: Observer> {
     line_local: f64,
     /// What a move to a core of another socket adds, and the cores of a socket.
     line_off_socket: f64,
+    /// [`EngineConfig::lock_call`].
+    lock_call: f64,
     cores_per_socket: u32,
     locks: LockModel,
 }
@@ -1098,6 +1110,7 @@ impl<'t, O: Observer> Engine<'t, O> {
                 counting: None,
                 after_roi: 0,
                 pending_marker: None,
+                unlock_paid: false,
                 held: Vec::new(),
                 futex: None,
                 asked: None,
@@ -1132,6 +1145,7 @@ impl<'t, O: Observer> Engine<'t, O> {
             line_off_socket: cfg.memory.off_socket_latency as f64,
             cores_per_socket: cfg.memory.cores_per_socket.max(1),
             locks: cfg.locks,
+            lock_call: cfg.lock_call,
         })
     }
 
@@ -2096,6 +2110,7 @@ impl<'t, O: Observer> Engine<'t, O> {
             addr,
             order,
             spins: false,
+            call: false,
         });
         self.resume(tid, at, Component::SyncCritSect);
     }
@@ -2460,9 +2475,30 @@ impl<'t, O: Observer> Engine<'t, O> {
                     self.set_active(tid, now, false);
                 }
             }
-            Marker::MutexLock { addr, order, spins } => {
+            Marker::MutexLock {
+                addr,
+                order,
+                spins,
+                call,
+            } => {
                 if spins {
                     self.mutexes.entry(addr).or_default().spins = true;
+                }
+                if call {
+                    self.mutexes.entry(addr).or_default().called = true;
+                    if self.lock_call > 0.0 && self.timed() {
+                        // The library's code before the lock's atomic: the request sets
+                        // out once it has run (then as below, paid once).
+                        let now = self.drain(tid);
+                        self.threads[tid as usize].pending_marker = Some(Marker::MutexLock {
+                            addr,
+                            order,
+                            spins,
+                            call: false,
+                        });
+                        self.resume(tid, now + self.lock_call, Component::SyncCritSect);
+                        return;
+                    }
                 }
                 // The lock's atomic read-modify-write asks for the word's line once every
                 // instruction before it has completed (x86 performs a locked instruction when
@@ -2503,6 +2539,7 @@ impl<'t, O: Observer> Engine<'t, O> {
                     addr: mutex,
                     order: relock,
                     spins: false,
+                    call: false,
                 });
             }
             Marker::FutexWait { addr, wake } => {
@@ -2538,10 +2575,23 @@ impl<'t, O: Observer> Engine<'t, O> {
                 // core's request for the line reached this one before the release depends
                 // on which came first.
                 let now = self.drain(tid);
+                if !self.threads[tid as usize].unlock_paid
+                    && self.lock_call > 0.0
+                    && self.timed()
+                    && self.mutexes.get(&addr).is_some_and(|m| m.called)
+                {
+                    // The library's unlock code before its releasing atomic.
+                    let th = &mut self.threads[tid as usize];
+                    th.unlock_paid = true;
+                    th.pending_marker = Some(m);
+                    self.resume(tid, now + self.lock_call, Component::SyncCritSect);
+                    return;
+                }
                 if self.timed() && self.someone_earlier(tid, now) {
                     self.threads[tid as usize].pending_marker = Some(m);
                     return;
                 }
+                self.threads[tid as usize].unlock_paid = false;
                 self.unlock(tid, addr);
             }
             Marker::CondWait { cond, mutex, .. } => {

@@ -1,5 +1,6 @@
-//! The simulator's front end: the trace model, trace format v2 (writer, and a streaming reader of v2 and v1),
-//! built-in workload generators and importers of other simulators' traces.
+//! The simulator's front end: the trace model, trace format v5 (writer, and a streaming reader
+//! of v5 and every earlier version), built-in workload generators and importers of other
+//! simulators' traces.
 //!
 //! Everything that produces or consumes instructions goes through [`model`]; the byte layout
 //! lives in [`format`] and is documented in `docs/trace-format.md`. This crate knows nothing of

@@ -525,6 +525,11 @@ pub enum Marker {
         /// seen in the trace, `futexlock.rs`), where glibc's pthread mutex does not
         /// (`[locks] spin`). Interposed lock calls (pthread, OpenMP) never say so.
         spins: bool,
+        /// A call into a library whose code the trace does not hold (the interposed pthread
+        /// and OpenMP lock calls): its lock and unlock code costs `[locks] call` cycles each
+        /// in replay. A lock found in traced code (`futexlock.rs`) has its instructions in
+        /// the stream.
+        call: bool,
     },
     /// Release a mutex.
     MutexUnlock {

@@ -110,11 +110,14 @@ fn arb_marker(threads: u32) -> impl Strategy<Value = Marker> {
             participants,
             lead: participants % 2 == 0
         }),
-        (any::<u64>(), order(), any::<bool>()).prop_map(|(addr, order, spins)| Marker::MutexLock {
-            addr,
-            order,
-            spins
-        }),
+        (any::<u64>(), order(), any::<bool>(), any::<bool>()).prop_map(
+            |(addr, order, spins, call)| Marker::MutexLock {
+                addr,
+                order,
+                spins,
+                call,
+            }
+        ),
         any::<u64>().prop_map(|addr| Marker::MutexUnlock { addr }),
         (any::<u64>(), any::<u64>(), order(), order()).prop_map(|(cond, mutex, wake, relock)| {
             // A wait is either replayed by semantics or fully recorded.

@@ -113,6 +113,9 @@ pub(super) fn machine() -> MachineConfig {
             futex_wake: None,
             wake_latency: None,
             spin: None,
+            // isim's choice: a library lock call costs nothing beyond its atomic unless the
+            // machine's file says what it costs (configs/host-zen3.toml measures it).
+            call: 0,
         },
         bus: BusConfig {
             bandwidth: Bandwidth(64_000_000_000),

@@ -57,6 +57,12 @@ impl MachineConfig {
         }
     }
 
+    /// What a lock or unlock call into untraced library code costs besides its atomic, in
+    /// core cycles (`[locks] call`).
+    pub fn lock_call(&self) -> f64 {
+        f64::from(self.locks.call)
+    }
+
     /// Sockets × cores per socket. Validation guarantees this fits in a `u32`.
     pub fn total_cores(&self) -> u32 {
         self.system.sockets * self.system.cores_per_socket
@@ -222,6 +228,10 @@ pub struct LocksConfig {
     /// How long a lock whose implementation spins watches a held word before its futex wait.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub spin: Option<u32>,
+    /// The code of a lock or unlock call into a library the trace does not hold (the
+    /// interposed pthread and OpenMP lock calls), besides its atomic instruction: cycles
+    /// each call costs its thread before its atomic (`sim_core::EngineConfig::lock_call`).
+    pub call: u32,
 }
 
 /// `[bus]`: the shared interconnect of a socket.

@@ -190,6 +190,7 @@ pub(super) struct RawLocks {
     pub futex_wake: Option<u32>,
     pub wake_latency: Option<u32>,
     pub spin: Option<u32>,
+    pub call: Option<u32>,
 }
 
 /// `[bus]`.

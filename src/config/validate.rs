@@ -353,6 +353,9 @@ pub(super) fn machine(raw: RawMachine, ctx: &mut Ctx<'_>) -> MachineConfig {
             defaults::WAKE_LATENCY,
         ),
         spin: cost("locks.spin", locks.spin, defaults::SPIN),
+        call: ctx
+            .int("locks.call", locks.call, d.locks.call, 0)
+            .unwrap_or(d.locks.call),
     };
 
     let bus = raw.bus.unwrap_or_default();

@@ -159,5 +159,6 @@ pub fn engine_config(sets: &[&str]) -> sim_core::EngineConfig {
         erase: vec![],
         erasure: sim_memory::Erasure::Fill,
         locks: m.lock_model(),
+        lock_call: m.lock_call(),
     }
 }

@@ -254,11 +254,13 @@ fn marker(
             addr: arg("mutex address")?,
             order: Order::SIM,
             spins: false,
+            call: false,
         },
         code::MUTEX_LOCK_ORDERED => Marker::MutexLock {
             addr: arg("mutex address")?,
             order: order(arg("lock order")?, at)?,
             spins: false,
+            call: false,
         },
         code::MUTEX_LOCK_SPINNING => Marker::MutexLock {
             addr: arg("mutex address")?,
@@ -267,6 +269,20 @@ fn marker(
                 v => order(v - 1, at)?,
             },
             spins: true,
+            call: false,
+        },
+        code::MUTEX_LOCK_CALL => Marker::MutexLock {
+            addr: arg("mutex address")?,
+            order: match arg("lock order")? {
+                0 => Order::SIM,
+                v => order(v - 1, at)?,
+            },
+            spins: match arg("spinning flag")? {
+                0 => false,
+                1 => true,
+                v => return Err((at, format!("spinning flag {v} is neither 0 nor 1"))),
+            },
+            call: true,
         },
         code::COND_WAIT_ORDERED => Marker::CondWait {
             cond: arg("condition address")?,

@@ -24,8 +24,10 @@ pub const CHUNK_MAGIC: &[u8; 4] = b"ICHK";
 /// The format version this code writes (it reads this one and every earlier one). Version 3
 /// differs from 2 only in giving the address-delta value 0 a meaning (see [`Predictor::last`]);
 /// no version 1 or 2 writer wrote it, so one decoder reads all three. Version 4 adds one marker
-/// code ([`code::MUTEX_LOCK_SPINNING`]) that no earlier writer wrote.
-pub const VERSION: u16 = 4;
+/// code ([`code::MUTEX_LOCK_SPINNING`]) that no earlier writer wrote, version 5 another
+/// ([`code::MUTEX_LOCK_CALL`]: an earlier trace's interposed lock calls read as locks whose
+/// code costs nothing, as they replayed when it was written).
+pub const VERSION: u16 = 5;
 /// The oldest format version this code reads.
 pub const OLDEST_VERSION: u16 = 1;
 /// Prologue length: magic, version, flags, crc.
@@ -115,6 +117,10 @@ pub mod code {
     /// Mutex lock whose implementation spins before it sleeps (version 4): varint address,
     /// varint 0 (no recorded order) or a recorded order plus one.
     pub const MUTEX_LOCK_SPINNING: u8 = 21;
+    /// Mutex lock by a call into a library the trace does not hold (version 5): varint
+    /// address, varint 0 (no recorded order) or a recorded order plus one, varint 1 if its
+    /// implementation spins (else 0).
+    pub const MUTEX_LOCK_CALL: u8 = 22;
     /// Control continues at a static index not implied by the previous instruction.
     pub const JUMP: u8 = 0x7f;
 }

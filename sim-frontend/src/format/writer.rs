@@ -203,12 +203,31 @@ impl ThreadEnc {
             Marker::MutexLock {
                 addr,
                 order,
+                spins,
+                call: true,
+            } => put(
+                code::MUTEX_LOCK_CALL,
+                &[
+                    addr,
+                    if order == Order::SIM {
+                        0
+                    } else {
+                        order.encode() + 1
+                    },
+                    u64::from(spins),
+                ],
+            ),
+            Marker::MutexLock {
+                addr,
+                order,
                 spins: false,
+                ..
             } if order == Order::SIM => put(code::MUTEX_LOCK, &[addr]),
             Marker::MutexLock {
                 addr,
                 order,
                 spins: false,
+                ..
             } => put(code::MUTEX_LOCK_ORDERED, &[addr, order.encode()]),
             Marker::MutexLock { addr, order, .. } => put(
                 code::MUTEX_LOCK_SPINNING,

@@ -643,7 +643,8 @@ pub fn find(
                     .or_insert_with(|| spinning_code(s.raw));
             let lock = RawMark {
                 op: Op::MutexLock,
-                args: [*w, u64::from(spins), 0],
+                // Found in traced code: its instructions are in the stream (no call cost).
+                args: [*w, u64::from(spins), 1],
                 seq: s.seq,
             };
             out.spinning += u64::from(spins);

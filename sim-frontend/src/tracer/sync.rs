@@ -396,12 +396,15 @@ pub fn plan(marks: &[Vec<RawMark>], simple: &mut Simple<'_>) -> Plan {
                     // out: the thread ends there. So is one that failed (an error-checking
                     // mutex's EDEADLK): the thread did not take the mutex.
                     if b.is_some_and(|b| acquired(b.ret)) {
-                        // futexlock.rs marks a lock whose code spins with a second argument
-                        // of 1 (the interposer's lock calls have one argument).
+                        // futexlock.rs marks a lock found in traced code with a third argument
+                        // of 1, and one whose code spins with a second argument of 1 (the
+                        // interposer's lock calls have one argument: calls into code the
+                        // trace does not hold).
                         v.push(Marker::MutexLock {
                             addr: a0,
                             order: order_of(lock_edge.get(&at)),
                             spins: a1 != 0,
+                            call: a2 == 0,
                         });
                     }
                 }
@@ -533,6 +536,7 @@ mod tests {
             addr: M,
             order: Order::NONE,
             spins: false,
+            call: true,
         };
         assert_eq!(p.at(0, 0), &[lock]);
         assert_eq!(p.at(0, 2), &[], "EDEADLK took nothing");
@@ -591,6 +595,7 @@ mod tests {
                 addr: M,
                 order: Order::after(0),
                 spins: false,
+                call: true,
             }]
         );
         assert_eq!(
@@ -618,6 +623,7 @@ mod tests {
                 addr: M,
                 order: Order::NONE,
                 spins: false,
+                call: true,
             }]
         );
         assert_eq!(

@@ -88,6 +88,7 @@ fn emit(p: &Params, w: &mut TraceWriter) -> Result<(), TraceError> {
                     addr: LOCK_ADDR,
                     order: Order::SIM,
                     spins: false,
+                    call: false,
                 },
             )?;
             em.m(t, ld, &[shared])?;
