@@ -50,6 +50,14 @@ fn order(v: u64, at: usize) -> Result<Order, Fail> {
     Order::decode(v).ok_or_else(|| (at, format!("order {v} out of range")))
 }
 
+/// An order field that may be absent: 0 for none ([`Order::SIM`]), else an order plus one.
+fn order_or_sim(v: u64, at: usize) -> Result<Order, Fail> {
+    match v {
+        0 => Ok(Order::SIM),
+        v => order(v - 1, at),
+    }
+}
+
 /// Decodes `payload` from byte `*cursor` into `out` (appending) until its end or until
 /// `max_records` records were appended, leaves `*cursor` where it stopped (a record
 /// boundary) and returns how many of the records were instructions. A caller decodes a chunk
@@ -264,19 +272,13 @@ fn marker(
         },
         code::MUTEX_LOCK_SPINNING => Marker::MutexLock {
             addr: arg("mutex address")?,
-            order: match arg("lock order")? {
-                0 => Order::SIM,
-                v => order(v - 1, at)?,
-            },
+            order: order_or_sim(arg("lock order")?, at)?,
             spins: true,
             call: false,
         },
         code::MUTEX_LOCK_CALL => Marker::MutexLock {
             addr: arg("mutex address")?,
-            order: match arg("lock order")? {
-                0 => Order::SIM,
-                v => order(v - 1, at)?,
-            },
+            order: order_or_sim(arg("lock order")?, at)?,
             spins: match arg("spinning flag")? {
                 0 => false,
                 1 => true,

@@ -207,15 +207,7 @@ impl ThreadEnc {
                 call: true,
             } => put(
                 code::MUTEX_LOCK_CALL,
-                &[
-                    addr,
-                    if order == Order::SIM {
-                        0
-                    } else {
-                        order.encode() + 1
-                    },
-                    u64::from(spins),
-                ],
+                &[addr, order_or_zero(order), u64::from(spins)],
             ),
             Marker::MutexLock {
                 addr,
@@ -229,17 +221,9 @@ impl ThreadEnc {
                 spins: false,
                 ..
             } => put(code::MUTEX_LOCK_ORDERED, &[addr, order.encode()]),
-            Marker::MutexLock { addr, order, .. } => put(
-                code::MUTEX_LOCK_SPINNING,
-                &[
-                    addr,
-                    if order == Order::SIM {
-                        0
-                    } else {
-                        order.encode() + 1
-                    },
-                ],
-            ),
+            Marker::MutexLock { addr, order, .. } => {
+                put(code::MUTEX_LOCK_SPINNING, &[addr, order_or_zero(order)])
+            }
             Marker::MutexUnlock { addr } => put(code::MUTEX_UNLOCK, &[addr]),
             Marker::CondWait {
                 cond,
@@ -462,6 +446,15 @@ impl ThreadEncoder<'_> {
 }
 
 /// A failed write of the trace, said plainly when the disk (or a file size limit) is full.
+/// An order field that may be absent: 0 for none ([`Order::SIM`]), else the order plus one.
+fn order_or_zero(order: Order) -> u64 {
+    if order == Order::SIM {
+        0
+    } else {
+        order.encode() + 1
+    }
+}
+
 fn write_error(path: &Path, offset: u64, what: &str, e: std::io::Error) -> TraceError {
     const ENOSPC: i32 = 28;
     const EFBIG: i32 = 27;
