@@ -299,6 +299,42 @@ mod tests {
         }
     }
 
+    /// [`find`] on `a` with no lock words and no futex words: the waits it finds at the
+    /// owner's plain loads (`ask` answers the load queries).
+    fn find_unnotified(
+        a: &[Vec<Atomic>],
+        marks: &[Vec<RawMark>],
+        mark_at: &[Vec<u64>],
+        ask: impl FnOnce(&[LoadQuery]) -> Vec<Option<u64>>,
+    ) -> (Vec<Dep>, u64) {
+        find(
+            a,
+            &histories(a),
+            &HashSet::new(),
+            &HashSet::new(),
+            marks,
+            mark_at,
+            ask,
+        )
+    }
+
+    /// A load-query answer that expects thread 0's one query for counter [`C`] over
+    /// `from..to` and finds its load at `at`.
+    fn one_query(from: u64, to: u64, at: u64) -> impl FnOnce(&[LoadQuery]) -> Vec<Option<u64>> {
+        move |q| {
+            assert_eq!(
+                q,
+                &[LoadQuery {
+                    thread: 0,
+                    word: C,
+                    from,
+                    to
+                }]
+            );
+            vec![Some(at)]
+        }
+    }
+
     const C: u64 = 0x100; // the counter
     const P: u64 = 0x200; // the waiter's parker
 
@@ -409,28 +445,9 @@ mod tests {
             vec![atomic(50, C, 1, 3)],
             vec![atomic(70, C, 0, 4)],
         ];
-        let ask = |q: &[LoadQuery]| {
-            assert_eq!(
-                q,
-                &[LoadQuery {
-                    thread: 0,
-                    word: C,
-                    from: 12,
-                    to: u64::MAX
-                }]
-            );
-            vec![Some(40)]
-        };
+        let ask = one_query(12, u64::MAX, 40);
         let after = vec![vec![raw(Op::MainEnd, 0, 9)], vec![], vec![]];
-        let (deps, by_load) = find(
-            &a,
-            &histories(&a),
-            &HashSet::new(),
-            &HashSet::new(),
-            &after,
-            &[vec![45], vec![], vec![]],
-            ask,
-        );
+        let (deps, by_load) = find_unnotified(&a, &after, &[vec![45], vec![], vec![]], ask);
         assert_eq!(by_load, 1);
         assert_eq!(
             deps,
@@ -445,11 +462,8 @@ mod tests {
             }]
         );
         let before = vec![vec![raw(Op::MainEnd, 0, 2)], vec![], vec![]];
-        let (deps, by_load) = find(
+        let (deps, by_load) = find_unnotified(
             &a,
-            &histories(&a),
-            &HashSet::new(),
-            &HashSet::new(),
             &before,
             &[vec![45], vec![], vec![]],
             |q: &[LoadQuery]| vec![Some(40); q.len()],
@@ -470,23 +484,9 @@ mod tests {
             ],
             vec![atomic(50, C, 1, 3)],
         ];
-        let ask = |q: &[LoadQuery]| {
-            assert_eq!(
-                q,
-                &[LoadQuery {
-                    thread: 0,
-                    word: C,
-                    from: 61,
-                    to: 61 + NOTIFY_GAP
-                }]
-            );
-            vec![Some(70)]
-        };
-        let (deps, by_load) = find(
+        let ask = one_query(61, 61 + NOTIFY_GAP, 70);
+        let (deps, by_load) = find_unnotified(
             &a,
-            &histories(&a),
-            &HashSet::new(),
-            &HashSet::new(),
             &[vec![raw(Op::MainEnd, 0, 9)], vec![]],
             &[vec![80], vec![]],
             ask,
