@@ -11,8 +11,14 @@
 //! result, counts the scope down to zero itself; its scope end reads zero with a plain load and
 //! it never parks (nobody is notified).
 //!
-//! usage: scope_join [SLEEP_MS] [LONG] [AFTER] [OWNER_MS]
-//!        (defaults 1000 ms, 2,000,000 steps, 200,000, 0 ms)
+//! With HOLD = 1 as well, `main` keeps every thread's handle until after its sleep: every
+//! thread finishes first, and `main`, dropping the last reference to each thread's result,
+//! counts all three down (a thread whose handle is dropped late, as a hog on the host can
+//! make thread 2's: no thread touches the count, and in simulated time the count is each
+//! thread's own, made at its end).
+//!
+//! usage: scope_join [SLEEP_MS] [LONG] [AFTER] [OWNER_MS] [HOLD]
+//!        (defaults 1000 ms, 2,000,000 steps, 200,000, 0 ms, 0)
 use std::time::Duration;
 
 fn work(seed: u64, n: u64) -> u64 {
@@ -29,6 +35,7 @@ fn main() {
     let mut args = std::env::args().skip(1);
     let mut arg = |d: u64| args.next().and_then(|a| a.parse().ok()).unwrap_or(d);
     let (sleep_ms, long, after, owner_ms) = (arg(1000), arg(2_000_000), arg(200_000), arg(0));
+    let hold = arg(0) == 1;
     let mut sums = [0u64; 3];
     std::thread::scope(|s| {
         let [a, b, c] = &mut sums;
@@ -36,8 +43,14 @@ fn main() {
             *a = work(1, 1_000);
             std::thread::sleep(Duration::from_millis(sleep_ms));
         });
-        s.spawn(move || *b = work(2, long));
-        s.spawn(move || *c = work(3, long / 4));
+        let second = s.spawn(move || *b = work(2, long));
+        if !hold {
+            drop(second);
+        }
+        let third = s.spawn(move || *c = work(3, long / 4));
+        if !hold {
+            drop(third);
+        }
         if owner_ms > 0 {
             std::thread::sleep(Duration::from_millis(owner_ms));
         }

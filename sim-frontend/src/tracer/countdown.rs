@@ -23,7 +23,13 @@
 //!   anything `W` did from that load on, and the wait cannot close a cycle).
 //!
 //! **The result** is a [`Dep`]: at that place `W` waits for each other thread's last
-//! instruction in the episode, wherever it came in the traced run.
+//! instruction in the episode, wherever it came in the traced run; and for what a count came
+//! after. A thread that drops the last reference to something shared (a count of another word
+//! taken to zero) and then, within [`NOTIFY_GAP`] instructions, counts down, counts for the
+//! threads that had dropped theirs: a Rust scope's owner that drops the handle of a thread
+//! that had already finished frees the thread's result and counts the thread down for it. In
+//! simulated time that thread may finish later, and the count is its own: `W` waits for the
+//! other holders' drops too (one step back, not transitively).
 
 use std::collections::{HashMap, HashSet};
 
@@ -91,19 +97,28 @@ pub fn find(
     // Counts that reached zero with nobody notified: the owner's query, the zero's number and
     // the episode.
     let mut unparked: Vec<(LoadQuery, u64, Vec<Entry>)> = Vec::new();
-    for x in words.into_iter().filter(|w| !locks.contains(w)) {
+    let words: Vec<u64> = words.into_iter().filter(|w| !locks.contains(w)).collect();
+    // Per thread, the counts it took to zero: (position, word, the other threads' last
+    // instructions of the episode), by position.
+    let mut zeroings: Zeroings = vec![Vec::new(); atomics.len()];
+    for &x in &words {
         let h = &by_word[&x];
-        let mut begin = 0;
-        for z in 1..h.len() {
-            let (before, after) = (at(&h[z - 1]).value, at(&h[z]).value);
-            if after != 0 {
-                continue;
+        for (begin, z) in zero_episodes(h, |e| at(e).value) {
+            let (_, u, zi) = h[z];
+            let others = last_of_others(atomics, &h[begin..=z], u);
+            if !others.is_empty() {
+                zeroings[u as usize].push((atomics[u as usize][zi].at, x, others));
             }
+        }
+    }
+    zeroings.iter_mut().for_each(|z| z.sort_unstable());
+    let dep = |word: u64, episode: &[Entry], waiter: u32, pos: u64, seq: u64| {
+        dep(atomics, &zeroings, word, episode, waiter, pos, seq)
+    };
+    for &x in &words {
+        let h = &by_word[&x];
+        for (begin, z) in zero_episodes(h, |e| at(e).value) {
             let episode = &h[begin..=z];
-            begin = z + 1;
-            if before == 0 {
-                continue;
-            }
             let (zseq, u, zi) = h[z];
             let mut waiters: Vec<(u32, u64, u64)> = Vec::new();
             // A notification through a futex word the waiter takes back to 0.
@@ -154,11 +169,14 @@ pub fn find(
                 }
                 // The owner only counted up; or it counted the zero itself, having counted up
                 // more than down (a Rust scope's owner drops the handle of a thread that had
-                // already finished, and with it the thread's count): then its look follows
-                // within a few hundred instructions.
+                // already finished, and with it the thread's count), or it made every count
+                // (it dropped every thread's handle: the threads are in the episode only through
+                // what `dep` finds its counts came after); then its look follows within a few
+                // hundred instructions.
+                let alone = counts.len() == 1;
                 let owners: Vec<(u32, u64)> = counts
                     .iter()
-                    .filter(|c| c.1 > 0 && (c.2 == 0 || (c.0 == u && c.1 > c.2)))
+                    .filter(|c| c.1 > 0 && (c.2 == 0 || (c.0 == u && (c.1 > c.2 || alone))))
                     .map(|c| (c.0, if c.0 == u { NOTIFY_GAP } else { u64::MAX }))
                     .collect();
                 if let [(s, within)] = owners[..]
@@ -178,7 +196,7 @@ pub fn find(
                 }
             }
             for (w, pos, seq) in waiters {
-                if let Some(d) = dep(atomics, x, episode, w, pos, seq) {
+                if let Some(d) = dep(x, episode, w, pos, seq) {
                     out.push(d);
                 }
             }
@@ -205,7 +223,7 @@ pub fn find(
             (None, None) => None,
         };
         if next.is_none_or(|s| s > zseq)
-            && let Some(d) = dep(atomics, q.word, &episode, q.thread, pos, zseq)
+            && let Some(d) = dep(q.word, &episode, q.thread, pos, zseq)
         {
             out.push(d);
             by_load += 1;
@@ -231,22 +249,75 @@ pub struct LoadQuery {
     pub to: u64,
 }
 
-/// `waiter`'s dependence, at `pos`, on every other thread's last instruction of a counter's
-/// `episode` (`None` if the waiter was alone in it).
-fn dep(
-    atomics: &[Vec<Atomic>],
-    word: u64,
-    episode: &[(u64, u32, usize)],
-    waiter: u32,
-    pos: u64,
-    seq: u64,
-) -> Option<Dep> {
+/// Per thread, the counts it took to zero (a reference count's last drop): (position, word,
+/// the other threads' last instructions of that episode), by position.
+type Zeroings = Vec<Vec<(u64, u64, Vec<(u32, u64, u64)>)>>;
+
+/// A word's episodes that reached zero from a value that was not zero: (index of the
+/// episode's first instruction, index of the one that left zero), `value` giving what an
+/// instruction left. An episode is every instruction since the word last held zero.
+fn zero_episodes(h: &[Entry], value: impl Fn(&Entry) -> u64) -> Vec<(usize, usize)> {
+    let mut out = Vec::new();
+    let mut begin = 0;
+    for z in 1..h.len() {
+        if value(&h[z]) != 0 {
+            continue;
+        }
+        if value(&h[z - 1]) != 0 {
+            out.push((begin, z));
+        }
+        begin = z + 1;
+    }
+    out
+}
+
+/// Per thread of `episode` but `waiter`, its last instruction in it: (thread, position just
+/// after it, its sequence number), by thread.
+fn last_of_others(atomics: &[Vec<Atomic>], episode: &[Entry], waiter: u32) -> Vec<(u32, u64, u64)> {
     let mut sources: Vec<(u32, u64, u64)> = Vec::new();
     for e in episode.iter().filter(|e| e.1 != waiter) {
         let a = atomics[e.1 as usize][e.2];
         match sources.iter_mut().find(|s| s.0 == e.1) {
             Some(s) => *s = (e.1, a.at + 1, e.0),
             None => sources.push((e.1, a.at + 1, e.0)),
+        }
+    }
+    sources.sort_unstable();
+    sources
+}
+
+/// `waiter`'s dependence, at `pos`, on every other thread's last instruction of a counter's
+/// `episode` (`None` if the waiter was alone in it); and on what each count of the episode
+/// (the waiter's own too) came after: a thread that counts down just after it dropped the
+/// last reference to something (within [`NOTIFY_GAP`] instructions: a Rust scope's owner
+/// dropping the handle of a thread that had finished, and with it the thread's count) counts
+/// for the threads that had dropped theirs, and the waiter waits for their drops too.
+fn dep(
+    atomics: &[Vec<Atomic>],
+    zeroings: &Zeroings,
+    word: u64,
+    episode: &[Entry],
+    waiter: u32,
+    pos: u64,
+    seq: u64,
+) -> Option<Dep> {
+    let mut sources = last_of_others(atomics, episode, waiter);
+    for e in episode {
+        let at = atomics[e.1 as usize][e.2].at;
+        let z = &zeroings[e.1 as usize];
+        let i = z.partition_point(|x| x.0 < at.saturating_sub(NOTIFY_GAP));
+        for (_, _, srcs) in z[i..]
+            .iter()
+            .take_while(|x| x.0 < at)
+            .filter(|x| x.1 != word)
+        {
+            for &s in srcs.iter().filter(|s| s.0 != waiter) {
+                match sources.iter_mut().find(|x| x.0 == s.0) {
+                    Some(x) if x.1 < s.1 => *x = s,
+                    Some(_) => {}
+                    None => sources.push(s),
+                }
+            }
         }
     }
     sources.sort_unstable();
@@ -495,5 +566,67 @@ mod tests {
         assert_eq!(deps.len(), 1);
         assert_eq!((deps[0].waiter, deps[0].at), (0, 70));
         assert_eq!(deps[0].sources, vec![(1, 51, 3)]);
+    }
+
+    /// The owner counted thread 2's part down itself, having dropped the last reference to
+    /// thread 2's result (thread 2 had dropped its own before, at 30): the owner waits for
+    /// thread 2's drop as for thread 1's count, though thread 2 never touched the counter;
+    /// and so when it made every count itself.
+    #[test]
+    fn a_count_made_after_dropping_the_last_reference_waits_for_the_other_drops() {
+        const R: u64 = 0x300; // thread 2's result, shared with the owner
+        let a = vec![
+            vec![
+                atomic(10, C, 1, 1),
+                atomic(11, R, 2, 2),
+                atomic(12, C, 2, 3),
+                atomic(995, R, 0, 7),
+                atomic(1000, C, 0, 8),
+            ],
+            vec![atomic(50, C, 1, 6)],
+            vec![atomic(30, R, 1, 4)],
+        ];
+        let ask = one_query(1001, 1001 + NOTIFY_GAP, 1010);
+        let (deps, _) = find_unnotified(
+            &a,
+            &[vec![raw(Op::MainEnd, 0, 9)], vec![], vec![]],
+            &[vec![1020], vec![], vec![]],
+            ask,
+        );
+        assert_eq!(deps.len(), 1);
+        assert_eq!((deps[0].waiter, deps[0].at), (0, 1010));
+        assert_eq!(deps[0].sources, vec![(1, 51, 6), (2, 31, 4)]);
+        // Dropped long before its count (more than NOTIFY_GAP instructions): not its part.
+        let mut far = a.clone();
+        far[0][3].at = 1000 - NOTIFY_GAP - 1;
+        let ask = one_query(1001, 1001 + NOTIFY_GAP, 1010);
+        let (deps, _) = find_unnotified(
+            &far,
+            &[vec![raw(Op::MainEnd, 0, 9)], vec![], vec![]],
+            &[vec![1020], vec![], vec![]],
+            ask,
+        );
+        assert_eq!(deps[0].sources, vec![(1, 51, 6)]);
+        // The owner made every count (it held thread 2's handle, the only thread here):
+        // it waits for thread 2's drop alone.
+        let alone = vec![
+            vec![
+                atomic(10, C, 1, 1),
+                atomic(11, R, 2, 2),
+                atomic(995, R, 0, 7),
+                atomic(1000, C, 0, 8),
+            ],
+            vec![],
+            vec![atomic(30, R, 1, 4)],
+        ];
+        let ask = one_query(1001, 1001 + NOTIFY_GAP, 1010);
+        let (deps, _) = find_unnotified(
+            &alone,
+            &[vec![raw(Op::MainEnd, 0, 9)], vec![], vec![]],
+            &[vec![1020], vec![], vec![]],
+            ask,
+        );
+        assert_eq!(deps.len(), 1);
+        assert_eq!(deps[0].sources, vec![(2, 31, 4)]);
     }
 }
