@@ -46,6 +46,7 @@ CORPUS = [
     ("rust-mutex-16", "examples/rust/mutex_counter.rs", "rust", ["-t", "16", "-w", "40", "-c", "20", "-i", "500"], "static"),
     ("rust-sync", "examples/rust/sync.rs", "rust", [], "static"),
     ("scope_join", "examples/rust/scope_join.rs", "rust", ["10", "400000", "200000", "0"], "static"),
+    ("scope_owner", "examples/rust/scope_join.rs", "rust", ["10", "400000", "200000", "2000"], "static"),
     ("prodcons", "examples/c/prodcons.c", "c", ["-t", "4", "-n", "1000"], "dynamic"),
     ("taskqueue", "examples/c/taskqueue.c", "c", ["-t", "4"], "dynamic"),
     ("tree_locks", "examples/c/tree_locks.c", "c", ["-t", "4", "-n", "2000"], "dynamic"),
