@@ -575,6 +575,16 @@ mod tests {
     #[test]
     fn a_count_made_after_dropping_the_last_reference_waits_for_the_other_drops() {
         const R: u64 = 0x300; // thread 2's result, shared with the owner
+        // The owner's waits, its count at 1,000 and its look at 1,010.
+        let owner_waits = |a: &[Vec<Atomic>]| {
+            find_unnotified(
+                a,
+                &[vec![raw(Op::MainEnd, 0, 9)], vec![], vec![]],
+                &[vec![1020], vec![], vec![]],
+                one_query(1001, 1001 + NOTIFY_GAP, 1010),
+            )
+            .0
+        };
         let a = vec![
             vec![
                 atomic(10, C, 1, 1),
@@ -586,27 +596,14 @@ mod tests {
             vec![atomic(50, C, 1, 6)],
             vec![atomic(30, R, 1, 4)],
         ];
-        let ask = one_query(1001, 1001 + NOTIFY_GAP, 1010);
-        let (deps, _) = find_unnotified(
-            &a,
-            &[vec![raw(Op::MainEnd, 0, 9)], vec![], vec![]],
-            &[vec![1020], vec![], vec![]],
-            ask,
-        );
+        let deps = owner_waits(&a);
         assert_eq!(deps.len(), 1);
         assert_eq!((deps[0].waiter, deps[0].at), (0, 1010));
         assert_eq!(deps[0].sources, vec![(1, 51, 6), (2, 31, 4)]);
         // Dropped long before its count (more than NOTIFY_GAP instructions): not its part.
         let mut far = a.clone();
         far[0][3].at = 1000 - NOTIFY_GAP - 1;
-        let ask = one_query(1001, 1001 + NOTIFY_GAP, 1010);
-        let (deps, _) = find_unnotified(
-            &far,
-            &[vec![raw(Op::MainEnd, 0, 9)], vec![], vec![]],
-            &[vec![1020], vec![], vec![]],
-            ask,
-        );
-        assert_eq!(deps[0].sources, vec![(1, 51, 6)]);
+        assert_eq!(owner_waits(&far)[0].sources, vec![(1, 51, 6)]);
         // The owner made every count (it held thread 2's handle, the only thread here):
         // it waits for thread 2's drop alone.
         let alone = vec![
@@ -619,13 +616,7 @@ mod tests {
             vec![],
             vec![atomic(30, R, 1, 4)],
         ];
-        let ask = one_query(1001, 1001 + NOTIFY_GAP, 1010);
-        let (deps, _) = find_unnotified(
-            &alone,
-            &[vec![raw(Op::MainEnd, 0, 9)], vec![], vec![]],
-            &[vec![1020], vec![], vec![]],
-            ask,
-        );
+        let deps = owner_waits(&alone);
         assert_eq!(deps.len(), 1);
         assert_eq!(deps[0].sources, vec![(2, 31, 4)]);
     }
