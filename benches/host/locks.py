@@ -14,7 +14,10 @@ does).
 
 Native runs are sized to take 10-200 ms with one thread. The 1- and 2-thread runs alternate,
 so that the host's slow and fast phases fall on both; the native speedup is the ratio of their
-medians, and its spread (the speedups of the quartile pairs) is printed beside it. Each
+medians, and its spread (the speedups of the quartile pairs) is printed beside it, with what
+the 2-thread runs got of the machine: the CPUs the process used (its CPU time over its wall
+time; a lock program's sleeping threads use less than 2) and the share of the machine's CPU
+time the hypervisor took meanwhile (/proc/stat's steal). Each
 thread the program creates is bound to its own CPU (`pin.c`, preloaded), as isim gives each
 live thread its own core: unbound, Linux sometimes leaves a contended program's two workers on
 one vCPU, where they run one after the other, uncontended, 3x faster than side by side, and
@@ -44,6 +47,7 @@ tracepoints are missing), in isim the futex waits and wakes of `summary.json` (0
 """
 import json
 import os
+import resource
 import statistics
 import subprocess
 import sys
@@ -118,22 +122,43 @@ def native_env(bound):
     return env
 
 
+def cpu_ticks():
+    """The machine's CPU time so far from /proc/stat: (stolen by the hypervisor, all)."""
+    with open("/proc/stat") as f:
+        v = [int(x) for x in f.readline().split()[1:9]]
+    return v[7], sum(v)
+
+
 def native(binary, args1, args2, reps, bound):
-    """Alternating runs of the 1- and 2-thread commands: their median times, and the
-    speedups of the lower and upper quartile pairs (slow 1-thread over slow 2-thread)."""
+    """Alternating runs of the 1- and 2-thread commands: their median times, the speedups
+    of the lower and upper quartile pairs (slow 1-thread over slow 2-thread), and for the
+    2-thread runs the median CPUs the process used (its user and system time over its wall
+    time) and the median share of the machine's CPU time the hypervisor took meanwhile
+    (steal): a run whose threads did not get their CPUs measured the guest, not the program."""
     times = ([], [])
+    cpus, steal = [], []
     env = native_env(bound)
     for _ in range(reps):
         for k, args in enumerate((args1, args2)):
             cmd = [binary] + args
             if LOCK:
                 cmd = ["flock", LOCK] + cmd
+            used = resource.getrusage(resource.RUSAGE_CHILDREN)
+            stolen, total = cpu_ticks()
             start = time.perf_counter()
             subprocess.run(cmd, stdout=subprocess.DEVNULL, check=True, env=env)
-            times[k].append(time.perf_counter() - start)
+            wall = time.perf_counter() - start
+            times[k].append(wall)
+            if k == 1:
+                now = resource.getrusage(resource.RUSAGE_CHILDREN)
+                cpu = (now.ru_utime - used.ru_utime) + (now.ru_stime - used.ru_stime)
+                cpus.append(cpu / wall)
+                stolen2, total2 = cpu_ticks()
+                steal.append((stolen2 - stolen) / max(1, total2 - total))
     q1 = [statistics.quantiles(t, n=4) for t in times]
     return (statistics.median(times[0]), statistics.median(times[1]),
-            (q1[0][0] / q1[1][0], q1[0][2] / q1[1][2]))
+            (q1[0][0] / q1[1][0], q1[0][2] / q1[1][2]),
+            (statistics.median(cpus), statistics.median(steal)))
 
 
 def native_futex(binary, args, bound):
@@ -232,13 +257,13 @@ def main():
     rows = []
     print(f"config {os.path.relpath(CONFIG, ROOT)} {' '.join(SETS)}, native median of {reps}, "
           f"threads {'bound to a CPU each' if bound else 'unbound'}\n")
-    print("| program | native 1 thread | native 2 threads | native speedup (quartiles) | isim 1 thread | isim 2 threads | isim speedup | error % | futex calls per acquisition: native, isim |")
-    print("|---|---:|---:|---|---:|---:|---:|---:|---|")
+    print("| program | native 1 thread | native 2 threads | native speedup (quartiles) | native 2 threads: CPUs used, steal % | isim 1 thread | isim 2 threads | isim speedup | error % | futex calls per acquisition: native, isim |")
+    print("|---|---:|---:|---|---|---:|---:|---:|---:|---|")
     for name, src, lang, nat, sim in PROGRAMS:
         if only and name not in only:
             continue
         binary = build(name, src, lang)
-        n1, n2, spread = native(binary, nat[0], nat[1], reps, bound)
+        n1, n2, spread, (cpus, steal) = native(binary, nat[0], nat[1], reps, bound)
         calls = native_futex(binary, nat[1], bound)
         acquisitions = native_acquisitions(name, nat[1])
         nf = calls / acquisitions if calls is not None and acquisitions else None
@@ -246,10 +271,12 @@ def main():
         ns, ss = n1 / n2, s1 / s2
         err = 100 * (ss / ns - 1)
         rows.append({"program": name, "native_s": [n1, n2], "isim_cycles": [s1, s2],
-                     "native_speedup": ns, "native_quartile_speedups": spread, "isim_speedup": ss, "error_pct": err,
+                     "native_speedup": ns, "native_quartile_speedups": spread,
+                     "native_2_threads_cpus": cpus, "native_2_threads_steal": steal,
+                     "isim_speedup": ss, "error_pct": err,
                      "native_futex_per_acquisition": nf, "isim_futex_per_acquisition": sf})
         shown = "-" if nf is None else f"{nf:.3f}"
-        print(f"| {name} | {n1 * 1e3:.1f} ms | {n2 * 1e3:.1f} ms | {ns:.2f} ({spread[0]:.2f}-{spread[1]:.2f}) | {s1:,.0f} | {s2:,.0f} | {ss:.2f} | {err:+.1f} | {shown}, {sf:.3f} |",
+        print(f"| {name} | {n1 * 1e3:.1f} ms | {n2 * 1e3:.1f} ms | {ns:.2f} ({spread[0]:.2f}-{spread[1]:.2f}) | {cpus:.2f}, {100 * steal:.1f} | {s1:,.0f} | {s2:,.0f} | {ss:.2f} | {err:+.1f} | {shown}, {sf:.3f} |",
               flush=True)
     with open(os.path.join(WORK, "locks.json"), "w") as f:
         json.dump({"config": CONFIG, "sets": SETS, "reps": reps, "bound": bound, "rows": rows}, f,
