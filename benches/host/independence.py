@@ -42,6 +42,7 @@ CORPUS = [
     ("omp_kernels", "examples/omp/omp_kernels.c", "omp", ["-t", "4"], "static"),
     ("object_locks", "examples/cpp/object_locks.cpp", "c++", ["4", "200"], "static"),
     ("sync20", "examples/cpp/sync20.cpp", "c++", [], "static"),
+    ("latch_late", "examples/cpp/latch_late.cpp", "c++", ["-t", "4"], "static"),
     ("rust-mutex", "examples/rust/mutex_counter.rs", "rust", ["-t", "4", "-w", "40", "-c", "20", "-i", "2000"], "static"),
     ("rust-mutex-16", "examples/rust/mutex_counter.rs", "rust", ["-t", "16", "-w", "40", "-c", "20", "-i", "500"], "static"),
     ("rust-sync", "examples/rust/sync.rs", "rust", [], "static"),

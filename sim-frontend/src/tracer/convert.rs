@@ -657,8 +657,8 @@ fn unrecorded_stores(
 }
 
 /// Answers `countdown::find`'s questions: each query's thread's first plain (not atomic) load
-/// of its word at or after its position, read from the thread's capture (one read per thread
-/// asked about; rarely needed).
+/// of its word at or after its position, unless a plain store to it comes first, read from the
+/// thread's capture (one read per thread asked about; rarely needed).
 fn first_plain_loads(
     dir: &Path,
     tids: &[u32],
@@ -695,14 +695,25 @@ fn first_plain_loads(
                         }
                     }
                 }
-                Word::Mem {
-                    addr, store: false, ..
-                } if !hot.get(last_raw as usize).is_some_and(|h| h.atomic) => {
+                Word::Mem { addr, store, .. }
+                    if !hot.get(last_raw as usize).is_some_and(|h| h.atomic) =>
+                {
+                    // The first plain access in range answers: a load, its position; a store
+                    // (what the thread reads next is its own value), none.
                     let at = execs.saturating_sub(1);
                     for &k in &mine {
                         let q = &queries[k];
-                        if out[k].is_none() && q.word == addr && at >= q.from && at <= q.to {
-                            out[k] = Some(at);
+                        if out[k].is_none()
+                            && !done[k]
+                            && q.word == addr
+                            && at >= q.from
+                            && at <= q.to
+                        {
+                            if store {
+                                done[k] = true;
+                            } else {
+                                out[k] = Some(at);
+                            }
                             open -= 1;
                         }
                     }

@@ -20,7 +20,12 @@
 //!   (the owner, which spawned the others), and it waits at its first plain load of the word
 //!   after its last count, found in its capture (`first_loads`), if its next recorded event
 //!   came after the count reached zero in the traced run (then no counting thread waited for
-//!   anything `W` did from that load on, and the wait cannot close a cycle).
+//!   anything `W` did from that load on, and the wait cannot close a cycle);
+//! * or, for a latch (the episode only counted down: each instruction left less than the one
+//!   before, and the first is the same instruction as a later one, so a plain store had set
+//!   the count), every other thread whose first access to the word after its last event
+//!   before the zero is a plain load (it read zero: it looked after the latch opened), with
+//!   the same condition on its next event.
 //!
 //! **The result** is a [`Dep`]: at that place `W` waits for each other thread's last
 //! instruction in the episode, wherever it came in the traced run; and for what a count came
@@ -149,7 +154,36 @@ pub fn find(
             // spawned them) found the count at zero when it looked, with a plain load, and
             // went on without parking. Its first load of the counter after its last count is
             // read from the capture (below).
-            if waiters.is_empty() {
+            if waiters.is_empty() && pure_countdown(episode, |e| at(e)) {
+                // A latch (set by a plain store, counted down only) that nobody waited on: a
+                // thread that looked at it after it opened read zero with a plain load. Each
+                // other thread's first access to it after its last event before the zero, if
+                // a load, is such a look (a store first: it reads its own value).
+                for (t, a) in atomics.iter().enumerate().filter(|&(t, _)| t as u32 != u) {
+                    let (ms, ma) = (
+                        marks.get(t).map_or(&[][..], |m| m),
+                        mark_at.get(t).map_or(&[][..], |m| m),
+                    );
+                    let (k, i) = (
+                        ms.partition_point(|m| m.seq < zseq),
+                        a.partition_point(|a| a.seq < zseq),
+                    );
+                    let before = [
+                        k.checked_sub(1).and_then(|k| ma.get(k).copied()),
+                        i.checked_sub(1).map(|i| a[i].at + 1),
+                    ];
+                    let Some(from) = before.into_iter().flatten().max() else {
+                        continue;
+                    };
+                    let q = LoadQuery {
+                        thread: t as u32,
+                        word: x,
+                        from,
+                        to: u64::MAX,
+                    };
+                    unparked.push((q, zseq, episode.to_vec()));
+                }
+            } else if waiters.is_empty() {
                 let prev = |j: usize| if j == 0 { 0 } else { at(&h[j - 1]).value };
                 // Per thread of the episode: its counts up and down.
                 let mut counts: Vec<(u32, u32, u32)> = Vec::new();
@@ -247,6 +281,20 @@ pub struct LoadQuery {
     pub from: u64,
     /// The last (`u64::MAX`: any).
     pub to: u64,
+}
+
+/// Whether `episode` only counted down: each instruction left less than the one before, and
+/// the first (whose value before is not known: a plain store set it) is the same instruction
+/// as a later one (a latch's `count_down`; a reference count's first step is a clone, another
+/// instruction than its drops).
+fn pure_countdown(episode: &[Entry], at: impl Fn(&Entry) -> Atomic) -> bool {
+    episode.len() >= 2
+        && episode
+            .windows(2)
+            .all(|p| at(&p[1]).value < at(&p[0]).value)
+        && episode[1..]
+            .iter()
+            .any(|e| at(e).raw == at(&episode[0]).raw)
 }
 
 /// Per thread, the counts it took to zero (a reference count's last drop): (position, word,
@@ -588,7 +636,10 @@ mod tests {
         let a = vec![
             vec![
                 atomic(10, C, 1, 1),
-                atomic(11, R, 2, 2),
+                Atomic {
+                    raw: 8, // the clone
+                    ..atomic(11, R, 2, 2)
+                },
                 atomic(12, C, 2, 3),
                 atomic(995, R, 0, 7),
                 atomic(1000, C, 0, 8),
@@ -608,8 +659,14 @@ mod tests {
         // it waits for thread 2's drop alone.
         let alone = vec![
             vec![
-                atomic(10, C, 1, 1),
-                atomic(11, R, 2, 2),
+                Atomic {
+                    raw: 9, // the count up: another instruction than the count down
+                    ..atomic(10, C, 1, 1)
+                },
+                Atomic {
+                    raw: 8, // the clone
+                    ..atomic(11, R, 2, 2)
+                },
                 atomic(995, R, 0, 7),
                 atomic(1000, C, 0, 8),
             ],
@@ -619,5 +676,64 @@ mod tests {
         let deps = owner_waits(&alone);
         assert_eq!(deps.len(), 1);
         assert_eq!(deps[0].sources, vec![(2, 31, 4)]);
+    }
+
+    /// A latch set by a plain store and counted down by threads 1 and 2 with one instruction
+    /// (7), nobody waiting on it: thread 0, which looked after it opened, waits at its load
+    /// (its first access after its last event before the zero, at 5) for both.
+    /// A word whose first step is another instruction (8: a reference count's clone) is no
+    /// latch, and nobody's look is asked about.
+    #[test]
+    fn a_latch_that_opened_before_its_waiter_looked_waits_at_the_look() {
+        let latch = |first: u32| {
+            vec![
+                vec![],
+                vec![Atomic {
+                    raw: first,
+                    ..atomic(50, C, 1, 3)
+                }],
+                vec![Atomic {
+                    raw: 7,
+                    ..atomic(60, C, 0, 5)
+                }],
+            ]
+        };
+        let marks = vec![
+            vec![raw(Op::Create, 1, 1), raw(Op::MainEnd, 0, 9)],
+            vec![],
+            vec![],
+        ];
+        let mark_at = vec![vec![5, 100], vec![], vec![]];
+        let a = latch(7);
+        let ask = |q: &[LoadQuery]| {
+            let expect = |thread, from, to| LoadQuery {
+                thread,
+                word: C,
+                from,
+                to,
+            };
+            assert_eq!(q, &[expect(0, 5, u64::MAX), expect(1, 51, u64::MAX)]);
+            vec![Some(40), None]
+        };
+        let (deps, by_load) = find_unnotified(&a, &marks, &mark_at, ask);
+        assert_eq!(by_load, 1);
+        assert_eq!(
+            deps,
+            vec![Dep {
+                word: C,
+                waiter: 0,
+                at: 40,
+                from: 40,
+                seq: 5,
+                sources: vec![(1, 51, 3), (2, 61, 5)],
+                before: false,
+            }]
+        );
+        let a = latch(8);
+        let (deps, _) = find_unnotified(&a, &marks, &mark_at, |q: &[LoadQuery]| {
+            assert!(q.iter().all(|q| q.thread != 0), "{q:?}");
+            vec![None; q.len()]
+        });
+        assert!(deps.is_empty());
     }
 }
