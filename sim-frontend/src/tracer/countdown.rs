@@ -150,10 +150,9 @@ pub fn find(
                     waiters.push((t, pos, e));
                 }
             }
-            // Nobody was notified: the thread that only counted up (the scope's owner, which
-            // spawned them) found the count at zero when it looked, with a plain load, and
-            // went on without parking. Its first load of the counter after its last count is
-            // read from the capture (below).
+            // Nobody was notified, and nobody waited: somebody looked at the count after it
+            // reached zero, with a plain load, and went on. Where it looked is read from the
+            // capture (below).
             if waiters.is_empty() && pure_countdown(episode, |e| at(e)) {
                 // A latch (set by a plain store, counted down only) that nobody waited on: a
                 // thread that looked at it after it opened read zero with a plain load. Each
@@ -184,6 +183,8 @@ pub fn find(
                     unparked.push((q, zseq, episode.to_vec()));
                 }
             } else if waiters.is_empty() {
+                // Otherwise the thread that only counted up (the scope's owner, which spawned
+                // the others) looked, at its first load of the counter after its last count.
                 let prev = |j: usize| if j == 0 { 0 } else { at(&h[j - 1]).value };
                 // Per thread of the episode: its counts up and down.
                 let mut counts: Vec<(u32, u32, u32)> = Vec::new();
