@@ -1463,11 +1463,8 @@ fn a_latch_read_after_it_opened_waits_for_every_count() {
                 traced["countdowns"]
             );
         }
-        let th = run["threads"].as_array().unwrap();
-        let st = |t: usize, k: &str| th[t]["stack"][k].as_f64().unwrap();
-        let cyc = |t: usize| th[t]["cycles"].as_f64().unwrap();
-        let end = |t: usize| cyc(t) - st(t, "imbalance-end");
-        let span = end(4) - st(4, "imbalance-start");
+        let (start, end) = (alive(&run, 4).0, |t| alive(&run, t).1);
+        let span = end(4) - start;
         let total = run["cycles"].as_f64().unwrap();
         assert!(
             total - end(4) >= 0.8 * span / 4.0,
@@ -1485,6 +1482,17 @@ fn a_latch_read_after_it_opened_waits_for_every_count() {
     );
 }
 
+/// When thread `t` of a run started and ended in simulated time (its cycles less the time
+/// before its start and after its end).
+fn alive(run: &Value, t: usize) -> (f64, f64) {
+    let th = &run["threads"][t];
+    let st = |k: &str| th["stack"][k].as_f64().unwrap();
+    (
+        st("imbalance-start"),
+        th["cycles"].as_f64().unwrap() - st("imbalance-end"),
+    )
+}
+
 /// `scope_join`'s run: threads 1, 3, 2 end in this order, `main`'s work after the scope comes
 /// after thread 2's end, and `main` waits as long as thread 2 works.
 fn assert_scope_waits(run: &Value, traced: &Value) {
@@ -1495,28 +1503,27 @@ fn assert_scope_waits(run: &Value, traced: &Value) {
     );
     let th = run["threads"].as_array().unwrap();
     let st = |t: usize, k: &str| th[t]["stack"][k].as_f64().unwrap();
-    let cyc = |t: usize| th[t]["cycles"].as_f64().unwrap();
     // Thread 2's end and thread 1's, in simulated time.
-    let end = |t: usize| cyc(t) - st(t, "imbalance-end");
+    let end = |t: usize| alive(run, t).1;
     assert!(
         end(1) < end(3) && end(3) < end(2),
         "threads 1, 3, 2 should end in this order: {}",
         run["threads"]
     );
     // `main`'s 200,000 steps after the scope are 0.4 of thread 3's 500,000 (the same loop).
-    let three = end(3) - st(3, "imbalance-start");
+    let three = end(3) - alive(run, 3).0;
     assert!(
         st(2, "imbalance-end") >= 0.3 * three,
         "main went on before thread 2 ended: thread 2 ends at {} of {} cycles, thread 3 \
          worked {three}",
         end(2),
-        cyc(0)
+        th[0]["cycles"]
     );
     let main_wait = st(0, "sync-cond") + st(0, "sync-join");
     assert!(
-        main_wait >= 0.9 * (end(2) - st(2, "imbalance-start")),
+        main_wait >= 0.9 * (end(2) - alive(run, 2).0),
         "main waited {main_wait} cycles, thread 2 ran {}",
-        end(2) - st(2, "imbalance-start")
+        end(2) - alive(run, 2).0
     );
 }
 
