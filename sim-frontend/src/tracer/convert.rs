@@ -658,63 +658,76 @@ fn unrecorded_stores(
 
 /// Answers `countdown::find`'s questions: each query's thread's first plain (not atomic) load
 /// of its word at or after its position, unless a plain store to it comes first, read from the
-/// thread's capture (one read per thread asked about; rarely needed).
+/// thread's capture (one read per thread asked about; rarely needed). A thread may be asked
+/// about many counts (one per round of a loop): its queries open as the read reaches their
+/// first position, by word, and close at their last, so that each access costs one lookup
+/// however many are asked.
 fn first_plain_loads(
     dir: &Path,
     tids: &[u32],
     hot: &[Hot],
     queries: &[countdown::LoadQuery],
 ) -> Result<Vec<Option<u64>>, TraceError> {
+    use std::cmp::Reverse;
     let mut out = vec![None; queries.len()];
-    let mut threads: Vec<u32> = queries.iter().map(|q| q.thread).collect();
-    threads.sort_unstable();
-    threads.dedup();
-    for t in threads {
+    let mut by_thread: Vec<usize> = (0..queries.len()).collect();
+    by_thread.sort_unstable_by_key(|&k| (queries[k].thread, queries[k].from, k));
+    for mine in by_thread.chunk_by(|&a, &b| queries[a].thread == queries[b].thread) {
+        let t = queries[mine[0]].thread;
         let path = dir.join(format!("t{}.raw", tids[t as usize]));
         let file =
             std::fs::File::open(&path).map_err(|e| TraceError::io(&path, 0, "cannot open", e))?;
         let mut rd = raw::RawReader::new(file);
-        let mine: Vec<usize> = (0..queries.len())
-            .filter(|&k| queries[k].thread == t)
-            .collect();
         let (mut execs, mut last_raw) = (0u64, 0u32);
-        let mut open = mine.len();
+        // Queries not opened yet (`mine` from `next` on, by first position); open ones by
+        // word, and by last position to close them; answered or closed ones are done.
+        let mut next = 0;
+        let mut open: HashMap<u64, Vec<usize>> = HashMap::new();
+        let mut closing = std::collections::BinaryHeap::new();
         let mut done = vec![false; queries.len()];
-        while open > 0
+        let mut left = mine.len();
+        while left > 0
             && let Some(w) = rd.next_word()
         {
             match w {
                 Word::Exec(raw) => {
                     execs += 1;
                     last_raw = raw;
+                    let at = execs - 1;
+                    while let Some(&k) = mine.get(next)
+                        && queries[k].from <= at
+                    {
+                        open.entry(queries[k].word).or_default().push(k);
+                        closing.push(Reverse((queries[k].to, k)));
+                        next += 1;
+                    }
                     // Queries whose range has passed are answered: none.
-                    for &k in &mine {
-                        if out[k].is_none() && !done[k] && execs > queries[k].to.saturating_add(1) {
+                    while let Some(&Reverse((to, k))) = closing.peek()
+                        && to < at
+                    {
+                        closing.pop();
+                        if !done[k] {
                             done[k] = true;
-                            open -= 1;
+                            left -= 1;
                         }
                     }
                 }
                 Word::Mem { addr, store, .. }
-                    if !hot.get(last_raw as usize).is_some_and(|h| h.atomic) =>
+                    if !open.is_empty()
+                        && !hot.get(last_raw as usize).is_some_and(|h| h.atomic) =>
                 {
                     // The first plain access in range answers: a load, its position; a store
                     // (what the thread reads next is its own value), none.
-                    let at = execs.saturating_sub(1);
-                    for &k in &mine {
-                        let q = &queries[k];
-                        if out[k].is_none()
-                            && !done[k]
-                            && q.word == addr
-                            && at >= q.from
-                            && at <= q.to
-                        {
-                            if store {
-                                done[k] = true;
-                            } else {
-                                out[k] = Some(at);
+                    if let Some(ks) = open.remove(&addr) {
+                        for k in ks {
+                            if done[k] {
+                                continue;
                             }
-                            open -= 1;
+                            done[k] = true;
+                            left -= 1;
+                            if !store {
+                                out[k] = Some(execs.saturating_sub(1));
+                            }
                         }
                     }
                 }
@@ -1569,5 +1582,83 @@ mod tests {
         let mut m = vec![acc(0x100, 8, false), acc(0x110, 8, false)];
         merge_pieces(&mut m, 32);
         assert_eq!(m.len(), 2);
+    }
+
+    /// Many queries of one thread (a count per round of a loop, asked of a long capture) get
+    /// the answers of the definition: per query, a scan for the first plain access of its word
+    /// in its range — a load gives its position, a store none — with atomic accesses skipped.
+    #[test]
+    fn first_plain_loads_answer_each_query_as_a_scan_would() {
+        let hot: Vec<Hot> = (0..4)
+            .map(|i| Hot {
+                pc: 0x1000 + i,
+                size: 1,
+                branch: BranchKind::None,
+                widest: 8,
+                keep: true,
+                pause: false,
+                atomic: i == 3,
+                swap: false,
+            })
+            .collect();
+        // Thread 1's instructions: (static index, accesses as (word, store)).
+        let mut x = 0x2545_f491_4f6c_dd1du64;
+        let mut rnd = |n: u64| {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x % n
+        };
+        let insts: Vec<(u32, Vec<(u64, bool)>)> = (0..20_000)
+            .map(|_| {
+                let accesses = (0..rnd(3))
+                    .map(|_| (0x100 + 8 * rnd(6), rnd(4) == 0))
+                    .collect();
+                (rnd(4) as u32, accesses)
+            })
+            .collect();
+        let dir = tempfile::tempdir().unwrap();
+        let mut buf = Vec::new();
+        let mut enc = raw::RawEncoder::new();
+        for (i, acc) in &insts {
+            enc.exec(&mut buf, *i);
+            for &(a, st) in acc {
+                enc.mem(&mut buf, a, 3, st);
+            }
+        }
+        std::fs::write(dir.path().join("t7.raw"), &buf).unwrap();
+        let queries: Vec<countdown::LoadQuery> = (0..3_000)
+            .map(|_| {
+                let from = rnd(20_500);
+                countdown::LoadQuery {
+                    thread: 1,
+                    word: 0x100 + 8 * rnd(7),
+                    from,
+                    to: if rnd(3) == 0 {
+                        u64::MAX
+                    } else {
+                        from + rnd(40)
+                    },
+                }
+            })
+            .collect();
+        let got = first_plain_loads(dir.path(), &[3, 7], &hot, &queries).unwrap();
+        let scan = |q: &countdown::LoadQuery| {
+            for (pos, (i, acc)) in insts.iter().enumerate() {
+                let pos = pos as u64;
+                if pos < q.from || pos > q.to || *i == 3 {
+                    continue;
+                }
+                if let Some(&(_, st)) = acc.iter().find(|a| a.0 == q.word) {
+                    return (!st).then_some(pos);
+                }
+            }
+            None
+        };
+        let want: Vec<Option<u64>> = queries.iter().map(scan).collect();
+        assert_eq!(got, want);
+        // Both kinds of answer occur.
+        assert!(want.iter().filter(|w| w.is_some()).count() > 500);
+        assert!(want.iter().filter(|w| w.is_none()).count() > 100);
     }
 }

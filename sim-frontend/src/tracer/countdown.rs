@@ -214,8 +214,11 @@ pub fn find(
                     .filter(|c| c.1 > 0 && (c.2 == 0 || (c.0 == u && (c.1 > c.2 || alone))))
                     .map(|c| (c.0, if c.0 == u { NOTIFY_GAP } else { u64::MAX }))
                     .collect();
+                // (A count only its owner made, and after no other thread's drop, is the
+                // thread's own business: no look is asked for.)
                 if let [(s, within)] = owners[..]
                     && let Some(last) = episode.iter().rfind(|e| e.1 == s)
+                    && dep(x, episode, s, 0, zseq).is_some()
                 {
                     let from = at(last).at + 1;
                     unparked.push((
@@ -677,6 +680,35 @@ mod tests {
         let deps = owner_waits(&alone);
         assert_eq!(deps.len(), 1);
         assert_eq!(deps[0].sources, vec![(2, 31, 4)]);
+    }
+
+    /// A thread's own count, up and down to zero round after round with nobody else's drop
+    /// before it (a reference count no other thread shares), is no wait: no look is asked
+    /// of the capture (before, one query per round, and a long thread's capture read once per
+    /// query's word: 200,000 rounds of a tree build took the conversion from a minute to
+    /// beyond 13).
+    #[test]
+    fn a_count_only_its_thread_made_asks_for_no_look() {
+        let own: Vec<Atomic> = (0..1_000u64)
+            .flat_map(|r| {
+                [
+                    Atomic {
+                        raw: 9,
+                        ..atomic(400 * r + 10, C, 1, 2 * r + 1)
+                    },
+                    atomic(400 * r + 20, C, 0, 2 * r + 2),
+                ]
+            })
+            .collect();
+        let a = vec![vec![], own];
+        let (deps, by_load) = find_unnotified(
+            &a,
+            &[vec![raw(Op::MainEnd, 0, 1_000_000)], vec![]],
+            &[vec![5], vec![]],
+            |q| panic!("{} looks asked for", q.len()),
+        );
+        assert!(deps.is_empty());
+        assert_eq!(by_load, 0);
     }
 
     /// A latch set by a plain store and counted down by threads 1 and 2 with one instruction
