@@ -83,8 +83,9 @@ pub fn find(
     first_loads: impl FnOnce(&[LoadQuery]) -> Vec<Option<u64>>,
 ) -> (Vec<Dep>, u64) {
     let at = |e: &(u64, u32, usize)| atomics[e.1 as usize][e.2];
-    // Each thread's futex waits that returned 0: (word, start seq, end seq, position).
-    let mut waits: Vec<(u64, u64, u64, u32, u64)> = Vec::new();
+    // Each thread's futex waits that returned 0, by word: (start seq, end seq, thread,
+    // position).
+    let mut waits: HashMap<u64, Vec<(u64, u64, u32, u64)>> = HashMap::new();
     for (t, ms) in marks.iter().enumerate() {
         for (k, m) in ms.iter().enumerate() {
             if m.op == Op::FutexWait
@@ -92,7 +93,10 @@ pub fn find(
                 && d.op == Op::Done
                 && d.args[0] == 0
             {
-                waits.push((m.args[0], m.seq, d.seq, t as u32, mark_at[t][k]));
+                waits
+                    .entry(m.args[0])
+                    .or_default()
+                    .push((m.seq, d.seq, t as u32, mark_at[t][k]));
             }
         }
     }
@@ -145,8 +149,8 @@ pub fn find(
                 }
             }
             // Waits on the counter itself across the moment it reached zero.
-            for &(w, s, e, t, pos) in &waits {
-                if w == x && s < zseq && zseq < e && t != u {
+            for &(s, e, t, pos) in waits.get(&x).map_or(&[][..], |w| w) {
+                if s < zseq && zseq < e && t != u {
                     waiters.push((t, pos, e));
                 }
             }
