@@ -111,14 +111,18 @@ pub type Simple<'a> = dyn FnMut(u32, Op, [u64; 3]) -> Option<Marker> + 'a;
 pub fn plan(marks: &[Vec<RawMark>], simple: &mut Simple<'_>) -> Plan {
     // 1. Pair each blocking operation with the Done that closes it (the next one not taken by
     //    an inner operation), and gather the events by kind.
-    let mut done: HashMap<At, (u64, i64)> = HashMap::new();
-    for (t, ms) in marks.iter().enumerate() {
+    // Per thread, per marker: the index of the Done that closes it (`NONE`: not a blocking
+    // operation, or one that never returned). A flat array, as every marker is looked up.
+    const NONE: u32 = u32::MAX;
+    let mut closed: Vec<Vec<u32>> = Vec::with_capacity(marks.len());
+    for ms in marks {
+        let mut by = vec![NONE; ms.len()];
         let mut open: Vec<u32> = Vec::new();
         for (k, m) in ms.iter().enumerate() {
             match m.op {
                 Op::Done => {
                     if let Some(o) = open.pop() {
-                        done.insert((t as u32, o), (m.seq, m.args[0] as i64));
+                        by[o as usize] = k as u32;
                     }
                 }
                 Op::Join
@@ -133,10 +137,17 @@ pub fn plan(marks: &[Vec<RawMark>], simple: &mut Simple<'_>) -> Plan {
                 _ => {}
             }
         }
+        closed.push(by);
     }
     let blocking = |at: At| {
-        done.get(&at)
-            .map(|&(done_seq, ret)| Blocking { done_seq, ret })
+        let d = closed[at.0 as usize][at.1 as usize];
+        (d != NONE).then(|| {
+            let m = &marks[at.0 as usize][d as usize];
+            Blocking {
+                done_seq: m.seq,
+                ret: m.args[0] as i64,
+            }
+        })
     };
 
     // 2. Every event in sequence order: (seq, kind, object, where).
@@ -257,7 +268,10 @@ pub fn plan(marks: &[Vec<RawMark>], simple: &mut Simple<'_>) -> Plan {
         &mut futex_woken,
     );
 
-    let mut lock_edge: HashMap<At, At> = HashMap::new();
+    // Per thread, per marker (a flat array: every lock and unlock is looked up below);
+    // `NO_AT` where the acquisition follows no other thread's release.
+    const NO_AT: At = (u32::MAX, u32::MAX);
+    let mut lock_edge: Vec<Vec<At>> = marks.iter().map(|ms| vec![NO_AT; ms.len()]).collect();
     mutex_events.sort_unstable();
     // Releases of each mutex in sequence order, for the re-locks below.
     let mut releases_of: HashMap<u64, Vec<(u64, At)>> = HashMap::new();
@@ -294,7 +308,7 @@ pub fn plan(marks: &[Vec<RawMark>], simple: &mut Simple<'_>) -> Plan {
                 if let Some(r) = pred
                     && r.0 != at.0
                 {
-                    lock_edge.insert(at, r);
+                    lock_edge[at.0 as usize][at.1 as usize] = r;
                 }
             }
         }
@@ -354,24 +368,30 @@ pub fn plan(marks: &[Vec<RawMark>], simple: &mut Simple<'_>) -> Plan {
     }
 
     // 5. Release indices, densely in sequence order of the releases edges point at.
+    // Per thread, per marker: its release index (`NONE`: no edge points at it).
+    let mut index: Vec<Vec<u32>> = marks.iter().map(|ms| vec![NONE; ms.len()]).collect();
     let mut targets: Vec<(u64, At)> = Vec::new();
-    {
-        let mut seen: std::collections::HashSet<At> = std::collections::HashSet::new();
-        for &r in wake_edge.values().chain(lock_edge.values()) {
-            if seen.insert(r) {
-                targets.push((marks[r.0 as usize][r.1 as usize].seq, r));
-            }
+    let edges = lock_edge.iter().flatten().filter(|&&r| r != NO_AT);
+    for &r in wake_edge.values().chain(edges) {
+        let i = &mut index[r.0 as usize][r.1 as usize];
+        if *i == NONE {
+            *i = 0;
+            targets.push((marks[r.0 as usize][r.1 as usize].seq, r));
         }
     }
     targets.sort_unstable();
-    let index: HashMap<At, u32> = targets
-        .iter()
-        .enumerate()
-        .map(|(i, &(_, at))| (at, i.min(Order::MAX_RELEASE as usize) as u32))
-        .collect();
-    let order_of = |e: Option<&At>| e.map_or(Order::NONE, |r| Order::after(index[r]));
+    for (i, &(_, r)) in targets.iter().enumerate() {
+        index[r.0 as usize][r.1 as usize] = i.min(Order::MAX_RELEASE as usize) as u32;
+    }
+    let order_of = |e: Option<At>| {
+        e.map_or(Order::NONE, |r| {
+            Order::after(index[r.0 as usize][r.1 as usize])
+        })
+    };
+    let lock_edge = |at: At| Some(lock_edge[at.0 as usize][at.1 as usize]).filter(|&r| r != NO_AT);
     let release = |at: At, out: &mut Vec<Marker>| {
-        if let Some(&i) = index.get(&at) {
+        let i = index[at.0 as usize][at.1 as usize];
+        if i != NONE {
             out.push(Marker::Release { index: i });
         }
     };
@@ -402,7 +422,7 @@ pub fn plan(marks: &[Vec<RawMark>], simple: &mut Simple<'_>) -> Plan {
                         // trace does not hold).
                         v.push(Marker::MutexLock {
                             addr: a0,
-                            order: order_of(lock_edge.get(&at)),
+                            order: order_of(lock_edge(at)),
                             spins: a1 != 0,
                             call: a2 == 0,
                         });
@@ -425,8 +445,8 @@ pub fn plan(marks: &[Vec<RawMark>], simple: &mut Simple<'_>) -> Plan {
                         v.push(Marker::CondWait {
                             cond: a0,
                             mutex: a1,
-                            wake: order_of(wake_edge.get(&at)),
-                            relock: order_of(lock_edge.get(&at)),
+                            wake: order_of(wake_edge.get(&at).copied()),
+                            relock: order_of(lock_edge(at)),
                         });
                     }
                 }
@@ -456,7 +476,7 @@ pub fn plan(marks: &[Vec<RawMark>], simple: &mut Simple<'_>) -> Plan {
                         }
                         v.push(Marker::FutexWait {
                             addr: a0,
-                            wake: order_of(wake_edge.get(&at)),
+                            wake: order_of(wake_edge.get(&at).copied()),
                         });
                     }
                 }
