@@ -1,8 +1,11 @@
 //! Tracing speed of `isim trace` on real programs: traced instructions per wall second
 //! (capture under QEMU plus conversion to a trace) and bytes per instruction of the written
 //! trace, for `examples/c/owner_barrier.c` (`-n 300`, about 75 M instructions) at 1 and 4
-//! threads and `examples/c/blocked_lu.c` (`-n 256`, about 55 M) at 4, converted on one host
-//! thread (`--host-threads 1`) and on all of them (the default), alternating, with the ratio.
+//! threads, `examples/c/blocked_lu.c` (`-n 256`, about 55 M) at 4 and `examples/c/tree_locks.c`
+//! (`-n 20000`, a mutex per node: about 43 M instructions, 3 M lock and unlock markers) at 4 — the
+//! conversion's synchronization passes at scale: a pass quadratic in the markers, or a hash
+//! lookup missing the cache per marker, shows here — converted on one host thread
+//! (`--host-threads 1`) and on all of them (the default), alternating, with the ratio.
 //!
 //! Not a criterion benchmark: one measurement takes seconds and spawns processes, so it runs
 //! each configuration three times and reports the median. Needs qemu-x86_64 and gcc; uses the
@@ -36,6 +39,7 @@ fn main() {
     let programs = [
         ("owner_barrier", "300", &["1", "4"][..]),
         ("blocked_lu", "256", &["4"][..]),
+        ("tree_locks", "20000", &["4"][..]),
     ];
     for (name, n, thread_counts) in programs {
         let exe = common::compile_example(root, dir.path(), name);
