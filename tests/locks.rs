@@ -177,15 +177,20 @@ fn hand_over() -> f64 {
 ///   out and not before `h / 2` after the release;
 /// * the next waiter gets the lock once it is released and the line is on its core.
 ///
-/// Returns the time the last thread finishes.
-fn fcfs_model(p: usize, n: usize, w: f64, c: f64, h: f64) -> f64 {
+/// Returns the time the last thread finishes, and how many times the line moved from one core
+/// to another and, of those, from one socket to another.
+fn fcfs_model(p: usize, n: usize, w: f64, c: f64, h: f64) -> (f64, u64, u64) {
     // Thread i runs on core i; a move between sockets adds the off-socket latency.
-    let mv = |from: usize, to: usize| {
+    let (mut moves, mut off) = (0u64, 0u64);
+    let mut mv = |from: usize, to: usize| {
         if from == to {
             0.0
         } else if from / SOCKET_CORES != to / SOCKET_CORES {
+            moves += 1;
+            off += 1;
             h + OFF_SOCKET
         } else {
+            moves += 1;
             h
         }
     };
@@ -227,6 +232,8 @@ fn fcfs_model(p: usize, n: usize, w: f64, c: f64, h: f64) -> f64 {
                 let x = ask[u].max(got);
                 let hu = mv(t, u);
                 if x + hu / 2.0 < r {
+                    // The request takes the line, the release takes it back.
+                    mv(u, t);
                     line_ready = r.max(x + hu) + hu;
                     line_ready
                 } else {
@@ -246,7 +253,7 @@ fn fcfs_model(p: usize, n: usize, w: f64, c: f64, h: f64) -> f64 {
             granted = Some((u, got, r));
         }
     }
-    end
+    (end, moves, off)
 }
 
 #[test]
@@ -308,7 +315,7 @@ fn a_lock_in_between_follows_a_first_come_first_served_model() {
     ] {
         let w = (WIDTH * p as f64 * (c as f64 / WIDTH + h) / rho).round() as u32;
         let s = run(p, n, w, c);
-        let model = fcfs_model(
+        let (model, moves, off) = fcfs_model(
             p as usize,
             n as usize,
             w as f64 / WIDTH,
@@ -320,6 +327,21 @@ fn a_lock_in_between_follows_a_first_come_first_served_model() {
             (0.9..=1.1).contains(&ratio),
             "P={p} N={n} W={w} C={c}: run {} cycles, FCFS model {model:.0}: ratio {ratio:.3}",
             cycles(&s)
+        );
+        // The lock word's moves between cores, and between sockets (`summary.json`), as the
+        // model moves its token.
+        let count = |k: &str| s["sync"][k].as_u64().unwrap_or(0);
+        let (got, got_off) = (
+            count("lock_line_moves"),
+            count("lock_line_moves_off_socket"),
+        );
+        assert!(
+            got.abs_diff(moves) as f64 <= 0.1 * moves as f64,
+            "P={p}: the lock's line moved {got} times between cores, the model's {moves}"
+        );
+        assert!(
+            got_off.abs_diff(off) as f64 <= 0.1 * off as f64,
+            "P={p}: {got_off} of its moves crossed sockets, the model's {off}"
         );
     }
 }

@@ -859,6 +859,14 @@ pub struct SyncStats {
     /// ([`LockModel::Futex`]'s `spin`).
     #[serde(default, skip_serializing_if = "is_zero")]
     pub lock_spins: u64,
+    /// Moves of mutex words' cache lines from one core to another (hand-overs of a lock, and
+    /// a waiter's look taking the line from the holder), each costing the transfer.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub lock_line_moves: u64,
+    /// Of those, how many came from a core of another socket (each paying the off-socket
+    /// latency too): where threads sit decides them.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub lock_line_moves_off_socket: u64,
 }
 
 fn is_zero(n: &u64) -> bool {
@@ -1790,9 +1798,19 @@ impl<'t, O: Observer> Engine<'t, O> {
     }
 
     /// Records that mutex `addr`'s line goes to `core`, asked for at `asked`, there at
-    /// `ready`; returns `ready`.
+    /// `ready` (counting the move if it comes from another core); returns `ready`.
     fn place_line(&mut self, addr: u64, core: u32, asked: f64, ready: f64) -> f64 {
+        let (timed, per_socket) = (self.timed(), self.cores_per_socket);
         let m = self.mutexes.entry(addr).or_default();
+        if timed
+            && let Some(was) = m.line
+            && was != core
+        {
+            self.sync.lock_line_moves += 1;
+            if was / per_socket != core / per_socket {
+                self.sync.lock_line_moves_off_socket += 1;
+            }
+        }
         m.line = Some(core);
         m.line_asked = asked;
         m.line_ready = ready;
