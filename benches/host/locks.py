@@ -203,6 +203,15 @@ def simulated(binary, args, tag):
     return s["cycles"], calls / max(sync.get("lock_acquisitions", 0), 1)
 
 
+def kernels():
+    """kernels.c built in WORK (once): the pingpong and par-compute probes of the machine."""
+    binary = os.path.join(WORK, "kernels")
+    if not os.path.exists(binary):
+        subprocess.run(["gcc", "-O2", "-g", "-pthread", "-I", os.path.join(ROOT, "include"), "-o",
+                        binary, os.path.join(HERE, "kernels.c")], check=True)
+    return binary
+
+
 def day_snoop_latency(reps):
     """The day's core-to-core transfer (pingpong, median of `reps` runs): the one-way time in
     CONFIG's cycles and the `coherence.snoop_latency` that gives it."""
@@ -214,10 +223,7 @@ def day_snoop_latency(reps):
     c = cfg["cache"]
     base = (c["l1d"]["tag_latency"] + c["l2"]["tag_latency"] + 1 + c["l3"]["tag_latency"]
             + c["l1d"]["data_latency"])
-    binary = os.path.join(WORK, "kernels")
-    if not os.path.exists(binary):
-        subprocess.run(["gcc", "-O2", "-g", "-pthread", "-I", os.path.join(ROOT, "include"), "-o",
-                        binary, os.path.join(HERE, "kernels.c")], check=True)
+    binary = kernels()
     n, runs = 200000, []
     for _ in range(reps):
         cmd = [binary, "pingpong", str(n)]
@@ -237,10 +243,7 @@ def guest_capacity(reps):
     the speedup of the medians and of the quartile pairs. A 2-core machine gives 2.00 (isim
     does: nothing is shared); less is the guest — vCPUs whose physical cores are busy with
     someone else's threads — and caps every native 2-thread figure of the pass."""
-    binary = os.path.join(WORK, "kernels")
-    if not os.path.exists(binary):
-        subprocess.run(["gcc", "-O2", "-g", "-pthread", "-I", os.path.join(ROOT, "include"), "-o",
-                        binary, os.path.join(HERE, "kernels.c")], check=True)
+    binary = kernels()
     n, times = 30_000_000, ([], [])
     for _ in range(reps):
         for k, threads in enumerate(("1", "2")):
