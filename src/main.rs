@@ -146,10 +146,17 @@ struct RunArgs {
     #[arg(long, default_value = "exact", value_parser = model_name)]
     model: sim_core::Model,
     /// Cycles a core may run ahead of the slower ones before the engine interleaves them
-    /// again (default 200): the exact model's quantum, the parallel model's round. Smaller
-    /// interleaves accesses to shared data more finely, at more scheduling work.
+    /// again (default 200): the exact model's quantum, the parallel model's round (a core
+    /// that shares written data runs by `--sharing-quantum`, if smaller). Smaller interleaves
+    /// accesses to shared data more finely, at more scheduling work.
     #[arg(long, value_name = "CYCLES", value_parser = clap::value_parser!(u32).range(1..))]
     quantum: Option<u32>,
+    /// Cycles a core whose data came from another core's cache in its last 1,000 cycles may
+    /// run ahead of the slower ones (default 2, at most the quantum); 0 runs such cores by
+    /// the quantum like the others, as isim did before 2026-11-29 (cores writing one line
+    /// then take it from each other once per quantum).
+    #[arg(long, value_name = "CYCLES")]
+    sharing_quantum: Option<u32>,
 }
 
 /// Parses a model name (`isim run --model`).
@@ -266,6 +273,7 @@ fn run(cli: Cli) -> Result<ExitCode> {
                 host_threads: a.host_threads.unwrap_or(0),
                 model: a.model,
                 quantum: a.quantum,
+                sharing_quantum: a.sharing_quantum,
             };
             let pb = spinner("simulating".into());
             let start = std::time::Instant::now();

@@ -49,11 +49,20 @@ pub struct RunRequest {
     pub model: Model,
     /// The engine's quantum in cycles (`None`: [`sim_core::engine::QUANTUM`]).
     pub quantum: Option<u32>,
+    /// The engine's quantum for threads that share written data, in cycles (`None`:
+    /// [`sim_core::engine::SHARING_QUANTUM`]; 0: none).
+    pub sharing_quantum: Option<u32>,
 }
 
 /// The engine's quantum: the one asked for, or the default.
 fn quantum(q: Option<u32>) -> f64 {
     q.map_or(sim_core::engine::QUANTUM, f64::from)
+}
+
+/// The engine's quantum for threads that share written data: the one asked for, or the
+/// default.
+fn sharing_quantum(q: Option<u32>) -> f64 {
+    q.map_or(sim_core::engine::SHARING_QUANTUM, f64::from)
 }
 
 /// `n` host threads, or all cores for 0.
@@ -197,7 +206,8 @@ pub fn run(req: &RunRequest, progress: impl FnMut(u64)) -> Result<RunOutcome> {
     let engine = Engine::new(&trace, &cfg, obs)?
         .host_threads(host_threads(req.host_threads))
         .model(req.model)
-        .quantum(quantum(req.quantum));
+        .quantum(quantum(req.quantum))
+        .sharing_quantum(sharing_quantum(req.sharing_quantum));
     let (result, attribution) = engine.run(progress)?;
     let late: Vec<String> = result
         .threads
@@ -260,6 +270,7 @@ pub fn run(req: &RunRequest, progress: impl FnMut(u64)) -> Result<RunOutcome> {
         erase: req.erase.iter().map(|pc| format!("{pc:#x}")).collect(),
         model: req.model,
         quantum: req.quantum,
+        sharing_quantum: req.sharing_quantum,
         cores: machine.total_cores(),
         sockets: machine.system.sockets,
         frequency_hz: machine.system.frequency.hz(),
@@ -417,6 +428,8 @@ pub struct RunDir {
     pub model: Model,
     /// The quantum the run used, if not the default (replays use it too).
     pub quantum: Option<u32>,
+    /// The sharing quantum the run used, if not the default (replays use it too).
+    pub sharing_quantum: Option<u32>,
 }
 
 impl RunDir {
@@ -435,6 +448,7 @@ impl RunDir {
             workload: head.workload,
             model: head.model,
             quantum: head.quantum,
+            sharing_quantum: head.sharing_quantum,
         })
     }
 
@@ -497,7 +511,8 @@ impl RunDir {
         let engine = Engine::new(&self.trace, &cfg, obs)?
             .host_threads(host_threads(0))
             .model(self.model)
-            .quantum(quantum(self.quantum));
+            .quantum(quantum(self.quantum))
+            .sharing_quantum(sharing_quantum(self.sharing_quantum));
         Ok(engine.run(progress)?)
     }
 }

@@ -14,9 +14,10 @@ use common::{fails, ok};
 
 /// `summary.json` of `isim run --trace trace -o run`, without the trace's path.
 fn simulated_summary(trace: &Path, run: &Path) -> serde_json::Value {
-    // The stored summaries were simulated before `[coherence] snoop_latency` and
-    // `[core.store_forward]` existed: 0 and `enabled = false` are the model they were made
-    // with (these tests check the trace formats, not the model).
+    // The stored summaries were simulated before `[coherence] snoop_latency`,
+    // `[core.store_forward]` and the engine's sharing quantum existed: 0, `enabled = false`
+    // and `--sharing-quantum 0` are the model they were made with (these tests check the
+    // trace formats, not the model).
     ok(&[
         "run",
         "--trace",
@@ -25,12 +26,18 @@ fn simulated_summary(trace: &Path, run: &Path) -> serde_json::Value {
         "coherence.snoop_latency=0",
         "--set",
         "core.store_forward.enabled=false",
+        "--sharing-quantum",
+        "0",
         "-o",
         run.to_str().unwrap(),
     ]);
     let mut sum: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(run.join("summary.json")).unwrap()).unwrap();
     sum.as_object_mut().unwrap().remove("trace");
+    assert_eq!(
+        sum.as_object_mut().unwrap().remove("sharing_quantum"),
+        Some(0.into())
+    );
     // Fields summary.json gained after the stored summaries were written (each thread's start,
     // for the thread groups; the synchronization counts, zero in these traces' runs without
     // mutexes); everything the stored ones hold must be unchanged.
@@ -463,6 +470,8 @@ fn v1_traces_read_count_and_simulate_as_the_isim_that_wrote_them() {
             "coherence.snoop_latency=0",
             "--set",
             "core.store_forward.enabled=false",
+            "--sharing-quantum",
+            "0",
             "-o",
             run2.to_str().unwrap(),
         ]);

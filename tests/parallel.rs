@@ -59,6 +59,11 @@ fn compare(dir: &Path, name: &str, input: &[String], failures: &mut Vec<String>)
         input,
         &["--quantum", "20"],
     );
+    // Threads that share written data run by the engine's sharing quantum (2 cycles) at
+    // either quantum, so 20 against 200 no longer shows how the exact model moves with its
+    // interleaving where cores share data; a quantum of 1 interleaves those threads more
+    // finely too (blocked_lu at 8 threads: 671,705 cycles at 200, 675,567 at 20, 691,602 at 1).
+    let finest = run(dir, &format!("{name}-exact-1"), input, &["--quantum", "1"]);
     let par = run(
         dir,
         &format!("{name}-parallel"),
@@ -66,7 +71,10 @@ fn compare(dir: &Path, name: &str, input: &[String], failures: &mut Vec<String>)
         &["--model", "parallel"],
     );
     let (cycles, component) = differences(&exact, &par);
-    let (own_cycles, own_component) = differences(&exact, &fine);
+    let (own_cycles, own_component) = {
+        let (a, b) = (differences(&exact, &fine), differences(&exact, &finest));
+        (a.0.max(b.0), a.1.max(b.1))
+    };
     println!(
         "{name:<18} {cycles:>11.2}% {own_cycles:>11.2}% {component:>13.2}% {own_component:>13.2}%"
     );
@@ -275,6 +283,61 @@ fn results_do_not_depend_on_where_batches_end() {
                 assert!(
                     *r == runs[0],
                     "{w} {model:?}: batches of {b} records differ from 512"
+                );
+            }
+        }
+    }
+}
+
+/// Cores writing one line take it from each other access by access, whatever the quantum
+/// (`sim_core::engine::SHARING_QUANTUM`): `false-sharing` (8 threads incrementing counters packed in
+/// one line) runs within 2 % of its cycles at a quantum of 2 at quanta of 200 and 20 in both
+/// models (before the sharing quantum, the exact model gave 120,573, 275,992 and 844,940
+/// cycles at 200, 20 and 2: each core kept the line for a whole quantum), and at the default
+/// quantum at least 40 % of a worker's accesses are served by another core's L1 (4.5 %
+/// before: the line moved once per turn).
+#[test]
+fn cores_writing_one_line_take_it_from_each_other_whatever_the_quantum() {
+    let dir = tempfile::tempdir().unwrap();
+    let run = |name: &str, extra: &[&str]| -> Value {
+        let out = dir.path().join(name);
+        let mut a = vec!["run", "-o", out.to_str().unwrap()];
+        a.extend(["-w", "false-sharing", "-t", "8", "-s", "20000"]);
+        a.extend(extra);
+        ok(&a);
+        serde_json::from_str(&std::fs::read_to_string(out.join("summary.json")).unwrap()).unwrap()
+    };
+    let reference = run("q2", &["--quantum", "2"])["cycles"].as_f64().unwrap();
+    for (model, quantum) in [
+        ("exact", "200"),
+        ("exact", "20"),
+        ("parallel", "200"),
+        ("parallel", "20"),
+    ] {
+        let s = run(
+            &format!("{model}-{quantum}"),
+            &["--model", model, "--quantum", quantum],
+        );
+        let cycles = s["cycles"].as_f64().unwrap();
+        assert!(
+            (cycles / reference - 1.0).abs() <= 0.02,
+            "{model} model at quantum {quantum}: {cycles} cycles, at quantum 2: {reference}"
+        );
+        if quantum == "200" {
+            // Served by another core's L1: `sim_memory::Served::L1Neighbor`.
+            let neighbour = sim_memory::Served::L1Neighbor as usize;
+            for (core, m) in s["memory_cores"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .enumerate()
+                .skip(1)
+            {
+                let accesses = m["loads"].as_u64().unwrap() + m["stores"].as_u64().unwrap();
+                let moved = m["served"][neighbour].as_u64().unwrap();
+                assert!(
+                    moved * 10 >= accesses * 4,
+                    "{model}: core {core} had {moved} of its {accesses} accesses served by another core's L1"
                 );
             }
         }

@@ -6,7 +6,10 @@
 //!
 //! **Scheduling** ([`Model`]). In the exact model, the runnable thread with the smallest
 //! clock (ties: lowest id) runs until its clock passes the next smallest clock by the quantum
-//! ([`QUANTUM`] cycles) or it reaches a marker. In the parallel model, rounds: every runnable
+//! ([`QUANTUM`] cycles) or it reaches a marker; a thread whose data came from another core's
+//! cache within the last [`SHARING_HOLD`] cycles runs by [`SHARING_QUANTUM`] instead, so that
+//! cores writing one line (false or true sharing) take it from each other access by access
+//! as on the hardware, not once per quantum. In the parallel model, rounds: every runnable
 //! thread runs with its core's private part of the memory system up to its next instruction
 //! that needs the shared levels, a marker, or the smallest clock plus the quantum, the threads
 //! on several host threads; then those instructions (within [`SKEW`] cycles of the earliest;
@@ -84,7 +87,7 @@ use serde::Serialize;
 use sim_frontend::format::reader::BATCH_RECORDS;
 use sim_frontend::model::{Batch, Inst, Marker, NO_SIDX, Order, Record, exit_count_thread};
 use sim_frontend::{ThreadStream, Trace, TraceError};
-use sim_memory::{CacheStats, CoreStats, Memory, MemoryConfig, Private};
+use sim_memory::{CacheStats, CoreStats, Memory, MemoryConfig, Private, Served};
 
 use crate::ahead;
 use crate::bpred::{BpredConfig, Predictor, build};
@@ -103,6 +106,20 @@ pub const SKEW: f64 = 20.0;
 /// Cycles a thread may run ahead of the next slowest runnable thread (the exact model), or
 /// past the slowest (the parallel model's rounds), unless [`Engine::quantum`] says otherwise.
 pub const QUANTUM: f64 = 200.0;
+
+/// Cycles a thread that shares written data with other cores may run ahead of the next
+/// slowest runnable thread in the exact model (at most the quantum). With the quantum, two
+/// cores writing one line took it from each other once per quantum: the first access of each
+/// turn missed and the rest of the turn's accesses hit, so a loop of increments to counters
+/// in one line (false sharing) ran as fast as with the counters apart, where the hardware
+/// moves the line at nearly every access (`docs/parallel.md`).
+pub const SHARING_QUANTUM: f64 = 2.0;
+
+/// How long, in cycles of its own clock, a thread keeps [`SHARING_QUANTUM`] after an access
+/// served by another core's cache (a line another core had modified, or a cache of another
+/// socket): the time to its next access to such a line in a loop that shares one, and short
+/// enough that a thread that read its neighbours' results once goes back to the quantum.
+pub const SHARING_HOLD: f64 = 1000.0;
 
 isim_names::indexed_enum! {
     /// How the engine orders the simulated cores' work (see the module documentation). The
@@ -737,6 +754,9 @@ struct Thread<'t> {
     /// Its futex wait in progress, when it waits for another thread's count-down at that
     /// thread's end (`model::EXIT_COUNT`): that thread, the wake, and when the wait began.
     counting: Option<(u32, Order, f64)>,
+    /// Until when (its clock) it runs by [`SHARING_QUANTUM`]: [`SHARING_HOLD`] after its
+    /// last access served by another core's cache.
+    sharing_until: f64,
 }
 
 /// A thread waiting for a mutex: when it asked (simulated time), who, and its rank for
@@ -1023,6 +1043,11 @@ pub struct Engine<'t, O: Observer> {
     host_threads: usize,
     model: Model,
     quantum: f64,
+    /// [`SHARING_QUANTUM`] or what [`Engine::sharing_quantum`] set (0: none).
+    sharing_quantum: f64,
+    /// [`Engine::served_by_others`] of each thread before a round of the parallel model
+    /// (kept between rounds: [`Engine::round`]).
+    served_before: Vec<u64>,
     /// Instructions the last parallel phase executed (a phase much smaller than a host
     /// thread's hand-over runs on the calling thread; where it runs changes no result).
     last_phase: u64,
@@ -1123,6 +1148,7 @@ impl<'t, O: Observer> Engine<'t, O> {
                 futex: None,
                 asked: None,
                 owed: Vec::new(),
+                sharing_until: f64::NEG_INFINITY,
             });
         }
         Ok(Engine {
@@ -1130,6 +1156,8 @@ impl<'t, O: Observer> Engine<'t, O> {
             host_threads: 1,
             model: Model::default(),
             quantum: QUANTUM,
+            sharing_quantum: SHARING_QUANTUM,
+            served_before: Vec::new(),
             last_phase: u64::MAX,
             done: (0..n).map(|_| Vec::new()).collect(),
             stacks: (0..n).map(|_| Vec::new()).collect(),
@@ -1173,6 +1201,15 @@ impl<'t, O: Observer> Engine<'t, O> {
     /// finely, at more scheduling work (`docs/parallel.md` shows how results move with it).
     pub fn quantum(mut self, cycles: f64) -> Self {
         self.quantum = cycles.max(1.0);
+        self
+    }
+
+    /// Sets how far a thread that shares written data with other cores may run past the next
+    /// slowest (default [`SHARING_QUANTUM`]; capped by the quantum): 0 lets such threads run
+    /// by the quantum like the others, as the engine did before it had this rule (the tests
+    /// of old traces' stored results use it).
+    pub fn sharing_quantum(mut self, cycles: f64) -> Self {
+        self.sharing_quantum = cycles.max(0.0);
         self
     }
 
@@ -1321,20 +1358,30 @@ impl<'t, O: Observer> Engine<'t, O> {
             // The tree is told what changed: after a round, every thread; after a slice, its
             // thread and the threads its marker or end made runnable or not (`touched`).
             match crew {
-                Some(crew) if self.roi_active && sched.runnable() > 1 => {
+                // The earliest thread, while it shares written data with other cores, takes
+                // a slice of the exact model: in rounds, its accesses to the shared lines
+                // would be done one per round, in an order that is not simulated time's.
+                Some(crew)
+                    if self.roi_active
+                        && sched.runnable() > 1
+                        && self.quantum_of(tid) == self.quantum =>
+                {
                     self.round(tt, at + self.quantum, crew)?;
                     sched.rebuild(clocks(&self.threads));
                     self.touched.clear();
                 }
                 _ => {
                     let limit = if second.is_finite() {
-                        second + self.quantum
+                        second + self.quantum_of(tid)
                     } else {
                         f64::INFINITY
                     };
                     // A slice does a parked instruction as any other, with the whole memory.
                     self.threads[tid as usize].parked = false;
-                    match self.slice(tt, tid, limit)? {
+                    let before = self.served_by_others(tid);
+                    let step = self.slice(tt, tid, limit)?;
+                    self.note_sharing(tid, before);
+                    match step {
                         Step::Quantum => {}
                         Step::End => self.end_thread(tid),
                         Step::Marker(m) => self.marker(tid, m),
@@ -1395,6 +1442,10 @@ impl<'t, O: Observer> Engine<'t, O> {
     fn round(&mut self, tt: &TimingTable, limit: f64, crew: &Crew<'_>) -> Result<(), SimError> {
         let (roi_done, path) = (self.roi_done, self.trace_path);
         let n = self.threads.len();
+        // What other cores' caches had served each thread before the round.
+        let mut served = std::mem::take(&mut self.served_before);
+        served.clear();
+        served.extend((0..n as u32).map(|t| self.served_by_others(t)));
         let mut parts = self.obs.parts().map(Vec::into_iter);
         // Lanes for the threads that can run: runnable, not parked, within the round.
         // Each core's private part, taken by the thread running on that core.
@@ -1509,6 +1560,10 @@ impl<'t, O: Observer> Engine<'t, O> {
                 Some(Stop::Failed(e)) => return Err(*e),
             }
         }
+        for (tid, &before) in served.iter().enumerate() {
+            self.note_sharing(tid as u32, before);
+        }
+        self.served_before = served;
         Ok(())
     }
 
@@ -1590,6 +1645,38 @@ impl<'t, O: Observer> Engine<'t, O> {
             ));
         }
         s
+    }
+
+    /// How far thread `tid` may run past the next slowest thread in the exact model: the
+    /// quantum, or [`SHARING_QUANTUM`] while it shares written data with other cores
+    /// ([`Thread::sharing_until`]). The parallel model gives such a thread, when it is the
+    /// earliest, a slice of the exact model instead of a round.
+    fn quantum_of(&self, tid: u32) -> f64 {
+        let th = &self.threads[tid as usize];
+        if self.sharing_quantum > 0.0 && th.core.now < th.sharing_until {
+            self.quantum.min(self.sharing_quantum)
+        } else {
+            self.quantum
+        }
+    }
+
+    /// Accesses of thread `tid`'s core served by another core's cache so far (a line another
+    /// core had modified, or a cache of another socket).
+    fn served_by_others(&self, tid: u32) -> u64 {
+        let s = &self.mem.core_stats[self.threads[tid as usize].core.id() as usize].served;
+        s[Served::L1Neighbor as usize]
+            + s[Served::L2Neighbor as usize]
+            + s[Served::OffSocket as usize]
+    }
+
+    /// After thread `tid` ran, `before` being [`Engine::served_by_others`] then: if some of
+    /// its accesses were served by another core's cache, it runs by [`SHARING_QUANTUM`] for
+    /// the next [`SHARING_HOLD`] cycles.
+    fn note_sharing(&mut self, tid: u32, before: u64) {
+        if self.served_by_others(tid) != before {
+            let th = &mut self.threads[tid as usize];
+            th.sharing_until = th.core.now + SHARING_HOLD;
+        }
     }
 
     /// The exact model's turn of thread `tid`: its instructions until its clock passes

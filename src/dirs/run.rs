@@ -46,6 +46,10 @@ pub struct Summary {
     /// The engine's quantum in cycles; absent for the default ([`sim_core::engine::QUANTUM`]).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub quantum: Option<u32>,
+    /// The engine's quantum for threads that share written data, in cycles; absent for the
+    /// default ([`sim_core::engine::SHARING_QUANTUM`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sharing_quantum: Option<u32>,
     /// Cores of the machine.
     pub cores: u32,
     /// Sockets of the machine.

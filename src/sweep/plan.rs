@@ -285,6 +285,7 @@ impl SweepSpec {
                 host_threads: 1,
                 model: sim_core::Model::Exact,
                 quantum: None,
+                sharing_quantum: None,
             };
         }
         RunRequest {
@@ -301,6 +302,7 @@ impl SweepSpec {
             host_threads: 1,
             model: sim_core::Model::Exact,
             quantum: None,
+            sharing_quantum: None,
         }
     }
 
