@@ -10,9 +10,14 @@
 //! `shared` in `Pool::shared`), when the traced program's file is still at its path: the
 //! trace keeps code addresses, not where the program was loaded, so the load address is found
 //! from the program's function symbols and the lowest address the trace ran in each (the
-//! entry of a called function), the value most functions agree on, page-aligned.
+//! entry of a called function), the value most functions agree on, page-aligned. A lock no
+//! symbol holds (one in the heap or on a stack) is named by where its word was first written,
+//! which is where the program made or initialised it: the trace's first store to the word,
+//! in the lowest-numbered thread that stored to it, located at that thread's last instruction
+//! of the program's own code before it (the call into `pthread_mutex_init`, `calloc` or a
+//! constructor: `first written at tree_locks.c:27 (new_node)`).
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 use std::fmt::Write as _;
 use std::path::PathBuf;
 
@@ -21,7 +26,8 @@ use anyhow::Result;
 use clap::Args;
 use serde::Serialize;
 use sim_core::Component;
-use sim_frontend::model::Program;
+use sim_frontend::Trace;
+use sim_frontend::model::{Batch, Program, Record};
 
 use crate::progress::spinner;
 use crate::run::RunDir;
@@ -65,6 +71,10 @@ pub struct LocksReport {
 pub struct LockRow {
     /// The lock word's address, in hex.
     pub addr: String,
+    /// For a lock no data symbol holds: the program's own source line (and function) that
+    /// led to the first store to its word (`file:line (function)`), if the trace has one.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub first_written_at: Option<String>,
     /// How the report names it: the data symbol holding it (else its address) and the
     /// source line that waited most for it.
     pub name: String,
@@ -193,9 +203,20 @@ fn function(p: &Program, sidx: u32) -> String {
 
 /// The report of `locks`, collected from a run of `rd` with `sync_crit_sect` and
 /// `thread_cycles` from its result.
-fn report(rd: &RunDir, locks: Vec<Lock>, sync_crit_sect: f64, thread_cycles: f64) -> LocksReport {
+fn report(
+    rd: &RunDir,
+    locks: Vec<Lock>,
+    sync_crit_sect: f64,
+    thread_cycles: f64,
+) -> Result<LocksReport> {
     let p = &rd.trace.program;
     let symbols = data_symbols(rd);
+    let unnamed: Vec<u64> = locks
+        .iter()
+        .map(|l| l.addr)
+        .filter(|&a| symbol_of(&symbols, a).is_none())
+        .collect();
+    let first = first_writes(&rd.trace, unnamed)?;
     let share = |c: f64| {
         if sync_crit_sect > 0.0 {
             c / sync_crit_sect
@@ -243,13 +264,21 @@ fn report(rd: &RunDir, locks: Vec<Lock>, sync_crit_sect: f64, thread_cycles: f64
             let mut waited_behind: Vec<BlamedRow> = behind.into_values().collect();
             waited_behind.sort_by(|a, b| b.wait_cycles.total_cmp(&a.wait_cycles));
             let addr = format!("{:#x}", l.addr);
-            let what = symbol_of(&symbols, l.addr).unwrap_or_else(|| addr.clone());
+            let first_written_at = first
+                .get(&l.addr)
+                .map(|&sidx| format!("{} ({})", location(p, sidx), function(p, sidx)));
+            let what = match (symbol_of(&symbols, l.addr), &first_written_at) {
+                (Some(symbol), _) => symbol,
+                (None, Some(at)) => format!("{addr} (first written at {at})"),
+                (None, None) => addr.clone(),
+            };
             let name = match sites.first() {
                 Some(s) => format!("{what} taken at {}", s.location),
                 None => what,
             };
             LockRow {
                 addr,
+                first_written_at,
                 name,
                 acquisitions: l.acquisitions,
                 contended: l.contended,
@@ -263,14 +292,57 @@ fn report(rd: &RunDir, locks: Vec<Lock>, sync_crit_sect: f64, thread_cycles: f64
             }
         })
         .collect();
-    LocksReport {
+    Ok(LocksReport {
         schema: SCHEMA,
         run: rd.dir.display().to_string(),
         thread_cycles,
         sync_crit_sect_cycles: sync_crit_sect,
         lock_cycles,
         locks: rows,
+    })
+}
+
+/// For each lock word in `words` (4 bytes from each address): the static index of the last
+/// instruction of the program's own code ([`Program::own_code`]) before the trace's first
+/// store to it, in the lowest-numbered thread that stored to it after running some of the
+/// program's own code — the call that led into the library code that wrote it, or the store
+/// itself in the program's code. Words no such store reached are left out. One pass over
+/// the trace's streams, a binary search per store.
+fn first_writes(trace: &Trace, mut words: Vec<u64>) -> Result<HashMap<u64, u32>> {
+    let mut found = HashMap::new();
+    if words.is_empty() {
+        return Ok(found);
     }
+    words.sort_unstable();
+    words.dedup();
+    let own = trace.program.own_code();
+    let mut batch = Batch::default();
+    for tid in 0..trace.thread_count() {
+        if found.len() == words.len() {
+            break;
+        }
+        let mut last_own: Option<u32> = None;
+        let mut s = trace.stream_readahead(tid, 4)?;
+        while s.next_batch(&mut batch)? {
+            for r in &batch.records {
+                let Record::Inst(i) = r else { continue };
+                if own.get(i.sidx as usize).copied().unwrap_or(false) {
+                    last_own = Some(i.sidx);
+                }
+                let Some(site) = last_own else { continue };
+                for m in batch.mem_of(i).iter().filter(|m| m.write) {
+                    // The words overlapping [addr, addr + size): from the first one that
+                    // ends after addr.
+                    let end = m.addr + u64::from(m.size);
+                    let k = words.partition_point(|&w| w + 4 <= m.addr);
+                    for &w in words[k..].iter().take_while(|&&w| w < end) {
+                        found.entry(w).or_insert(site);
+                    }
+                }
+            }
+        }
+    }
+    Ok(found)
 }
 
 /// The report as text: a summary line, then the top locks with their sites and the critical
@@ -340,7 +412,7 @@ pub fn main(a: &LocksArgs) -> Result<()> {
         .map(|t| t.stack.get(Component::SyncCritSect))
         .sum();
     let thread_cycles: f64 = result.threads.iter().map(|t| t.cycles).sum();
-    let rep = report(&rd, collector.finish(), sync, thread_cycles);
+    let rep = report(&rd, collector.finish(), sync, thread_cycles)?;
     let json = serde_json::to_string_pretty(&rep)?;
     crate::fsutil::write_atomic(&rd.dir.join("locks.json"), json.as_bytes())?;
     if a.json {

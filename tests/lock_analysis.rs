@@ -178,3 +178,61 @@ fn a_hot_lock_is_found_at_its_line_in_a_traced_program() {
         check_sum(&r);
     }
 }
+
+/// A lock in the heap is named by where its word was first written (`isim locks`): the tree
+/// build with a lock per node (`examples/c/tree_locks.c`), whose root is a static structure
+/// (`root`, its mutex at offset 0x18) and whose other nodes come from `new_node` (`calloc` at
+/// line 25, `pthread_mutex_init` at line 27). Every lock but the root's is named by one of
+/// those two lines in `new_node` (before, by a bare address), and the root's by its symbol.
+#[test]
+fn a_heap_lock_is_named_by_the_line_that_first_wrote_it() {
+    if !common::tools_present(&["qemu-x86_64", "gcc"]) {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let ex = common::root().join("examples/c/tree_locks.c");
+    let prog = common::compile(dir.path(), "tree_locks", &ex, &[]);
+    let trace = dir.path().join("t.itrace");
+    let o = Command::new(env!("CARGO_BIN_EXE_isim"))
+        .env("ISIM_TRACER_DIR", common::tracer_libs())
+        .args(["trace", "-o"])
+        .arg(&trace)
+        .arg("--")
+        .arg(&prog)
+        .args(["-t", "4", "-n", "300"])
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let r = locks(&trace, &dir.path().join("run"), &[]);
+    let all = r["locks"].as_array().unwrap();
+    let root: Vec<&Value> = all
+        .iter()
+        .filter(|l| {
+            l["name"]
+                .as_str()
+                .unwrap()
+                .starts_with("root+0x18 taken at ")
+        })
+        .collect();
+    assert_eq!(root.len(), 1, "the root's lock, by its symbol: {r}");
+    assert!(root[0].get("first_written_at").is_none(), "{}", root[0]);
+    let heap: Vec<&Value> = all.iter().filter(|l| !std::ptr::eq(*l, root[0])).collect();
+    assert!(heap.len() >= 100, "{} heap locks", heap.len());
+    for l in heap {
+        let at = l["first_written_at"].as_str().unwrap_or("");
+        assert!(
+            at.ends_with("tree_locks.c:25 (new_node)")
+                || at.ends_with("tree_locks.c:27 (new_node)"),
+            "{l}"
+        );
+        let name = l["name"].as_str().unwrap();
+        assert!(
+            name.starts_with(&format!(
+                "{} (first written at {at})",
+                l["addr"].as_str().unwrap()
+            )),
+            "{name}"
+        );
+    }
+    check_sum(&r);
+}
