@@ -14,8 +14,8 @@
 //! symbol holds (one in the heap or on a stack) is named by where its word was first written,
 //! which is where the program made or initialised it: the trace's first store to the word,
 //! in the lowest-numbered thread that stored to it, located at that thread's last instruction
-//! of the program's own code before it (the call into `pthread_mutex_init`, `calloc` or a
-//! constructor: `first written at tree_locks.c:27 (new_node)`).
+//! of the program's own code before it (the call into `calloc`, `pthread_mutex_init` or a
+//! constructor: `first written at tree_locks.c:25 (new_node)`, its `calloc`).
 
 use std::collections::{BTreeMap, HashMap};
 use std::fmt::Write as _;
@@ -333,8 +333,8 @@ fn first_writes(trace: &Trace, mut words: Vec<u64>) -> Result<HashMap<u64, u32>>
                 for m in batch.mem_of(i).iter().filter(|m| m.write) {
                     // The words overlapping [addr, addr + size): from the first one that
                     // ends after addr.
-                    let end = m.addr + u64::from(m.size);
-                    let k = words.partition_point(|&w| w + 4 <= m.addr);
+                    let end = m.addr.saturating_add(u64::from(m.size));
+                    let k = words.partition_point(|&w| w.saturating_add(4) <= m.addr);
                     for &w in words[k..].iter().take_while(|&&w| w < end) {
                         found.entry(w).or_insert(site);
                     }
