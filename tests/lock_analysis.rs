@@ -11,7 +11,6 @@
 mod common;
 
 use std::path::Path;
-use std::process::Command;
 
 use serde_json::Value;
 use sim_frontend::TraceWriter;
@@ -147,19 +146,9 @@ fn a_hot_lock_is_found_at_its_line_in_a_traced_program() {
         return;
     }
     let dir = tempfile::tempdir().unwrap();
-    let ex = common::root().join("examples/c/lock_counter.c");
-    let prog = common::compile(dir.path(), "lock_counter", &ex, &[]);
-    let trace = dir.path().join("t.itrace");
-    let o = Command::new(env!("CARGO_BIN_EXE_isim"))
-        .env("ISIM_TRACER_DIR", common::tracer_libs())
-        .args(["trace", "-o"])
-        .arg(&trace)
-        .arg("--")
-        .arg(&prog)
-        .args(["-t", "4", "-w", "50", "-i", "400"])
-        .output()
-        .unwrap();
-    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let prog = common::example(dir.path(), "lock_counter");
+    let args = ["-t", "4", "-w", "50", "-i", "400"];
+    let trace = common::trace(&prog, &args, &dir.path().join("t.itrace"));
     for (name, sets) in [("fifo", &[][..]), ("futex", &["locks.model=futex"][..])] {
         let r = locks(&trace, &dir.path().join(name), sets);
         let top = &r["locks"][0];
@@ -191,19 +180,12 @@ fn a_heap_lock_is_named_by_the_line_that_first_wrote_it() {
         return;
     }
     let dir = tempfile::tempdir().unwrap();
-    let ex = common::root().join("examples/c/tree_locks.c");
-    let prog = common::compile(dir.path(), "tree_locks", &ex, &[]);
-    let trace = dir.path().join("t.itrace");
-    let o = Command::new(env!("CARGO_BIN_EXE_isim"))
-        .env("ISIM_TRACER_DIR", common::tracer_libs())
-        .args(["trace", "-o"])
-        .arg(&trace)
-        .arg("--")
-        .arg(&prog)
-        .args(["-t", "4", "-n", "300"])
-        .output()
-        .unwrap();
-    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let prog = common::example(dir.path(), "tree_locks");
+    let trace = common::trace(
+        &prog,
+        &["-t", "4", "-n", "300"],
+        &dir.path().join("t.itrace"),
+    );
     let r = locks(&trace, &dir.path().join("run"), &[]);
     let all = r["locks"].as_array().unwrap();
     let root: Vec<&Value> = all

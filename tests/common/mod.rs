@@ -124,6 +124,27 @@ pub fn example(dir: &Path, name: &str) -> PathBuf {
     )
 }
 
+/// Traces `exe` with `args` (`isim trace -o TRACE -- EXE ARGS`, the tracer libraries built
+/// for the tests) into `trace`, which it returns; the trace must succeed.
+pub fn trace(exe: &Path, args: &[&str], trace: &Path) -> PathBuf {
+    let o = Command::new(env!("CARGO_BIN_EXE_isim"))
+        .env("ISIM_TRACER_DIR", tracer_libs())
+        .args(["trace", "-o"])
+        .arg(trace)
+        .arg("--")
+        .arg(exe)
+        .args(args)
+        .output()
+        .expect("run isim trace");
+    assert!(
+        o.status.success(),
+        "tracing {}: {}",
+        exe.display(),
+        String::from_utf8_lossy(&o.stderr)
+    );
+    trace.to_path_buf()
+}
+
 /// Declares the one static instruction of a hand-made trace: an ALU operation at 0x1000 with
 /// no operands, which a core dispatches at its full width. Returns its static index.
 pub fn alu_inst(w: &mut sim_frontend::TraceWriter) -> u32 {
