@@ -1,6 +1,6 @@
 //! LIME's precision corpus (issue 43): every program in `examples/lime/` plants one cause of
 //! load imbalance at the line marked `PLANTED` (its header says which kind: control flow, cache
-//! misses, a serial part, time inside a library call), in the idioms real code uses — pthread
+//! misses (false sharing among them), a serial part, time inside a library call), in the idioms real code uses — pthread
 //! and mutex+condition barriers, a hand-built spin barrier, OpenMP loops (static, cyclic,
 //! dynamic, guided; with `reduction`, `critical`, `atomic`, `nowait`), `sections`, `single`,
 //! tasks, nested regions, C++ `std::thread` with `std::barrier` and `std::latch`, Rust `Barrier`
