@@ -58,6 +58,9 @@ fn omp_barrier_id(region: u64, which: u64) -> u64 {
     region.wrapping_mul(4).wrapping_add(which)
 }
 
+/// A futex wait's return when the word no longer held the value it was to wait on.
+const EAGAIN: i64 = 11;
+
 /// Ids of the barrier episodes found in condition variables (above any user address).
 const HAND_BARRIER: u64 = 0x6861_6e64_0000_0000;
 
@@ -163,6 +166,9 @@ pub fn plan(marks: &[Vec<RawMark>], simple: &mut Simple<'_>) -> Plan {
     let mut cond_waits: HashMap<u64, Vec<(u64, u64, At)>> = HashMap::new();
     let mut wakes: HashMap<u64, Vec<(u64, bool, At)>> = HashMap::new();
     let mut futex_waits: HashMap<u64, Vec<(u64, u64, At)>> = HashMap::new();
+    // Futex waits that returned at once because the word had changed (EAGAIN), with the
+    // sequence number of their thread's event before them: (that, their own, where).
+    let mut futex_again: HashMap<u64, Vec<(u64, u64, At)>> = HashMap::new();
     for (t, ms) in marks.iter().enumerate() {
         for (k, m) in ms.iter().enumerate() {
             let at = (t as u32, k as u32);
@@ -198,16 +204,17 @@ pub fn plan(marks: &[Vec<RawMark>], simple: &mut Simple<'_>) -> Plan {
                         .or_default()
                         .push((m.seq, m.args[1] >= 1 << 30, at))
                 }
-                Op::FutexWait => {
-                    if let Some(b) = b
-                        && b.ret == 0
-                    {
-                        futex_waits
-                            .entry(m.args[0])
-                            .or_default()
-                            .push((m.seq, b.done_seq, at));
-                    }
-                }
+                Op::FutexWait => match b {
+                    Some(b) if b.ret == 0 => futex_waits
+                        .entry(m.args[0])
+                        .or_default()
+                        .push((m.seq, b.done_seq, at)),
+                    Some(b) if b.ret == -EAGAIN && k > 0 => futex_again
+                        .entry(m.args[0])
+                        .or_default()
+                        .push((ms[k - 1].seq, m.seq, at)),
+                    _ => {}
+                },
                 _ => {}
             }
         }
@@ -267,6 +274,33 @@ pub fn plan(marks: &[Vec<RawMark>], simple: &mut Simple<'_>) -> Plan {
         &mut wake_edge,
         &mut futex_woken,
     );
+    // A waiter whose futex wait found the word already changed was let go by the broadcast
+    // that changed it without sleeping (a Rust `Condvar`'s waiter whose `notify_all` came
+    // between its load of the word and its wait: under QEMU, as the host scheduled the traced
+    // run). For the barrier test below it is one of that broadcast's episode, so that a Rust
+    // `Barrier` is recognised whether or not every waiter slept. Its broadcast: the last one on
+    // the word after the waiter's event before the wait, if one came before the wait (the
+    // word changed and the wake followed, then the wait came); else the first one after it
+    // (the word changed, the wait came, then the wake). It gets no wake edge: nothing in the
+    // traced run says it slept.
+    let mut objs: Vec<u64> = futex_again.keys().copied().collect();
+    objs.sort_unstable();
+    for obj in objs {
+        let Some(src) = wakes.get_mut(&obj) else {
+            continue;
+        };
+        src.sort_unstable();
+        for &(prev, seq, at) in &futex_again[&obj] {
+            let broadcasts = || src.iter().filter(|s| s.1 && s.2.0 != at.0);
+            let pick = broadcasts()
+                .filter(|s| s.0 > prev && s.0 < seq)
+                .last()
+                .or_else(|| broadcasts().find(|s| s.0 > seq));
+            if let Some(s) = pick {
+                futex_woken.entry(s.2).or_insert_with(Vec::new).push(at);
+            }
+        }
+    }
 
     // Per thread, per marker (a flat array: every lock and unlock is looked up below);
     // `NO_AT` where the acquisition follows no other thread's release.
@@ -664,6 +698,64 @@ mod tests {
             ]
         );
         assert!(p.at(1, 3).is_empty(), "a Done writes nothing");
+    }
+
+    /// A Rust `Barrier` (a mutex and a condition variable on futexes) over two episodes of
+    /// three threads, the last to arrive waking the others with one broadcast wake. Under QEMU
+    /// a waiter's wait can find the word already changed by that broadcast and return EAGAIN
+    /// without sleeping, whether the wake came before its wait or after: that waiter is still
+    /// one of the episode, and the barrier is recognised either way (it was not, and which
+    /// traces of a Rust barrier program had barriers depended on the host's scheduling).
+    #[test]
+    fn a_futex_barrier_is_found_when_a_waiter_did_not_sleep() {
+        const C: u64 = 0x30;
+        const ALL: u64 = i32::MAX as u64;
+        let again = (-EAGAIN) as u64;
+        // Episode 1: t1 and t2 sleep, t0 broadcasts at 5. Episode 2: t0 sleeps, t1 broadcasts
+        // at 25, and t2's wait (at `wait`) returns EAGAIN.
+        let threads = |wait: u64| {
+            let t0 = vec![
+                mk(Op::FutexWake, [C, ALL, 0], 5),
+                done(6),
+                mk(Op::FutexWait, [C, 0, 0], 20),
+                done(30),
+            ];
+            let t1 = vec![
+                mk(Op::FutexWait, [C, 0, 0], 1),
+                done(10),
+                mk(Op::FutexWake, [C, ALL, 0], 25),
+                done(26),
+            ];
+            let t2 = vec![
+                mk(Op::FutexWait, [C, 0, 0], 2),
+                done(11),
+                mk(Op::FutexWait, [C, 0, 0], wait),
+                mk(Op::Done, [again, 0, 0], wait + 1),
+            ];
+            vec![t0, t1, t2]
+        };
+        // The wake before the wait (27), and after it (22).
+        for wait in [27, 22] {
+            let p = plan(&threads(wait), &mut none);
+            assert_eq!(p.hand_barriers, 2, "wait at {wait}");
+            assert!(
+                matches!(
+                    p.at(2, 2).first(),
+                    Some(Marker::Barrier {
+                        participants: 3,
+                        lead: false,
+                        ..
+                    })
+                ),
+                "wait at {wait}: {:?}",
+                p.at(2, 2)
+            );
+        }
+        // Without the EAGAIN waiter in the second episode (it had returned 0 but nobody woke
+        // it: a timeout), the episodes differ: no barrier.
+        let mut ts = threads(27);
+        ts[2][3] = mk(Op::Done, [(-110i64) as u64, 0, 0], 28);
+        assert_eq!(plan(&ts, &mut none).hand_barriers, 0);
     }
 
     /// Broadcast episodes of one size are a barrier only if every episode involves the same
