@@ -286,16 +286,26 @@ pub fn plan(marks: &[Vec<RawMark>], simple: &mut Simple<'_>) -> Plan {
     let mut objs: Vec<u64> = futex_again.keys().copied().collect();
     objs.sort_unstable();
     for obj in objs {
-        let Some(src) = wakes.get_mut(&obj) else {
+        let Some(src) = wakes.get(&obj) else {
             continue;
         };
-        src.sort_unstable();
+        // The word's broadcasts in sequence order (a lock word has many wakes, none of them
+        // a broadcast, and many EAGAIN waits: it is skipped at once).
+        let mut bc: Vec<(u64, bool, At)> = src.iter().filter(|s| s.1).copied().collect();
+        if bc.is_empty() {
+            continue;
+        }
+        bc.sort_unstable();
         for &(prev, seq, at) in &futex_again[&obj] {
-            let broadcasts = || src.iter().filter(|s| s.1 && s.2.0 != at.0);
-            let pick = broadcasts()
-                .filter(|s| s.0 > prev && s.0 < seq)
-                .last()
-                .or_else(|| broadcasts().find(|s| s.0 > seq));
+            // Another thread's broadcast: a binary search, then a step past the waiter's own.
+            let other = |s: &&(u64, bool, At)| s.2.0 != at.0;
+            let i = bc.partition_point(|s| s.0 < seq);
+            let pick = bc[..i]
+                .iter()
+                .rev()
+                .take_while(|s| s.0 > prev)
+                .find(other)
+                .or_else(|| bc[i..].iter().find(other));
             if let Some(s) = pick {
                 futex_woken.entry(s.2).or_insert_with(Vec::new).push(at);
             }
