@@ -9,7 +9,7 @@
 
 mod common;
 
-use common::{example, ok, root, tools_present, tracer_libs};
+use common::{example, ok, root, tools_present};
 use serde_json::Value;
 use std::path::Path;
 
@@ -165,21 +165,7 @@ fn traced_example_programs_agree_in_both_models() {
     let mut failures = Vec::new();
     for (name, args) in programs {
         let exe = example(dir.path(), name);
-        let trace = dir.path().join(format!("{name}.itrace"));
-        let o = std::process::Command::new(env!("CARGO_BIN_EXE_isim"))
-            .env("ISIM_TRACER_DIR", tracer_libs())
-            .args(["trace", "-o"])
-            .arg(&trace)
-            .arg("--")
-            .arg(&exe)
-            .args(args)
-            .output()
-            .unwrap();
-        assert!(
-            o.status.success(),
-            "tracing {name}: {}",
-            String::from_utf8_lossy(&o.stderr)
-        );
+        let trace = common::trace(&exe, args, &dir.path().join(format!("{name}.itrace")));
         let input = vec!["--trace".to_string(), trace.to_str().unwrap().to_string()];
         compare(dir.path(), name, &input, &mut failures);
     }
