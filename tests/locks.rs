@@ -386,8 +386,10 @@ fn a_futex_lock_stays_with_its_holder_when_the_work_between_is_short() {
     let fifo = simulate(&trace, &dir.path().join("fifo"));
     assert_held_by_one(&futex, n, w, c, "futex");
     let sync = &futex["sync"];
+    // 5 of the 40 acquisitions waited while lock and unlock drained the window, 6 since
+    // (2026-12-02); the fair lock waits at every hand-over.
     let waits = sync["lock_waits"].as_u64().unwrap();
-    assert!(waits * 4 <= n as u64, "{waits} waits: {sync}");
+    assert!(waits * 3 <= n as u64, "{waits} waits: {sync}");
     assert!(sync["futex_sleeps"].as_u64().unwrap() >= 1, "{sync}");
     assert!(sync["futex_wakes"].as_u64().unwrap() >= 1, "{sync}");
     let fifo_waits = fifo["sync"]["lock_waits"].as_u64().unwrap();
@@ -1087,14 +1089,23 @@ fn the_counter_program_scales_in_replay() {
         "normal",
         dir.path(),
     );
-    let one = cycles(&simulate(&trace, &dir.path().join("run-normal")));
+    let one = cycles(&simulate(&trace, &dir.path().join("run-one")));
     // Its pthread locks are interposed calls, their code untraced: each of the 20 lock and
-    // 20 unlock calls costs `[locks] call`.
+    // 20 unlock calls takes the front end for `[locks] call` cycles, charged to
+    // `sync-crit-sect`; the work still in flight in the window goes on meanwhile, so the run
+    // grows by at most that (by all of it while lock and unlock drained the window; 88 % of
+    // it since, 2026-12-02).
+    let normal = simulate(&trace, &dir.path().join("run-normal"));
     let paid = simulate_with(&trace, &dir.path().join("run-call"), &["locks.call=100"]);
     let extra = cycles(&paid) - one;
+    let charged = crit_sect(&paid, 1) - crit_sect(&normal, 1);
     assert!(
-        (extra - 4000.0).abs() <= 40.0,
-        "20 lock and unlock calls at 100 cycles each: {extra} more cycles"
+        (charged - 4000.0).abs() <= 40.0,
+        "20 lock and unlock calls at 100 cycles each: {charged} more sync-crit-sect cycles"
+    );
+    assert!(
+        extra > 0.0 && extra <= charged + 1.0,
+        "20 lock and unlock calls charged {charged} cycles: {extra} more run cycles"
     );
     for p in ["2", "4", "8"] {
         let sub = dir.path().join(p);

@@ -37,8 +37,11 @@
 //! * to `branch` or `ifetch` for the part a front-end redirect added.
 //!
 //! Draining the window before a synchronization point or at the end is charged like a full
-//! window; waiting is charged to the matching sync component by the engine. Every advance of
-//! the core's clock is charged exactly once, so the stack sums to the elapsed cycles.
+//! window; waiting is charged to the matching sync component by the engine. A lock's atomic,
+//! which the engine executes, is an entry of the window ([`Core::atomic`]): it performs once
+//! everything older has completed and younger accesses wait for it ([`Core::fence`]), younger
+//! operations do not. Every advance of the core's clock is charged exactly once, so the stack
+//! sums to the elapsed cycles.
 
 use std::collections::VecDeque;
 
@@ -424,6 +427,12 @@ pub struct Core {
     credited: u32,
     redirect: f64,
     redirect_comp: Component,
+    /// When every memory access so far has completed (loads' data back, stores performed):
+    /// what a locked instruction waits for ([`Core::atomic_ready`]).
+    mem_done: f64,
+    /// No memory access issues before this: a locked instruction's completion (x86's locked
+    /// instructions order the accesses around them; [`Core::fence`]).
+    fence: f64,
     load_slots: Vec<f64>,
     load_next: usize,
     tlb: Option<Tlb>,
@@ -478,6 +487,8 @@ impl Core {
             credited: 0,
             redirect: now,
             redirect_comp: Component::Branch,
+            mem_done: now,
+            fence: now,
             load_next: 0,
             store_next: 0,
             stores: Box::new([StoreRec::default(); FWD_SLOTS]),
@@ -698,44 +709,11 @@ impl Core {
         }
     }
 
-    /// Executes instruction `sidx` of `tt`. `mem_ops` are its accesses; `mispredicted`
-    /// says whether the thread's branch predictor got it wrong (see [`predict`]). `mem` is
-    /// the whole memory system, or the core's own part when [`Core::private_ok`] said so.
-    /// The result goes into `r`, which must be the default (the caller keeps it where it
-    /// needs it: a copy of a returned struct costs more than the writes).
+    /// Dispatches the next instruction: waits for a dispatch slot, a window entry, the
+    /// front end's redirect and a scheduler entry, charging the waits; the clock moves to
+    /// the dispatch time, which it returns.
     #[inline(always)]
-    pub fn execute<M: Port>(
-        &mut self,
-        mem: &mut M,
-        tt: &TimingTable,
-        sidx: u32,
-        mem_ops: &[MemAccess],
-        mispredicted: bool,
-        r: &mut InstResult,
-    ) {
-        let s = tt.get(sidx);
-        debug_assert!(r.misses == [0; 3] && r.served.is_none() && !r.mispredicted);
-        // Fetch: one L1I access per new line.
-        let line = s.pc >> self.line_shift;
-        if line != self.last_fetch_line {
-            self.last_fetch_line = line;
-            let o = mem.access(
-                self.id,
-                s.pc,
-                s.pc,
-                s.size as u32,
-                Kind::IFetch,
-                self.now as u64,
-            );
-            if o.latency > self.l1i_hit as u64 {
-                let t = self.now + (o.latency - self.l1i_hit as u64) as f64;
-                if t > self.redirect {
-                    self.redirect = t;
-                    self.redirect_comp = Component::Ifetch;
-                }
-            }
-        }
-        // Dispatch.
+    fn dispatch(&mut self) -> f64 {
         let by_width = self.now + self.inv_width;
         self.pop_until(by_width);
         let by_window = if self.len == self.rob.len() {
@@ -786,7 +764,81 @@ impl Core {
             }
         }
         self.now = t;
+        t
+    }
+
+    /// Adds an instruction that completed at `complete` to the window and the critical
+    /// path: its increase of the path, charged to `comp` (`tinc` of it to `mem-tlb`).
+    #[inline(always)]
+    fn insert(&mut self, complete: f64, comp: Component, tlb_share: f64) -> f64 {
+        // Critical-path accounting at insertion: the critical path ends at the latest
+        // completion so far, which is also when everything in the window has committed.
+        // A load's increase is shared between its level and its translation in proportion
+        // to their latencies.
+        let commit = self.commit;
+        let inc = fmax(complete - commit, 0.0);
+        let tinc = inc * tlb_share;
+        self.commit = fmax(commit, complete);
+        self.contrib[comp as usize] += inc - tinc;
+        self.credited |= 1 << comp as u32;
+        if tinc != 0.0 {
+            self.contrib[Component::MemTlb as usize] += tinc;
+            self.credited |= 1 << Component::MemTlb as u32;
+        }
+        let mut slot = self.head + self.len;
+        if slot >= self.rob.len() {
+            slot -= self.rob.len();
+        }
+        self.rob[slot] = Entry {
+            commit: self.commit,
+            inc,
+            tinc,
+            comp: comp as u8,
+        };
+        self.len += 1;
+        inc
+    }
+
+    /// Executes instruction `sidx` of `tt`. `mem_ops` are its accesses; `mispredicted`
+    /// says whether the thread's branch predictor got it wrong (see [`predict`]). `mem` is
+    /// the whole memory system, or the core's own part when [`Core::private_ok`] said so.
+    /// The result goes into `r`, which must be the default (the caller keeps it where it
+    /// needs it: a copy of a returned struct costs more than the writes).
+    #[inline(always)]
+    pub fn execute<M: Port>(
+        &mut self,
+        mem: &mut M,
+        tt: &TimingTable,
+        sidx: u32,
+        mem_ops: &[MemAccess],
+        mispredicted: bool,
+        r: &mut InstResult,
+    ) {
+        let s = tt.get(sidx);
+        debug_assert!(r.misses == [0; 3] && r.served.is_none() && !r.mispredicted);
+        // Fetch: one L1I access per new line.
+        let line = s.pc >> self.line_shift;
+        if line != self.last_fetch_line {
+            self.last_fetch_line = line;
+            let o = mem.access(
+                self.id,
+                s.pc,
+                s.pc,
+                s.size as u32,
+                Kind::IFetch,
+                self.now as u64,
+            );
+            if o.latency > self.l1i_hit as u64 {
+                let t = self.now + (o.latency - self.l1i_hit as u64) as f64;
+                if t > self.redirect {
+                    self.redirect = t;
+                    self.redirect_comp = Component::Ifetch;
+                }
+            }
+        }
+        let t = self.dispatch();
         r.dispatch = t;
+        let sched_size = self.p.scheduler_size as usize;
         // Execute. The loads wait for the address registers only (a load-op instruction's
         // load micro-op issues before its other operands are ready); the operation waits for
         // every source.
@@ -812,6 +864,11 @@ impl Core {
         if s.class == OpClass::Serializing {
             ready = fmax(ready, self.commit);
             issue = ready;
+        }
+        if !mem_ops.is_empty() && self.fence > issue {
+            // After a locked instruction (a lock's acquisition or release).
+            issue = self.fence;
+            ready = fmax(ready, issue);
         }
         if sched_size > 0 {
             // It holds a scheduler entry until it issues: a memory access when its address
@@ -891,6 +948,7 @@ impl Core {
                     self.store_slots[self.store_next] = ready + pen + o.latency as f64;
                     self.store_next = (self.store_next + 1) % self.store_slots.len();
                 }
+                self.mem_done = fmax(self.mem_done, ready + pen + o.latency as f64);
             }
         }
         let complete = if served.is_some() && s.flags & HAS_OTHER != 0 {
@@ -899,6 +957,9 @@ impl Core {
         } else {
             ready + fmax(lat, if mem_ops.is_empty() { 1.0 } else { 0.0 })
         };
+        if served.is_some() {
+            self.mem_done = fmax(self.mem_done, issue + lat);
+        }
         if stored && self.p.store_forward.enabled {
             // What a later load of these bytes waits for: the data registers of a plain
             // store; the operation, a cycle after the loaded value, of a read-modify-write.
@@ -920,31 +981,7 @@ impl Core {
                 self.reg_ready[reg as usize] = complete;
             }
         }
-        // Critical-path accounting at insertion: the critical path ends at the latest
-        // completion so far, which is also when everything in the window has committed.
-        // A load's increase is shared between its level and its translation in proportion
-        // to their latencies.
-        let commit = self.commit;
-        let inc = fmax(complete - commit, 0.0);
-        let tinc = inc * tlb_share;
-        self.commit = fmax(commit, complete);
-        self.contrib[comp as usize] += inc - tinc;
-        self.credited |= 1 << comp as u32;
-        if tinc != 0.0 {
-            self.contrib[Component::MemTlb as usize] += tinc;
-            self.credited |= 1 << Component::MemTlb as u32;
-        }
-        let mut slot = self.head + self.len;
-        if slot >= self.rob.len() {
-            slot -= self.rob.len();
-        }
-        self.rob[slot] = Entry {
-            commit: self.commit,
-            inc,
-            tinc,
-            comp: comp as u8,
-        };
-        self.len += 1;
+        let inc = self.insert(complete, comp, tlb_share);
         r.complete = complete;
         r.critical = inc;
         if s.class == OpClass::Serializing {
@@ -1031,13 +1068,55 @@ impl Core {
     }
 
     /// Jumps the clock to `t` (≥ now), charging the wait to `c` (a sync or imbalance
-    /// component); the window must have been drained.
+    /// component). Instructions still in the window complete meanwhile, as they would have;
+    /// the critical path goes on from `t` (a drained window is left empty, as it was).
     pub fn wait_until(&mut self, t: f64, c: Component) {
         if t > self.now {
             self.stack.add(c, t - self.now);
             self.now = t;
-            self.reset_window(t);
+            self.pop_until(t);
+            self.commit = fmax(self.commit, t);
+            self.redirect = fmax(self.redirect, t);
         }
+    }
+
+    /// When a locked instruction dispatched now performs, if nothing else holds it: once
+    /// every older instruction has completed (x86 performs a locked instruction when it is
+    /// the oldest, after older stores drain) and the front end has come back from any
+    /// redirect. Younger instructions do not wait for that ([`Core::atomic`]).
+    pub fn atomic_ready(&self) -> f64 {
+        fmax(
+            fmax(self.now, fmax(self.commit, self.mem_done)),
+            self.redirect,
+        )
+    }
+
+    /// A locked instruction (a lock's acquiring or releasing read-modify-write, executed by
+    /// the engine, not traced) dispatched now that completes at `done`: it holds its window
+    /// entry until then, the critical path's increase is charged to `comp`, and no younger
+    /// memory access issues before it ([`Core::fence`]). Younger instructions go on being
+    /// dispatched; a long wait fills the window and stalls them.
+    pub fn atomic(&mut self, done: f64, comp: Component) {
+        let t = self.dispatch();
+        self.insert(fmax(done, t), comp, 0.0);
+        self.fence(done);
+    }
+
+    /// Moves the clock to `t` (≥ now) like a dispatch stall: the time is charged to what is
+    /// in flight in the window (its critical-path contributors), which goes on.
+    pub fn stall_until(&mut self, t: f64) {
+        if t > self.now {
+            self.charge_window(t - self.now);
+            self.now = t;
+            self.pop_until(t);
+        }
+    }
+
+    /// A locked instruction that performs at `t`: no later memory access issues before it,
+    /// and the next locked instruction waits for it.
+    pub fn fence(&mut self, t: f64) {
+        self.fence = fmax(self.fence, t);
+        self.mem_done = fmax(self.mem_done, t);
     }
 }
 

@@ -757,6 +757,8 @@ struct Thread<'t> {
     /// Until when (its clock) it runs by [`SHARING_QUANTUM`]: [`SHARING_HOLD`] after its
     /// last access served by another core's cache.
     sharing_until: f64,
+    /// When its current mutex request (or step of one) was asked.
+    req: f64,
 }
 
 /// A thread waiting for a mutex: when it asked (simulated time), who, and its rank for
@@ -1087,6 +1089,9 @@ pub struct Engine<'t, O: Observer> {
     lock_call: f64,
     cores_per_socket: u32,
     locks: LockModel,
+    /// Where the last move of a lock word's line ([`Engine::move_line`]) took it from: the
+    /// component an acquisition or release that waited for no other thread is charged to.
+    line_comp: Component,
 }
 
 fn has_roi_begin(trace: &Trace) -> Result<bool, TraceError> {
@@ -1149,6 +1154,7 @@ impl<'t, O: Observer> Engine<'t, O> {
                 asked: None,
                 owed: Vec::new(),
                 sharing_until: f64::NEG_INFINITY,
+                req: 0.0,
             });
         }
         Ok(Engine {
@@ -1177,6 +1183,7 @@ impl<'t, O: Observer> Engine<'t, O> {
             cores,
             failed: None,
             line_transfer: cfg.memory.neighbour_latency() as f64,
+            line_comp: Component::MemL1d,
             line_local: cfg.memory.l1d.data_latency as f64,
             line_off_socket: cfg.memory.off_socket_latency as f64,
             cores_per_socket: cfg.memory.cores_per_socket.max(1),
@@ -1785,6 +1792,45 @@ impl<'t, O: Observer> Engine<'t, O> {
         }
     }
 
+    /// When thread `tid`'s locked instruction (a lock's acquisition or release) performs if
+    /// nothing holds it ([`Core::atomic_ready`]; its clock when not timed).
+    fn atomic_at(&mut self, tid: u32) -> f64 {
+        self.touched.push(tid);
+        let core = &self.threads[tid as usize].core;
+        if self.roi_active {
+            core.atomic_ready()
+        } else {
+            core.now
+        }
+    }
+
+    /// Thread `tid`, which asked for a mutex at `asked`, has it from `until`. Its acquiring
+    /// instruction completes then ([`Core::atomic`]). If the thread found the mutex free, the
+    /// instructions after it go on meanwhile (the lock's code predicted the acquisition) and
+    /// the atomic's time is its line's, charged by the critical path to where the line came
+    /// from. If it `waited`, the lock's code took its slow path: nothing after it is
+    /// dispatched before `until`, and the time from the request is `sync-crit-sect` (to
+    /// observers, one wait); the instructions before it go on completing in the window.
+    fn acquired(&mut self, tid: u32, asked: f64, until: f64, waited: bool) {
+        self.touched.push(tid);
+        if self.timed() {
+            let comp = self.line_comp;
+            let core = &mut self.threads[tid as usize].core;
+            if waited {
+                core.stall_until(asked);
+                core.atomic(until, comp);
+                core.wait_until(until, Component::SyncCritSect);
+                if until > asked {
+                    self.obs.wait(tid, Component::SyncCritSect, asked, until);
+                }
+            } else {
+                core.atomic(until, comp);
+            }
+        }
+        self.threads[tid as usize].state = State::Runnable;
+        self.set_active(tid, until, true);
+    }
+
     fn end_thread(&mut self, tid: u32) {
         let end = self.drain(tid);
         let th = &mut self.threads[tid as usize];
@@ -1830,9 +1876,9 @@ impl<'t, O: Observer> Engine<'t, O> {
     /// library, untraced; this is its one access that other cores see, so an acquisition
     /// costs what moving the lock's cache line to this core costs (an L1 hit when it is
     /// already here).
-    fn lock_word(&mut self, tid: u32, addr: u64, at: f64) -> f64 {
+    fn lock_word(&mut self, tid: u32, addr: u64, at: f64) -> (f64, Component) {
         if !self.timed() {
-            return 0.0;
+            return (0.0, Component::MemL1d);
         }
         let core = self.threads[tid as usize].core.id();
         let o = self.mem.access(
@@ -1843,7 +1889,7 @@ impl<'t, O: Observer> Engine<'t, O> {
             sim_memory::Kind::Store,
             sim_memory::cycles::to_u64(at),
         );
-        o.latency as f64
+        (o.latency as f64, Component::of_served(o.served))
     }
 
     /// Moves mutex `addr`'s line to `tid`'s core, asked for at `at` (after any move in
@@ -1863,15 +1909,23 @@ impl<'t, O: Observer> Engine<'t, O> {
             at
         };
         let was = m.line;
-        let first = self.lock_word(tid, addr, start);
-        let lat = match was {
-            _ if !self.timed() => 0.0,
-            Some(c) if c != core => self.move_cost(c, core),
+        let (first, served) = self.lock_word(tid, addr, start);
+        let (lat, comp) = match was {
+            _ if !self.timed() => (0.0, served),
+            Some(c) if c != core => (
+                self.move_cost(c, core),
+                if c / self.cores_per_socket != core / self.cores_per_socket {
+                    Component::MemOffSocket
+                } else {
+                    Component::MemL1Neighbor
+                },
+            ),
             // Its first access, or this core's again: the memory system's latency, which
             // knows whether the line is still in this core's caches (a tree of per-node
             // locks, deeper than they hold, finds most of its lock words evicted).
-            _ => first,
+            _ => (first, served),
         };
+        self.line_comp = comp;
         self.place_line(addr, core, start, start + lat)
     }
 
@@ -1880,6 +1934,7 @@ impl<'t, O: Observer> Engine<'t, O> {
     /// `ready`.
     fn fetch_released(&mut self, w: u32, addr: u64, freed: f64, asked: f64, ready: f64) {
         self.lock_word(w, addr, freed);
+        self.line_comp = Component::MemL1Neighbor;
         let core = self.threads[w as usize].core.id();
         self.place_line(addr, core, asked, ready);
     }
@@ -1942,36 +1997,42 @@ impl<'t, O: Observer> Engine<'t, O> {
         }
     }
 
-    /// Gives mutex `addr` to `tid` (drained, asking at its clock) when it is free at `at`:
-    /// the thread resumes once the lock word's line is here, the whole wait charged to
-    /// `sync-crit-sect` (to collectors, one wait: the thread is inside the lock call).
+    /// Gives mutex `addr` to `tid` (which asked at [`Thread::req`]) when it is free at `at`:
+    /// its atomic completes once the lock word's line is here ([`Engine::acquired`]; a thread
+    /// that blocked waits until then, the whole wait charged to `sync-crit-sect`, to
+    /// collectors one wait: the thread is inside the lock call).
     fn grant(&mut self, tid: u32, addr: u64, at: f64, waited: bool) {
         self.sync.lock_acquisitions += 1;
-        let asked = self.threads[tid as usize].core.now;
+        let asked = self.threads[tid as usize].req;
         let contended = waited || at > asked;
         if contended {
             self.sync.lock_waits += 1;
         }
         let until = self.move_line(tid, addr, at.max(asked));
-        if until > asked {
+        // A thread that blocked (it found the mutex held when its request was decided,
+        // though the release may have come first in simulated time) waits like a
+        // contended one: its blocked time is sync time.
+        let blocked = contended || !self.threads[tid as usize].active;
+        if blocked && until > asked {
             self.set_active(tid, asked, false);
         }
         let th = &mut self.threads[tid as usize];
         th.held.push(addr);
-        let first = th.asked.take().unwrap_or(asked);
+        // An acquisition that waited for nobody: its line's time is a memory access.
+        let first = th.asked.take().filter(|_| blocked).unwrap_or(until);
         let site = th.last_sidx;
-        self.resume(tid, until, Component::SyncCritSect);
+        self.acquired(tid, asked, until, blocked);
         if self.timed() {
-            let at = self.threads[tid as usize].core.now;
             self.obs
-                .lock_acquired(tid, addr, site, first, at, contended);
+                .lock_acquired(tid, addr, site, first, until, contended);
         }
     }
 
-    /// Thread `tid` (drained, its clock at `now`) asks for mutex `addr`; `rank` orders it
+    /// Thread `tid` asks for mutex `addr` at `now` (its atomic's time); `rank` orders it
     /// against other waiters if a lock-order cycle must be broken ([`Waiter::rank`]).
     fn lock(&mut self, tid: u32, addr: u64, now: f64, order: Order) {
         self.touched.push(tid);
+        self.threads[tid as usize].req = now;
         let m = self.mutexes.entry(addr).or_default();
         if m.owner == Some(tid) {
             // Taken again by its holder (a recursive mutex): it nests, whatever the model.
@@ -2014,8 +2075,8 @@ impl<'t, O: Observer> Engine<'t, O> {
         }
     }
 
-    /// [`Engine::lock`] under [`LockModel::Futex`]: thread `tid` (drained, its clock at
-    /// `now`) asks for mutex `addr`, freshly or back from a futex wait or wake (its
+    /// [`Engine::lock`] under [`LockModel::Futex`]: thread `tid` asks at `now` for mutex
+    /// `addr`, freshly or back from a futex wait or wake (its
     /// [`Thread::futex`] step); `wait` is a futex wait's cost, `spin` a spinning lock's
     /// budget.
     fn futex_lock(&mut self, tid: u32, addr: u64, now: f64, order: Order, wait: f64, spin: f64) {
@@ -2208,7 +2269,14 @@ impl<'t, O: Observer> Engine<'t, O> {
     /// Thread `tid` asks for mutex `addr` again at `at`, at `step` of a futex acquisition;
     /// the time until then is charged to `sync-crit-sect`.
     fn futex_step(&mut self, tid: u32, addr: u64, order: Order, step: FutexStep, at: f64) {
+        let timed = self.timed();
         let th = &mut self.threads[tid as usize];
+        if timed {
+            // In the lock's slow path from its request on: the instructions before it go on
+            // completing, and the steps are `sync-crit-sect`.
+            let req = th.req;
+            th.core.stall_until(req);
+        }
         th.futex = Some(step);
         // The word remembers whether its lock spins (`MutexState::spins`).
         th.pending_marker = Some(Marker::MutexLock {
@@ -2220,15 +2288,16 @@ impl<'t, O: Observer> Engine<'t, O> {
         self.resume(tid, at, Component::SyncCritSect);
     }
 
-    /// Thread `tid` (drained) releases mutex `addr` at its clock; the next owner is the waiter
+    /// Thread `tid` releases mutex `addr` at `now` (its atomic's time; it returns when the
+    /// release is done, the line back if a waiter took it); the next owner is the waiter
     /// that asked first in simulated time (ties: the lower id), or under [`LockModel::Futex`]
     /// the first compare-and-swap to reach the line once it is free ([`CasInFlight`]).
-    fn unlock(&mut self, tid: u32, addr: u64) {
+    fn unlock(&mut self, tid: u32, addr: u64, now: f64) -> f64 {
         let th = &mut self.threads[tid as usize];
         if let Some(i) = th.owed.iter().position(|&a| a == addr) {
             // Handed back at a barrier already.
             th.owed.remove(i);
-            return;
+            return now;
         }
         if let Some(i) = th.held.iter().rposition(|&a| a == addr) {
             th.held.remove(i);
@@ -2236,18 +2305,17 @@ impl<'t, O: Observer> Engine<'t, O> {
         let m = self.mutexes.entry(addr).or_default();
         if let Some(i) = m.forced.iter().position(|&t| t == tid) {
             m.forced.remove(i);
-            return;
+            return now;
         }
         if m.owner == Some(tid) && m.depth > 0 {
             m.depth -= 1;
-            return;
+            return now;
         }
         // A release is a store; the thread does not wait for it, but the lock is free for
         // others only once it is done. If another core's request for the line reached this
         // core before the release (half a transfer after it went out), it took the line and
         // the release has to take it back; otherwise the release is an L1 hit and that
         // request brings the free lock over once the release is done.
-        let now = self.threads[tid as usize].core.now;
         let m = self.mutexes.entry(addr).or_default();
         let touch = m.touch.take();
         let me = self.threads[tid as usize].core.id();
@@ -2282,6 +2350,8 @@ impl<'t, O: Observer> Engine<'t, O> {
             }
             _ => self.move_line(tid, addr, now),
         };
+        // Where the release's line came from (a waiter's grant below moves it again).
+        let release_comp = self.line_comp;
         let m = self.mutexes.entry(addr).or_default();
         m.owner = None;
         m.depth = 0;
@@ -2329,16 +2399,18 @@ impl<'t, O: Observer> Engine<'t, O> {
                 };
                 self.futex_step(w.tid, addr, w.order, step, seen);
             }
-            return;
+            self.line_comp = release_comp;
+            return freed;
         }
         self.released(tid, addr, now, 0.0);
         let m = self.mutexes.entry(addr).or_default();
-        let Some(w) = m.first_waiter() else {
-            return;
-        };
-        m.owner = Some(w.tid);
-        m.held_since = now;
-        self.grant(w.tid, addr, w.at.max(freed), false);
+        if let Some(w) = m.first_waiter() {
+            m.owner = Some(w.tid);
+            m.held_since = now;
+            self.grant(w.tid, addr, w.at.max(freed), false);
+        }
+        self.line_comp = release_comp;
+        freed
     }
 
     /// [`LockModel::Futex`]: mutex `addr` is released at `now`. Each thread spinning on its
@@ -2536,7 +2608,8 @@ impl<'t, O: Observer> Engine<'t, O> {
                 self.drain(tid);
                 // A thread waiting at a barrier holds no mutex (see `Thread::owed`).
                 while let Some(&a) = self.threads[tid as usize].held.last() {
-                    self.unlock(tid, a);
+                    let now = self.threads[tid as usize].core.now;
+                    self.unlock(tid, a, now);
                     self.threads[tid as usize].owed.push(a);
                 }
                 let now = self.threads[tid as usize].core.now;
@@ -2594,7 +2667,7 @@ impl<'t, O: Observer> Engine<'t, O> {
                     if self.lock_call > 0.0 && self.timed() {
                         // The library's code before the lock's atomic: the request sets
                         // out once it has run (then as below, paid once).
-                        let now = self.drain(tid);
+                        let now = self.threads[tid as usize].core.now;
                         self.threads[tid as usize].pending_marker = Some(Marker::MutexLock {
                             addr,
                             order,
@@ -2606,21 +2679,29 @@ impl<'t, O: Observer> Engine<'t, O> {
                     }
                 }
                 // The lock's atomic read-modify-write asks for the word's line once every
-                // instruction before it has completed (x86 performs a locked instruction when
-                // it is the oldest, after older stores drain): an uncontended acquisition of a
-                // line another core released pays its move after the work ahead of it, and
-                // a request reaches a holder only from a thread done with that work. (Asking
-                // as the instruction entered the window instead, the 2-thread speedups of the
-                // lock oracle, benches/host/locks.py, were further from the host's: mean
-                // error 13.2 % against 10.2 %, docs/validation.md.)
+                // memory access before it has completed (x86 performs a locked instruction
+                // after older loads, and older stores drain from the store buffer); older
+                // work that does not touch memory goes on in the window, and younger
+                // instructions follow the acquisition. An uncontended acquisition of a line
+                // another core released pays its move then, and a request reaches a holder
+                // only from a thread done with its accesses before it. (Draining the whole
+                // window instead, until 2026-12-02, let no iteration of a loop's work overlap
+                // the next across a lock, which the host does: docs/validation.md.)
                 // Arbitrated in simulated time whether or not the trace recorded an order:
                 // the traced run's order was the host's scheduling, not the machine's.
-                let now = self.drain(tid);
-                if self.timed() && self.someone_earlier(tid, now) {
+                // The request is decided in the order of the threads' clocks (a thread's
+                // requests, releases and accesses never go back in time for the scheduler,
+                // which time-resolved observers rely on), its time that of the atomic: a
+                // thread whose clock is earlier but whose atomic performs later is decided
+                // first (by at most the time the instructions before the lock take to
+                // complete).
+                if self.timed() && self.someone_earlier(tid, self.threads[tid as usize].core.now) {
                     // Asked again once every runnable thread has caught up.
                     self.threads[tid as usize].pending_marker = Some(m);
+                    self.touched.push(tid);
                     return;
                 }
+                let now = self.atomic_at(tid);
                 self.lock(tid, addr, now, order);
             }
             Marker::CondWait {
@@ -2631,8 +2712,8 @@ impl<'t, O: Observer> Engine<'t, O> {
             } if wake.recorded() => {
                 // Releases the mutex, waits for the recorded wake (a data dependence: which
                 // signal released this waiter), then asks for the mutex in simulated time.
-                self.drain(tid);
-                self.unlock(tid, mutex);
+                let now = self.drain(tid);
+                self.unlock(tid, mutex, now);
                 self.ordered(
                     tid,
                     [(wake, Component::SyncCond), (Order::NONE, Component::Base)],
@@ -2663,7 +2744,10 @@ impl<'t, O: Observer> Engine<'t, O> {
             }
             Marker::FutexWake { .. } => {}
             Marker::Release { index } => {
-                let now = self.drain(tid);
+                // The point a recorded edge releases from: when everything before it has
+                // completed. The thread itself does not wait there (an edge nobody waits
+                // for, such as a mutex's recorded order, changes nothing).
+                let now = self.atomic_at(tid);
                 let k = index as usize;
                 if self.releases.len() <= k {
                     self.releases.resize(k + 1, f64::NAN);
@@ -2678,8 +2762,11 @@ impl<'t, O: Observer> Engine<'t, O> {
             Marker::MutexUnlock { addr } => {
                 // In simulated-time order with the requests, as they are: whether another
                 // core's request for the line reached this one before the release depends
-                // on which came first.
-                let now = self.drain(tid);
+                // on which came first. The release is a locked instruction too: it performs
+                // once the accesses before it (the critical section's) have completed, and
+                // the thread goes on dispatching meanwhile, its later accesses after it.
+                self.touched.push(tid);
+                let now = self.threads[tid as usize].core.now;
                 if !self.threads[tid as usize].unlock_paid
                     && self.lock_call > 0.0
                     && self.timed()
@@ -2697,12 +2784,24 @@ impl<'t, O: Observer> Engine<'t, O> {
                     return;
                 }
                 self.threads[tid as usize].unlock_paid = false;
-                self.unlock(tid, addr);
+                let at = self.atomic_at(tid);
+                if self.timed()
+                    && matches!(self.locks, LockModel::Futex { .. })
+                    && self.mutexes.get(&addr).is_some_and(|m| m.contended)
+                {
+                    // The release will call futex wake: a system call, which waits for the
+                    // instructions before it.
+                    self.threads[tid as usize].core.stall_until(at);
+                }
+                let done = self.unlock(tid, addr, at);
+                if self.timed() {
+                    let comp = self.line_comp;
+                    self.threads[tid as usize].core.atomic(done, comp);
+                }
             }
             Marker::CondWait { cond, mutex, .. } => {
-                self.drain(tid);
-                self.unlock(tid, mutex);
-                let now = self.threads[tid as usize].core.now;
+                let now = self.drain(tid);
+                self.unlock(tid, mutex, now);
                 self.conds.entry(cond).or_default().push((now, tid, mutex));
                 self.threads[tid as usize].state = State::Cond(cond);
                 self.set_active(tid, now, false);
