@@ -1817,9 +1817,10 @@ impl<'t, O: Observer> Engine<'t, O> {
             let comp = self.line_comp;
             let core = &mut self.threads[tid as usize].core;
             if waited {
+                // (The wait first: the atomic's dispatch slot after it is not part of it.)
                 core.stall_until(asked);
-                core.atomic(until, comp);
                 core.wait_until(until, Component::SyncCritSect);
+                core.atomic(until, comp);
                 if until > asked {
                     self.obs.wait(tid, Component::SyncCritSect, asked, until);
                 }
