@@ -427,8 +427,9 @@ pub struct Core {
     credited: u32,
     redirect: f64,
     redirect_comp: Component,
-    /// When every memory access so far has completed (loads' data back, stores performed):
-    /// what a locked instruction waits for ([`Core::atomic_ready`]).
+    /// When every store so far has performed (a store completes for the window when its
+    /// data is ready, and drains from the store buffer later; loads' data is in `commit`):
+    /// what a locked instruction waits for besides the window ([`Core::atomic_ready`]).
     mem_done: f64,
     /// No memory access issues before this: a locked instruction's completion (x86's locked
     /// instructions order the accesses around them; [`Core::fence`]).
@@ -957,9 +958,6 @@ impl Core {
         } else {
             ready + fmax(lat, if mem_ops.is_empty() { 1.0 } else { 0.0 })
         };
-        if served.is_some() {
-            self.mem_done = fmax(self.mem_done, issue + lat);
-        }
         if stored && self.p.store_forward.enabled {
             // What a later load of these bytes waits for: the data registers of a plain
             // store; the operation, a cycle after the loaded value, of a read-modify-write.

@@ -2374,6 +2374,10 @@ impl<'t, O: Observer> Engine<'t, O> {
                 let woken = m.first_waiter();
                 let wake = wake * self.jitter(tid);
                 self.released(tid, addr, now, wake);
+                if self.timed() {
+                    // A system call: it waits for the instructions before it.
+                    self.threads[tid as usize].core.stall_until(now);
+                }
                 self.resume(tid, now + wake, Component::SyncCritSect);
                 if let Some(w) = woken {
                     let at = now + wake + latency * self.jitter(w.tid);
@@ -2680,14 +2684,14 @@ impl<'t, O: Observer> Engine<'t, O> {
                     }
                 }
                 // The lock's atomic read-modify-write asks for the word's line once every
-                // memory access before it has completed (x86 performs a locked instruction
-                // after older loads, and older stores drain from the store buffer); older
-                // work that does not touch memory goes on in the window, and younger
-                // instructions follow the acquisition. An uncontended acquisition of a line
-                // another core released pays its move then, and a request reaches a holder
-                // only from a thread done with its accesses before it. (Draining the whole
-                // window instead, until 2026-12-02, let no iteration of a loop's work overlap
-                // the next across a lock, which the host does: docs/validation.md.)
+                // instruction before it has completed (x86 performs a locked instruction when
+                // it is the oldest, after older stores drain); the instructions after it do
+                // not wait for that unless the lock is held (`Engine::acquired`). An
+                // uncontended acquisition of a line another core released pays its move after
+                // the work ahead of it, and a request reaches a holder only from a thread done
+                // with that work. (Draining the window instead, until 2026-12-02, let no
+                // iteration of a loop's work overlap the next across a lock, which the host
+                // does: docs/validation.md.)
                 // Arbitrated in simulated time whether or not the trace recorded an order:
                 // the traced run's order was the host's scheduling, not the machine's.
                 // The request is decided in the order of the threads' clocks (a thread's
@@ -2699,7 +2703,6 @@ impl<'t, O: Observer> Engine<'t, O> {
                 if self.timed() && self.someone_earlier(tid, self.threads[tid as usize].core.now) {
                     // Asked again once every runnable thread has caught up.
                     self.threads[tid as usize].pending_marker = Some(m);
-                    self.touched.push(tid);
                     return;
                 }
                 let now = self.atomic_at(tid);
@@ -2786,14 +2789,6 @@ impl<'t, O: Observer> Engine<'t, O> {
                 }
                 self.threads[tid as usize].unlock_paid = false;
                 let at = self.atomic_at(tid);
-                if self.timed()
-                    && matches!(self.locks, LockModel::Futex { .. })
-                    && self.mutexes.get(&addr).is_some_and(|m| m.contended)
-                {
-                    // The release will call futex wake: a system call, which waits for the
-                    // instructions before it.
-                    self.threads[tid as usize].core.stall_until(at);
-                }
                 let done = self.unlock(tid, addr, at);
                 if self.timed() {
                     let comp = self.line_comp;
