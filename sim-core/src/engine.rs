@@ -194,6 +194,19 @@ pub enum LockModel {
     },
 }
 
+/// How a thread got a mutex ([`Engine::grant`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Got {
+    /// It asked and the mutex was free, or it waited in a queue for it (a wait when the grant
+    /// comes after the request).
+    Free,
+    /// Through the lock's slow path: the whole time from the request is waiting.
+    Waited,
+    /// Its first compare-and-swap reached the released line before anyone else's request
+    /// ([`LockModel::Futex`]): a free lock whose line came from the releaser's core.
+    Arrived,
+}
+
 /// Where a thread is in a futex mutex's acquisition ([`LockModel::Futex`]) when its request
 /// is done again.
 #[derive(Debug, Clone, Copy)]
@@ -759,6 +772,28 @@ struct Thread<'t> {
     sharing_until: f64,
     /// When its current mutex request (or step of one) was asked.
     req: f64,
+    /// Under [`LockModel::Futex`], while its compare-and-swap is on its way to a held lock's
+    /// line ([`FutexStep::Attempt`]): when it asks again, the outcome known (its turn in the
+    /// scheduler; else minus infinity). Its clock stays where its dispatch was: if the
+    /// compare-and-swap takes the lock, the lock's code predicted that and the instructions
+    /// after it were dispatched behind it meanwhile; if it fails, the slow path begins at the
+    /// request ([`Engine::fail_attempt`]). Until then its clock holds the horizon back.
+    wake: f64,
+    /// Its compare-and-swap reached the released line first ([`Engine::settle`]).
+    cas_won: bool,
+}
+
+impl Thread<'_> {
+    /// When the thread does something next: its clock, or later while a request of its is
+    /// on its way ([`Thread::wake`]). The scheduler orders threads by it.
+    #[inline]
+    fn key(&self) -> f64 {
+        self.core.now.max(self.wake)
+    }
+
+    fn deferred(&self) -> bool {
+        self.wake > f64::NEG_INFINITY
+    }
 }
 
 /// A thread waiting for a mutex: when it asked (simulated time), who, and its rank for
@@ -908,7 +943,7 @@ fn rank(order: Order) -> u32 {
 fn clocks<'a>(threads: &'a [Thread<'_>]) -> impl Iterator<Item = (f64, bool)> + 'a {
     threads
         .iter()
-        .map(|th| (th.core.now, th.state == State::Runnable))
+        .map(|th| (th.key(), th.state == State::Runnable))
 }
 
 enum Step {
@@ -1092,6 +1127,8 @@ pub struct Engine<'t, O: Observer> {
     /// Where the last move of a lock word's line ([`Engine::move_line`]) took it from: the
     /// component an acquisition or release that waited for no other thread is charged to.
     line_comp: Component,
+    /// Threads whose request is on its way ([`Thread::wake`]).
+    deferred: u32,
 }
 
 fn has_roi_begin(trace: &Trace) -> Result<bool, TraceError> {
@@ -1155,6 +1192,8 @@ impl<'t, O: Observer> Engine<'t, O> {
                 owed: Vec::new(),
                 sharing_until: f64::NEG_INFINITY,
                 req: 0.0,
+                wake: f64::NEG_INFINITY,
+                cas_won: false,
             });
         }
         Ok(Engine {
@@ -1189,6 +1228,7 @@ impl<'t, O: Observer> Engine<'t, O> {
             cores_per_socket: cfg.memory.cores_per_socket.max(1),
             locks: cfg.locks,
             lock_call: cfg.lock_call,
+            deferred: 0,
         })
     }
 
@@ -1355,13 +1395,13 @@ impl<'t, O: Observer> Engine<'t, O> {
                 if self.force_one(|_| true) || self.force_order() {
                     for t in self.touched.drain(..) {
                         let th = &self.threads[t as usize];
-                        sched.update(t, th.core.now, th.state == State::Runnable);
+                        sched.update(t, th.key(), th.state == State::Runnable);
                     }
                     continue;
                 }
                 return Err(SimError::Deadlock(self.describe()));
             };
-            self.obs.horizon(at);
+            self.obs.horizon(self.horizon(at));
             // The tree is told what changed: after a round, every thread; after a slice, its
             // thread and the threads its marker or end made runnable or not (`touched`).
             match crew {
@@ -1396,7 +1436,7 @@ impl<'t, O: Observer> Engine<'t, O> {
                     // The thread, and those a marker or its end woke or blocked.
                     for t in std::iter::once(tid).chain(self.touched.drain(..)) {
                         let th = &self.threads[t as usize];
-                        sched.update(t, th.core.now, th.state == State::Runnable);
+                        sched.update(t, th.key(), th.state == State::Runnable);
                     }
                 }
             }
@@ -1464,7 +1504,7 @@ impl<'t, O: Observer> Engine<'t, O> {
             .enumerate()
             .filter_map(|(tid, (th, (done, stacks)))| {
                 let part = parts.as_mut().and_then(Iterator::next);
-                let runs = th.state == State::Runnable && !th.parked && th.core.now <= limit;
+                let runs = th.state == State::Runnable && !th.parked && th.key() <= limit;
                 let mem = if runs {
                     privates[th.core.id() as usize].take()
                 } else {
@@ -1506,7 +1546,7 @@ impl<'t, O: Observer> Engine<'t, O> {
                 Stop::Horizon => {}
                 Stop::Shared => l.th.parked = true,
                 stop => {
-                    order.push(Reverse((l.th.core.now.to_bits(), l.tid, stops.len())));
+                    order.push(Reverse((l.th.key().to_bits(), l.tid, stops.len())));
                     stops.push(Some(stop));
                 }
             }
@@ -1860,6 +1900,42 @@ impl<'t, O: Observer> Engine<'t, O> {
         }
     }
 
+    /// What the engine tells observers of the scheduler's earliest time `at`: no later than the
+    /// clock of a thread whose request is on its way ([`Thread::wake`]), which may still
+    /// dispatch from there.
+    fn horizon(&self, at: f64) -> f64 {
+        if self.deferred == 0 {
+            return at;
+        }
+        self.threads
+            .iter()
+            .filter(|th| th.deferred())
+            .fold(at, |h, th| h.min(th.core.now))
+    }
+
+    /// Thread `tid`'s request on its way is decided ([`Thread::wake`]).
+    fn undefer(&mut self, tid: u32) {
+        let th = &mut self.threads[tid as usize];
+        if th.deferred() {
+            th.wake = f64::NEG_INFINITY;
+            self.deferred -= 1;
+        }
+    }
+
+    /// Thread `tid`'s compare-and-swap, on its way since [`Thread::req`], failed (it reached
+    /// the held lock's line, or another thread took the lock first), seen at `now`: the lock's
+    /// code takes its slow path from the request on, nothing after it dispatched meanwhile,
+    /// the time `sync-crit-sect`, as for a thread that found the lock held.
+    fn fail_attempt(&mut self, tid: u32, now: f64) {
+        self.undefer(tid);
+        if self.timed() {
+            let req = self.threads[tid as usize].req;
+            self.threads[tid as usize].core.stall_until(req);
+            self.set_active(tid, req, false);
+        }
+        self.resume(tid, now, Component::SyncCritSect);
+    }
+
     /// Whether another runnable thread is earlier in simulated time than `tid` at `now` (ties:
     /// the lower id): a mutex request waits for those to catch up, so that mutexes go first
     /// come, first served in simulated time, not in the order the scheduler's quantum let the
@@ -1868,7 +1944,7 @@ impl<'t, O: Observer> Engine<'t, O> {
         self.threads.iter().enumerate().any(|(u, th)| {
             u as u32 != tid
                 && th.state == State::Runnable
-                && (th.core.now < now || (th.core.now == now && (u as u32) < tid))
+                && (th.key() < now || (th.key() == now && (u as u32) < tid))
         })
     }
 
@@ -2002,14 +2078,23 @@ impl<'t, O: Observer> Engine<'t, O> {
     /// its atomic completes once the lock word's line is here ([`Engine::acquired`]; a thread
     /// that blocked waits until then, the whole wait charged to `sync-crit-sect`, to
     /// collectors one wait: the thread is inside the lock call).
-    fn grant(&mut self, tid: u32, addr: u64, at: f64, waited: bool) {
+    fn grant(&mut self, tid: u32, addr: u64, at: f64, got: Got) {
         self.sync.lock_acquisitions += 1;
+        self.undefer(tid);
         let asked = self.threads[tid as usize].req;
-        let contended = waited || at > asked;
+        let contended = match got {
+            Got::Free => at > asked,
+            Got::Waited => true,
+            Got::Arrived => false,
+        };
         if contended {
             self.sync.lock_waits += 1;
         }
         let until = self.move_line(tid, addr, at.max(asked));
+        if got == Got::Arrived {
+            // The line came with the request, from the releaser's core ([`Engine::settle`]).
+            self.line_comp = Component::MemL1Neighbor;
+        }
         // A thread that blocked (it found the mutex held when its request was decided,
         // though the release may have come first in simulated time) waits like a
         // contended one: its blocked time is sync time.
@@ -2033,7 +2118,9 @@ impl<'t, O: Observer> Engine<'t, O> {
     /// against other waiters if a lock-order cycle must be broken ([`Waiter::rank`]).
     fn lock(&mut self, tid: u32, addr: u64, now: f64, order: Order) {
         self.touched.push(tid);
-        self.threads[tid as usize].req = now;
+        if !self.threads[tid as usize].deferred() {
+            self.threads[tid as usize].req = now;
+        }
         let m = self.mutexes.entry(addr).or_default();
         if m.owner == Some(tid) {
             // Taken again by its holder (a recursive mutex): it nests, whatever the model.
@@ -2071,7 +2158,7 @@ impl<'t, O: Observer> Engine<'t, O> {
                 m.owner = Some(tid);
                 m.held_since = now;
                 let at = now.max(m.free_at);
-                self.grant(tid, addr, at, false);
+                self.grant(tid, addr, at, Got::Free);
             }
         }
     }
@@ -2088,6 +2175,20 @@ impl<'t, O: Observer> Engine<'t, O> {
             // Its request has not reached the line yet (queued behind the line's last move).
             let step = step.unwrap_or(FutexStep::Attempt);
             return self.futex_step(tid, addr, order, step, at);
+        }
+        if self.threads[tid as usize].deferred() {
+            // Its compare-and-swap's outcome is known: it took the lock if it reached the
+            // released line first ([`Engine::settle`]), else the slow path began at the request.
+            let won = std::mem::take(&mut self.threads[tid as usize].cas_won);
+            let m = self.mutexes.entry(addr).or_default();
+            if won && m.owner.is_none() {
+                m.owner = Some(tid);
+                m.held_since = now;
+                m.epoch += 1;
+                let at = now.max(m.free_at);
+                return self.grant(tid, addr, at, Got::Arrived);
+            }
+            self.fail_attempt(tid, now);
         }
         let m = self.mutexes.entry(addr).or_default();
         if let Some(FutexStep::Check { epoch }) = step {
@@ -2147,13 +2248,29 @@ impl<'t, O: Observer> Engine<'t, O> {
                         | FutexStep::Cas { marks: true }
                 )
             );
-            let at = now.max(m.free_at);
-            self.grant(tid, addr, at, step.is_some());
+            let (free_at, line) = (m.free_at, m.line);
+            if step.is_none() && free_at > now && self.timed() {
+                // Released later in simulated time, earlier in engine order: a
+                // compare-and-swap that reaches the line after the release (half a move)
+                // finds it free, as one on its way at the release does ([`Engine::settle`]).
+                let here = self.threads[tid as usize].core.id();
+                if now + self.move_cost(line.unwrap_or(here), here) / 2.0 >= free_at {
+                    return self.grant(tid, addr, now, Got::Arrived);
+                }
+            }
+            let at = now.max(free_at);
+            let got = if step.is_some() {
+                Got::Waited
+            } else {
+                Got::Free
+            };
+            self.grant(tid, addr, at, got);
             return;
         }
         if step.is_none() {
             // Held: the compare-and-swap fails once the word's line has come from the
-            // holder's core.
+            // holder's core, unless the holder lets go before it gets there: the release
+            // decides ([`Engine::unlock`]), the request meanwhile on its way.
             let holder = m.owner.map_or(0, |o| self.threads[o as usize].core.id());
             let moved = if self.timed() {
                 self.move_cost(holder, self.threads[tid as usize].core.id())
@@ -2161,7 +2278,9 @@ impl<'t, O: Observer> Engine<'t, O> {
                 0.0
             };
             self.touch(tid, addr, now);
-            self.set_active(tid, now, false);
+            if !self.timed() {
+                self.set_active(tid, now, false);
+            }
             self.futex_step(tid, addr, order, FutexStep::Attempt, now + moved);
             return;
         }
@@ -2225,6 +2344,7 @@ impl<'t, O: Observer> Engine<'t, O> {
         m.pending = None;
         self.fetch_released(p.tid, addr, p.freed, p.asked, p.ready);
         if p.tid == tid {
+            self.threads[tid as usize].cas_won = true;
             return None;
         }
         // The request came first: its thread, still on its way back with the line, takes
@@ -2237,7 +2357,14 @@ impl<'t, O: Observer> Engine<'t, O> {
         m.held_since = p.arrives;
         m.epoch += 1;
         m.contended |= p.marks;
-        self.grant(p.tid, addr, p.arrives, true);
+        // A first compare-and-swap that found the lock free when it got there took it as a
+        // free lock; one sent by a spinner's look is its slow path's.
+        let got = if self.threads[p.tid as usize].deferred() {
+            Got::Arrived
+        } else {
+            Got::Waited
+        };
+        self.grant(p.tid, addr, p.arrives, got);
         None
     }
 
@@ -2272,6 +2399,24 @@ impl<'t, O: Observer> Engine<'t, O> {
     fn futex_step(&mut self, tid: u32, addr: u64, order: Order, step: FutexStep, at: f64) {
         let timed = self.timed();
         let th = &mut self.threads[tid as usize];
+        if timed && matches!(step, FutexStep::Attempt) {
+            // A first compare-and-swap on its way to a held lock's line: decided when it
+            // gets there, the thread's clock kept ([`Thread::wake`]).
+            if !th.deferred() {
+                self.deferred += 1;
+            }
+            th.wake = at.max(th.core.now);
+            th.futex = Some(step);
+            th.pending_marker = Some(Marker::MutexLock {
+                addr,
+                order,
+                spins: false,
+                call: false,
+            });
+            th.state = State::Runnable;
+            self.touched.push(tid);
+            return;
+        }
         if timed {
             // In the lock's slow path from its request on: the instructions before it go on
             // completing, and the steps are `sync-crit-sect`.
@@ -2412,7 +2557,7 @@ impl<'t, O: Observer> Engine<'t, O> {
         if let Some(w) = m.first_waiter() {
             m.owner = Some(w.tid);
             m.held_since = now;
-            self.grant(w.tid, addr, w.at.max(freed), false);
+            self.grant(w.tid, addr, w.at.max(freed), Got::Free);
         }
         self.line_comp = release_comp;
         freed
@@ -2538,7 +2683,7 @@ impl<'t, O: Observer> Engine<'t, O> {
         self.sync.lock_cycles_resolved += 1;
         self.touched.push(w);
         // Its unlock releases nothing (`MutexState::forced`).
-        self.grant(w, a, at, false);
+        self.grant(w, a, at, Got::Free);
         true
     }
 
@@ -2700,12 +2845,13 @@ impl<'t, O: Observer> Engine<'t, O> {
                 // thread whose clock is earlier but whose atomic performs later is decided
                 // first (by at most the time the instructions before the lock take to
                 // complete).
-                if self.timed() && self.someone_earlier(tid, self.threads[tid as usize].core.now) {
+                if self.timed() && self.someone_earlier(tid, self.threads[tid as usize].key()) {
                     // Asked again once every runnable thread has caught up.
                     self.threads[tid as usize].pending_marker = Some(m);
                     return;
                 }
-                let now = self.atomic_at(tid);
+                // (A request on its way is asked again when its outcome is known.)
+                let now = self.atomic_at(tid).max(self.threads[tid as usize].wake);
                 self.lock(tid, addr, now, order);
             }
             Marker::CondWait {
