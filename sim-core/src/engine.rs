@@ -248,6 +248,14 @@ fn unit_hash(n: u64, tid: u32) -> f64 {
     (x >> 11) as f64 / (1u64 << 53) as f64
 }
 
+/// How much a lock word request's travel between cores varies ([`Engine::travel`]): the
+/// whole range, as a share of the mean (isim's choice, as for the system calls' jitter: a
+/// real machine's transfers vary with what else its interconnect carries). On the traces of
+/// `lock_counter -w 10` at transfers of 180 and 230 cycles (`snoop_latency` 155 and 204) the
+/// 2-thread run took 0.19 and 0.58 of one thread's speed with fixed transfers, 0.32 and 0.44
+/// with ±5 %, 0.42 and 0.39 with ±12.5 % (the host: 0.46-0.55).
+const TRAVEL_JITTER: f64 = 0.25;
+
 /// Looks at the lock word a spinning lock makes in its `[locks] spin` budget (Rust's std
 /// `Mutex`: 100 loads, each followed by a `pause`): a release is seen at the spinner's next
 /// look, one budget / `SPIN_LOOKS` apart.
@@ -2049,6 +2057,19 @@ impl<'t, O: Observer> Engine<'t, O> {
         }
     }
 
+    /// How long thread `tid`'s request for a lock word's line takes from core `from` to the
+    /// line at core `to`: half a move ([`Engine::move_cost`]), give or take
+    /// [`TRAVEL_JITTER`] / 2, drawn deterministically (a hash of the thread and of how many
+    /// acquisitions the run has made). Whether a request reaches the holder before or after
+    /// its release decides a futex lock's hand-over, and with a fixed time two threads whose
+    /// loops are periodic lock into one phase for the whole run: a request landing in every
+    /// critical section, or in none (the 2-thread run of `lock_counter -w 10` took 0.19 or
+    /// 0.58 of one thread's speed as the transfer moved by 25 cycles; docs/validation.md).
+    fn travel(&self, from: u32, to: u32, tid: u32) -> f64 {
+        let vary = TRAVEL_JITTER * (unit_hash(self.sync.lock_acquisitions, tid) - 0.5);
+        self.move_cost(from, to) / 2.0 * (1.0 + vary)
+    }
+
     /// Thread `tid` asks for mutex `addr`'s line at `at` (its failed attempt on a held
     /// lock). A free lock's line simply moves. A held
     /// one's move is decided at the release, when it is known whether the request reached
@@ -2254,7 +2275,7 @@ impl<'t, O: Observer> Engine<'t, O> {
                 // compare-and-swap that reaches the line after the release (half a move)
                 // finds it free, as one on its way at the release does ([`Engine::settle`]).
                 let here = self.threads[tid as usize].core.id();
-                if now + self.move_cost(line.unwrap_or(here), here) / 2.0 >= free_at {
+                if now + self.travel(here, line.unwrap_or(here), tid) >= free_at {
                     return self.grant(tid, addr, now, Got::Arrived);
                 }
             }
@@ -2466,7 +2487,7 @@ impl<'t, O: Observer> Engine<'t, O> {
         let touch = m.touch.take();
         let me = self.threads[tid as usize].core.id();
         // Half a move between this core and the requester's: when its request gets here.
-        let half = |e: &Self, w: u32| e.move_cost(me, e.threads[w as usize].core.id()) / 2.0;
+        let half = |e: &Self, w: u32| e.travel(e.threads[w as usize].core.id(), me, w);
         let freed = match touch {
             Some((w, x)) if self.timed() && x + half(self, w) < now => {
                 self.move_line(w, addr, x);
