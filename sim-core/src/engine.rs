@@ -2420,6 +2420,14 @@ impl<'t, O: Observer> Engine<'t, O> {
     fn futex_step(&mut self, tid: u32, addr: u64, order: Order, step: FutexStep, at: f64) {
         let timed = self.timed();
         let th = &mut self.threads[tid as usize];
+        th.futex = Some(step);
+        // The word remembers whether its lock spins (`MutexState::spins`).
+        th.pending_marker = Some(Marker::MutexLock {
+            addr,
+            order,
+            spins: false,
+            call: false,
+        });
         if timed && matches!(step, FutexStep::Attempt) {
             // A first compare-and-swap on its way to a held lock's line: decided when it
             // gets there, the thread's clock kept ([`Thread::wake`]).
@@ -2427,13 +2435,6 @@ impl<'t, O: Observer> Engine<'t, O> {
                 self.deferred += 1;
             }
             th.wake = at.max(th.core.now);
-            th.futex = Some(step);
-            th.pending_marker = Some(Marker::MutexLock {
-                addr,
-                order,
-                spins: false,
-                call: false,
-            });
             th.state = State::Runnable;
             self.touched.push(tid);
             return;
@@ -2444,14 +2445,6 @@ impl<'t, O: Observer> Engine<'t, O> {
             let req = th.req;
             th.core.stall_until(req);
         }
-        th.futex = Some(step);
-        // The word remembers whether its lock spins (`MutexState::spins`).
-        th.pending_marker = Some(Marker::MutexLock {
-            addr,
-            order,
-            spins: false,
-            call: false,
-        });
         self.resume(tid, at, Component::SyncCritSect);
     }
 
