@@ -964,6 +964,7 @@ mod tests {
             clean: true,
             under_lock: None,
             first: false,
+            after: None,
         };
         let store = Store {
             at: 70,

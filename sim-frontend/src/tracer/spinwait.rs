@@ -95,6 +95,13 @@ pub struct Change {
     /// The thread's first recorded look at the address ([`Detector::first_looks`]): what it
     /// saw there before is unknown, and `since` is its last sequence number before the look.
     pub first: bool,
+    /// Not clean only because of one change read between the thread's atomic instruction and
+    /// this look (its index among the thread's changes), itself found without a spin right
+    /// after that instruction: clean after all if no other thread's store left that value
+    /// ([`find`]), a counter bumped atomically. C++'s `atomic::wait` reads its waiter pool's
+    /// version, which every notify bumps, between a `std::barrier` arrival and its first look
+    /// at the phase; a flag another thread stored is a wait that ended.
+    pub after: Option<u32>,
 }
 
 impl Change {
@@ -149,6 +156,9 @@ pub struct Detector {
     /// change seen (0: none).
     last_atomic: u64,
     last_event: u64,
+    /// The last event was a change found without a spin right after an atomic instruction:
+    /// its index in `changes`, and `last_event` before it.
+    event_change: Option<(u32, u64)>,
     /// One past the position of the atomic instruction before the last one (0: none).
     prev_atomic: u64,
     /// The thread's last marker, if it was a lock: (position, mutex).
@@ -203,6 +213,7 @@ impl Detector {
             return;
         }
         self.last_event = at + 1;
+        self.event_change = None;
         self.last_lock_mark = (op == Op::MutexLock).then_some((at, arg));
         for o in &mut self.open {
             let poll = matches!(op, Op::MutexLock | Op::MutexUnlock)
@@ -237,7 +248,7 @@ impl Detector {
     /// The thread's own view of the address follows it, as after a plain store of its own.
     pub fn atomic_store(&mut self, at: u64, addr: u64, value: u64, seq: u64) {
         let arrival = self.prev_atomic > self.last_event && at + 1 - self.prev_atomic <= SLACK;
-        self.access_recorded(at, addr, true, value, seq, arrival);
+        self.access_recorded(at, addr, true, value, seq, arrival, None);
     }
 
     /// A recorded value of the thread's (any access's, atomic or not) with sequence number
@@ -249,12 +260,18 @@ impl Detector {
     /// A recorded plain access at position `at` (its access was just given to
     /// [`Detector::access`]).
     pub fn recorded(&mut self, at: u64, addr: u64, store: bool, value: u64, seq: u64) {
-        let arrived = self.last_atomic > self.last_event && at + 1 - self.last_atomic <= SLACK;
-        self.access_recorded(at, addr, store, value, seq, arrived);
+        let near = at + 1 - self.last_atomic <= SLACK;
+        let arrived = self.last_atomic > self.last_event && near;
+        let after = self
+            .event_change
+            .filter(|&(_, before)| !arrived && near && self.last_atomic > before)
+            .map(|(k, _)| k);
+        self.access_recorded(at, addr, store, value, seq, arrived, after);
     }
 
     /// A recorded access; `arrived`: it came right after the thread's arrival (its atomic
-    /// instruction) with no event between.
+    /// instruction) with no event between; `after`: but for one change ([`Change::after`]).
+    #[allow(clippy::too_many_arguments)]
     fn access_recorded(
         &mut self,
         at: u64,
@@ -263,6 +280,7 @@ impl Detector {
         value: u64,
         seq: u64,
         arrived: bool,
+        after: Option<u32>,
     ) {
         if store {
             self.stores.push(Store {
@@ -297,7 +315,10 @@ impl Detector {
                         clean: arrived,
                         under_lock: self.look_under_lock(at),
                         first: false,
+                        after,
                     });
+                    self.event_change =
+                        arrived.then_some(((self.changes.len() - 1) as u32, self.last_event));
                     self.last_event = at + 1;
                     for x in &mut self.open {
                         x.broken = true;
@@ -313,6 +334,7 @@ impl Detector {
                         clean: arrived,
                         under_lock: self.look_under_lock(at),
                         first: true,
+                        after: None,
                     });
                 }
                 self.open.push(Open {
@@ -368,7 +390,10 @@ impl Detector {
                 clean: spun || arrived,
                 under_lock: if spun { None } else { self.look_under_lock(at) },
                 first: false,
+                after: if spun { None } else { after },
             });
+            self.event_change =
+                (!spun && arrived).then_some(((self.changes.len() - 1) as u32, self.last_event));
             self.last_event = at + 1;
             // A wait that ended here is no looking at the other addresses.
             for (j, x) in self.open.iter_mut().enumerate() {
@@ -582,6 +607,12 @@ pub fn find(
         }
         read.push(r);
     }
+    // Clean, or clean but for a change between its arrival and it that read no other
+    // thread's store: a counter bumped atomically ([`Change::after`]).
+    let clean = |w: usize, k: usize| {
+        let c = &changes[w][k];
+        c.clean || c.after.is_some_and(|j| read[w][j as usize].is_none())
+    };
     let overlaps = |t: u32, from: u64, at: u64| {
         taken
             .get(t as usize)
@@ -621,7 +652,7 @@ pub fn find(
                 && !overlaps(*u, at + 1, at + 1)
                 && rs.iter().all(|&(w, k)| {
                     let c = changes[w as usize][k];
-                    c.clean && !overlaps(w, c.from, c.to)
+                    clean(w as usize, k) && !overlaps(w, c.from, c.to)
                 })
         };
         let done: Vec<&u64> = seqs.iter().filter(|q| complete(q)).collect();
@@ -732,6 +763,7 @@ mod tests {
                 clean: true,
                 under_lock: None,
                 first: false,
+                after: None,
             }]
         );
     }
@@ -802,6 +834,7 @@ mod tests {
             clean: false,
             under_lock: Some(8),
             first: true,
+            after: None,
         };
         assert_eq!(d.first_looks.last(), Some(&look));
         let spin = Change {
@@ -814,6 +847,7 @@ mod tests {
             clean: true,
             under_lock: None,
             first: false,
+            after: None,
         };
         let changes = vec![vec![], vec![look], vec![spin]];
         let store = |at, value, seq| Store {
@@ -961,6 +995,7 @@ mod tests {
             clean: true,
             under_lock: None,
             first: false,
+            after: None,
         };
         let stores = vec![vec![store(100, 1, 10)], vec![store(300, 0, 20)], vec![]];
         let changes = vec![
@@ -1058,6 +1093,70 @@ mod tests {
         c.recorded(10, A, false, 1, 6); // `data`
         assert!(c.changes[0].clean);
         assert!(!c.changes[1].clean);
+    }
+
+    /// C++'s `std::barrier`: after its arrival (an atomic instruction) a waiter registers
+    /// with `atomic::wait`'s waiter pool (another atomic) and reads the pool's version, which
+    /// every release bumps with an atomic add, and only then looks at the phase; beside a busy
+    /// host CPU the release has often come by then. The phase's change is clean but for the
+    /// version's, and counts as a barrier arrival when no other thread stored that version
+    /// (an atomic counter); when another thread stored it (a flag: a wait that ended), the
+    /// episode is not complete and the look waits for its store instead.
+    #[test]
+    fn a_look_after_an_arrival_and_a_counters_bump_is_a_barrier_arrival() {
+        const V: u64 = 0x2000;
+        let mut d = Detector::default();
+        d.access(1, A, false, false, false);
+        d.recorded(1, A, false, 0, 1);
+        d.access(2, V, false, false, false);
+        d.recorded(2, V, false, 0, 2);
+        d.access(5, 0x3000, true, false, true); // arrival
+        d.access(7, 0x4000, true, false, true); // the waiter pool's count of waiters
+        d.access(8, V, false, false, false);
+        d.recorded(8, V, false, 1, 5); // the pool's version, bumped
+        d.access(9, A, false, false, false);
+        d.recorded(9, A, false, 1, 6); // the phase: released already
+        assert!(d.changes[0].clean);
+        assert_eq!((d.changes[1].clean, d.changes[1].after), (false, Some(0)));
+        // A second episode: a spin on the phase.
+        let mut spin = d.changes[1];
+        (spin.from, spin.to, spin.value, spin.seq, spin.since) = (250, 290, 0, 22, 6);
+        (spin.clean, spin.after) = (true, None);
+        let changes = vec![vec![d.changes[0], d.changes[1], spin], vec![]];
+        let store = |at, addr, value, seq, arrival| Store {
+            at,
+            addr,
+            value,
+            seq,
+            arrival,
+        };
+        let stores = vec![
+            vec![],
+            vec![store(100, A, 1, 4, true), store(300, A, 0, 20, true)],
+        ];
+        let w = find(&changes, &stores, &HashSet::new(), &[]);
+        assert_eq!((w.barrier_words, w.barriers.len(), w.deps.len()), (1, 4, 0));
+        // The version a plain store of another thread left: a flag, not part of the arrival.
+        let mut flagged = stores.clone();
+        flagged[1].insert(0, store(50, V, 1, 3, false));
+        let w = find(&changes, &flagged, &HashSet::new(), &[]);
+        assert_eq!(w.barrier_words, 0);
+        // Two changes between the arrival and the look: not clean.
+        let mut e = Detector::default();
+        e.access(1, A, false, false, false);
+        e.recorded(1, A, false, 0, 1);
+        e.access(2, V, false, false, false);
+        e.recorded(2, V, false, 0, 2);
+        e.access(3, V + 64, false, false, false);
+        e.recorded(3, V + 64, false, 0, 3);
+        e.access(5, 0x3000, true, false, true);
+        e.access(8, V, false, false, false);
+        e.recorded(8, V, false, 1, 5);
+        e.access(9, V + 64, false, false, false);
+        e.recorded(9, V + 64, false, 1, 6);
+        e.access(10, A, false, false, false);
+        e.recorded(10, A, false, 1, 7);
+        assert_eq!((e.changes[2].clean, e.changes[2].after), (false, None));
     }
 
     /// Polling under a lock (lock, look, unlock, yield, again): the range left out starts
