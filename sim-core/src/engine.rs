@@ -880,6 +880,13 @@ struct CasInFlight {
 }
 
 impl MutexState {
+    /// Thread `tid` takes the free mutex, as of `at`: one more acquisition.
+    fn take(&mut self, tid: u32, at: f64) {
+        self.owner = Some(tid);
+        self.held_since = at;
+        self.epoch += 1;
+    }
+
     /// Removes and returns the waiter that asked first in simulated time (ties: the lower id).
     fn first_waiter(&mut self) -> Option<Waiter> {
         let k = (0..self.waiters.len())
@@ -2176,8 +2183,7 @@ impl<'t, O: Observer> Engine<'t, O> {
                 self.break_cycle(tid);
             }
             None => {
-                m.owner = Some(tid);
-                m.held_since = now;
+                m.take(tid, now);
                 let at = now.max(m.free_at);
                 self.grant(tid, addr, at, Got::Free);
             }
@@ -2203,9 +2209,7 @@ impl<'t, O: Observer> Engine<'t, O> {
             let won = std::mem::take(&mut self.threads[tid as usize].cas_won);
             let m = self.mutexes.entry(addr).or_default();
             if won && m.owner.is_none() {
-                m.owner = Some(tid);
-                m.held_since = now;
-                m.epoch += 1;
+                m.take(tid, now);
                 let at = now.max(m.free_at);
                 return self.grant(tid, addr, at, Got::Arrived);
             }
@@ -2258,9 +2262,7 @@ impl<'t, O: Observer> Engine<'t, O> {
             // Free (at the latest once its last release, done earlier in engine order though
             // later in simulated time, is done): taken, whoever else waits for it. A thread
             // back from the futex takes it with its exchange, marking it contended.
-            m.owner = Some(tid);
-            m.held_since = now;
-            m.epoch += 1;
+            m.take(tid, now);
             m.contended |= matches!(
                 step,
                 Some(
@@ -2374,9 +2376,7 @@ impl<'t, O: Observer> Engine<'t, O> {
         w.futex = None;
         w.pending_marker = None;
         let m = self.mutexes.entry(addr).or_default();
-        m.owner = Some(p.tid);
-        m.held_since = p.arrives;
-        m.epoch += 1;
+        m.take(p.tid, p.arrives);
         m.contended |= p.marks;
         // A first compare-and-swap that found the lock free when it got there took it as a
         // free lock; one sent by a spinner's look is its slow path's.
@@ -2569,8 +2569,7 @@ impl<'t, O: Observer> Engine<'t, O> {
         self.released(tid, addr, now, 0.0);
         let m = self.mutexes.entry(addr).or_default();
         if let Some(w) = m.first_waiter() {
-            m.owner = Some(w.tid);
-            m.held_since = now;
+            m.take(w.tid, now);
             self.grant(w.tid, addr, w.at.max(freed), Got::Free);
         }
         self.line_comp = release_comp;
