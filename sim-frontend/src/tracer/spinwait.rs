@@ -1067,6 +1067,12 @@ mod tests {
         assert!(find(&looks, &stores3, &HashSet::new(), &[]).deps.is_empty());
     }
 
+    /// A load of `addr` at position `at` that the plugin recorded (it read `value`).
+    fn look(d: &mut Detector, at: u64, addr: u64, value: u64, seq: u64) {
+        d.access(at, addr, false, false, false);
+        d.recorded(at, addr, false, value, seq);
+    }
+
     /// A first look that already reads the new value is a barrier's arrival only right after
     /// the thread's own atomic instruction (its arrival); after a wait on another address (a
     /// consumer that waited for `ready` and then reads `data`), it is not, so that the store
@@ -1075,22 +1081,16 @@ mod tests {
     fn a_look_without_a_spin_is_clean_only_right_after_an_arrival() {
         const B: u64 = 0x2000;
         let mut d = Detector::default();
-        d.access(1, A, false, false, false);
-        d.recorded(1, A, false, 0, 1);
+        look(&mut d, 1, A, 0, 1);
         d.access(5, 0x3000, true, false, true); // arrival: an atomic instruction
-        d.access(8, A, false, false, false);
-        d.recorded(8, A, false, 1, 4);
+        look(&mut d, 8, A, 1, 4);
         assert!(d.changes[0].clean && !d.changes[0].spun());
         let mut c = Detector::default();
-        c.access(1, A, false, false, false);
-        c.recorded(1, A, false, 0, 1);
-        c.access(2, B, false, false, false);
-        c.recorded(2, B, false, 0, 2);
+        look(&mut c, 1, A, 0, 1);
+        look(&mut c, 2, B, 0, 2);
         c.access(3, 0x3000, true, false, true);
-        c.access(9, B, false, false, false);
-        c.recorded(9, B, false, 1, 5); // `ready` changed: a wait ended
-        c.access(10, A, false, false, false);
-        c.recorded(10, A, false, 1, 6); // `data`
+        look(&mut c, 9, B, 1, 5); // `ready` changed: a wait ended
+        look(&mut c, 10, A, 1, 6); // `data`
         assert!(c.changes[0].clean);
         assert!(!c.changes[1].clean);
     }
@@ -1106,16 +1106,12 @@ mod tests {
     fn a_look_after_an_arrival_and_a_counters_bump_is_a_barrier_arrival() {
         const V: u64 = 0x2000;
         let mut d = Detector::default();
-        d.access(1, A, false, false, false);
-        d.recorded(1, A, false, 0, 1);
-        d.access(2, V, false, false, false);
-        d.recorded(2, V, false, 0, 2);
+        look(&mut d, 1, A, 0, 1);
+        look(&mut d, 2, V, 0, 2);
         d.access(5, 0x3000, true, false, true); // arrival
         d.access(7, 0x4000, true, false, true); // the waiter pool's count of waiters
-        d.access(8, V, false, false, false);
-        d.recorded(8, V, false, 1, 5); // the pool's version, bumped
-        d.access(9, A, false, false, false);
-        d.recorded(9, A, false, 1, 6); // the phase: released already
+        look(&mut d, 8, V, 1, 5); // the pool's version, bumped
+        look(&mut d, 9, A, 1, 6); // the phase: released already
         assert!(d.changes[0].clean);
         assert_eq!((d.changes[1].clean, d.changes[1].after), (false, Some(0)));
         // A second episode: a spin on the phase.
@@ -1143,19 +1139,13 @@ mod tests {
         assert_eq!(w.barrier_words, 0);
         // Two changes between the arrival and the look: not clean.
         let mut e = Detector::default();
-        e.access(1, A, false, false, false);
-        e.recorded(1, A, false, 0, 1);
-        e.access(2, V, false, false, false);
-        e.recorded(2, V, false, 0, 2);
-        e.access(3, V + 64, false, false, false);
-        e.recorded(3, V + 64, false, 0, 3);
+        look(&mut e, 1, A, 0, 1);
+        look(&mut e, 2, V, 0, 2);
+        look(&mut e, 3, V + 64, 0, 3);
         e.access(5, 0x3000, true, false, true);
-        e.access(8, V, false, false, false);
-        e.recorded(8, V, false, 1, 5);
-        e.access(9, V + 64, false, false, false);
-        e.recorded(9, V + 64, false, 1, 6);
-        e.access(10, A, false, false, false);
-        e.recorded(10, A, false, 1, 7);
+        look(&mut e, 8, V, 1, 5);
+        look(&mut e, 9, V + 64, 1, 6);
+        look(&mut e, 10, A, 1, 7);
         assert_eq!((e.changes[2].clean, e.changes[2].after), (false, None));
     }
 
