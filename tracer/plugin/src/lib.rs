@@ -27,10 +27,10 @@ use std::ffi::{CStr, c_char, c_int, c_uint, c_void};
 use std::fs::File;
 use std::io::Write;
 use std::path::PathBuf;
-use std::sync::atomic::{AtomicBool, AtomicU8, AtomicU32, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU8, AtomicU32, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Mutex, OnceLock};
 
-use isim_trace_protocol::{Op, RawEncoder};
+use isim_trace_protocol::{AtomicKind, Op, RawEncoder};
 
 type PluginId = u64;
 #[repr(C)]
@@ -122,8 +122,8 @@ static STOPPED: AtomicBool = AtomicBool::new(false);
 static EXITING: AtomicBool = AtomicBool::new(false);
 /// Threads whose capture file is open.
 static OPEN: AtomicU32 = AtomicU32::new(0);
-/// How long the exiting thread waits for the others to write themselves out. A thread blocked
-/// in a system call of traced code cannot, and is cut as before.
+/// How long the exiting thread waits for the others to write themselves out (a thread inside
+/// a system call is parked and written out by the exiting thread, [`PARK`]).
 const EXIT_WAIT: std::time::Duration = std::time::Duration::from_millis(200);
 /// Set once the main thread has been given thread number 0.
 static MAIN_SEEN: AtomicBool = AtomicBool::new(false);
@@ -207,6 +207,33 @@ fn watch(vaddr: u64) {
     }
 }
 
+/// The stacks of the recorded threads, `[lo, hi)`, by thread number modulo [`STACKS`] (a
+/// later thread's replaces an ended one's), and how many slots are in use: an `xchg` into
+/// another thread's stack watches its line ([`on_mem_swap`]).
+static STACK_LO: [AtomicU64; STACKS] = [const { AtomicU64::new(0) }; STACKS];
+static STACK_HI: [AtomicU64; STACKS] = [const { AtomicU64::new(0) }; STACKS];
+static STACKS_USED: AtomicUsize = AtomicUsize::new(0);
+const STACKS: usize = 256;
+
+fn register_stack(tid: u32, (lo, hi): (u64, u64)) {
+    let i = tid as usize % STACKS;
+    STACK_LO[i].store(lo, Ordering::Relaxed);
+    STACK_HI[i].store(hi, Ordering::Relaxed);
+    STACKS_USED.fetch_max(i + 1, Ordering::Relaxed);
+}
+
+/// Whether `vaddr` is on a recorded thread's stack other than `own` (`[lo, hi)`).
+fn on_anothers_stack(own: (u64, u64), vaddr: u64) -> bool {
+    if vaddr.wrapping_sub(own.0) < own.1 - own.0 {
+        return false;
+    }
+    let n = STACKS_USED.load(Ordering::Relaxed).min(STACKS);
+    (0..n).any(|i| {
+        let lo = STACK_LO[i].load(Ordering::Relaxed);
+        vaddr.wrapping_sub(lo) < STACK_HI[i].load(Ordering::Relaxed).wrapping_sub(lo)
+    })
+}
+
 /// Entries of a thread's memo of the values it last saw at watched addresses.
 const SEEN: usize = 8;
 /// Loads outside its own stack a thread remembers beside them (a power of two).
@@ -272,13 +299,16 @@ fn guest_word(vaddr: u64, shift: u32) -> Option<u64> {
 
 /// Per vCPU: whether another thread may write out this one's buffer at process exit.
 /// [`ACTIVE`]: only the owner touches it. [`PARKED`]: the owner is inside an untraced call
-/// (a synchronization wait, an idle thread pool) and writes nothing until it claims the state
-/// back with a compare-and-swap. [`TAKEN`]: the exiting thread wrote it out and closed it; the
-/// owner never touches it again.
+/// (a synchronization wait, an idle thread pool) or inside a system call (a futex wait of
+/// traced code: a Rust or C++ thread asleep on a condition variable when `main` returns) and
+/// writes nothing until it claims the state back with a compare-and-swap. [`TAKING`]: the
+/// exiting thread is writing it out; [`TAKEN`]: it has, and closed it; the owner never
+/// touches it again.
 static PARK: [AtomicU8; MAX_VCPUS] = [const { AtomicU8::new(ACTIVE) }; MAX_VCPUS];
 const ACTIVE: u8 = 0;
 const PARKED: u8 = 1;
 const TAKEN: u8 = 2;
+const TAKING: u8 = 3;
 
 struct ThreadState {
     /// Flags of this thread's last `clone` call (to tell a fork from a thread creation).
@@ -441,42 +471,51 @@ fn with_state<R: Default>(vcpu: c_uint, f: impl FnOnce(&mut ThreadState) -> R) -
 }
 
 /// At a normal process exit (`main` returned, or `exit`), writes out every other thread that
-/// is parked in an untraced call: an idle thread pool, a detached thread waiting on a
-/// condition. Their streams are complete (the converter ends them at their last event); only
-/// a thread running traced code at that moment is cut.
+/// is parked in an untraced call or in a system call: an idle thread pool, a detached thread
+/// waiting on a condition, a Rust or C++ thread asleep in a futex wait of its own code. Their
+/// streams are complete (the converter ends them at their last event); a thread running
+/// traced code at that moment writes itself out at its next instruction ([`EXITING`]).
 fn write_out_parked(me: c_uint) {
     for (i, p) in PARK.iter().enumerate() {
         if i == me as usize || p.load(Ordering::Acquire) != PARKED {
             continue;
         }
-        if p.compare_exchange(PARKED, TAKEN, Ordering::AcqRel, Ordering::Acquire)
+        if p.compare_exchange(PARKED, TAKING, Ordering::AcqRel, Ordering::Acquire)
             .is_ok()
         {
             // SAFETY: the owner parked this state (it writes nothing until it claims it back,
-            // which now fails), so this thread is its only user.
+            // which waits while it is being taken and then fails), so this thread is its only
+            // user.
             let t = unsafe { &mut *STATES.0[i].get() };
             if t.is_open() {
                 t.close("parked");
             }
+            p.store(TAKEN, Ordering::Release);
         }
     }
 }
 
-/// Called by the owner before it writes to its state from a system-call callback: false if
-/// the exiting thread has taken the state (then the owner leaves it alone).
+/// Called by the owner before it touches its state from a system-call callback: false if
+/// the exiting thread has taken the state (then the owner leaves it alone: closed, it records
+/// nothing more). While the state is being taken, waits until it has been (a moment).
 fn claim(vcpu: c_uint) -> bool {
     let Some(p) = PARK.get(vcpu as usize) else {
         return false;
     };
-    match p.compare_exchange(PARKED, ACTIVE, Ordering::AcqRel, Ordering::Acquire) {
-        Ok(_) => true,
-        Err(v) => v != TAKEN,
+    loop {
+        match p.compare_exchange(PARKED, ACTIVE, Ordering::AcqRel, Ordering::Acquire) {
+            Ok(_) | Err(ACTIVE) => return true,
+            Err(TAKING) => std::thread::yield_now(),
+            Err(_) => return false,
+        }
     }
 }
 
-/// Called by the owner after a system-call callback: an untraced thread parks its state.
-fn park(vcpu: c_uint, t: &ThreadState) {
-    if !t.recording
+/// Called by the owner after a system-call callback: a thread entering a system call, and an
+/// untraced thread in any case, parks its state (the exiting thread may then write it out;
+/// the owner claims it back when the call returns or its traced code resumes).
+fn park(vcpu: c_uint, t: &ThreadState, in_syscall: bool) {
+    if (in_syscall || !t.recording)
         && t.file.is_some()
         && let Some(p) = PARK.get(vcpu as usize)
     {
@@ -611,6 +650,18 @@ extern "C" fn on_exec_atomic(vcpu: c_uint, udata: *mut c_void) {
 /// An atomic instruction's access: as [`on_mem`]; at its store, the value and a sequence
 /// number, and [`ATOMIC`] released.
 extern "C" fn on_mem_atomic(vcpu: c_uint, info: u32, vaddr: u64, _udata: *mut c_void) {
+    atomic_access(vcpu, info, vaddr, false);
+}
+
+/// An `xchg`'s access: as [`on_mem_atomic`], and if it stored into another thread's stack
+/// (rayon's `join`: the thief sets the latch in the waiting owner's frame), the line is
+/// watched from then on, so that the owner's look that finds the latch set records its value
+/// and waits for this store in replay (`sim_frontend::tracer::spinwait`).
+extern "C" fn on_mem_swap(vcpu: c_uint, info: u32, vaddr: u64, _udata: *mut c_void) {
+    atomic_access(vcpu, info, vaddr, true);
+}
+
+fn atomic_access(vcpu: c_uint, info: u32, vaddr: u64, swap: bool) {
     with_state(vcpu, |t| {
         // SAFETY: plain queries of the opaque info word.
         let (shift, store) = unsafe {
@@ -632,6 +683,9 @@ extern "C" fn on_mem_atomic(vcpu: c_uint, info: u32, vaddr: u64, _udata: *mut c_
             if let Some(v) = guest_word(vaddr, shift) {
                 let seq = SEQ.fetch_add(1, Ordering::SeqCst);
                 t.enc.value(&mut t.buf, v, seq);
+            }
+            if swap && on_anothers_stack(t.stack, vaddr) {
+                watch(vaddr);
             }
         }
         atomic_unlock(t);
@@ -658,7 +712,7 @@ extern "C" fn on_syscall(
         return;
     }
     syscall_entry(vcpu, num, [a1, a2, a3, a4, a5, a6]);
-    with_state(vcpu, |t| park(vcpu, t));
+    with_state(vcpu, |t| park(vcpu, t, true));
 }
 
 fn syscall_entry(vcpu: c_uint, num: i64, args: [u64; 6]) {
@@ -746,8 +800,14 @@ fn syscall_entry(vcpu: c_uint, num: i64, args: [u64; 6]) {
         }
         t.mark(op, &args);
         match op {
-            Op::MainBegin if a2 > a1 => t.stack = (a1, a2),
-            Op::ThreadStart if args[2] > a2 => t.stack = (a2, args[2]),
+            Op::MainBegin if a2 > a1 => {
+                t.stack = (a1, a2);
+                register_stack(t.tid, t.stack);
+            }
+            Op::ThreadStart if args[2] > a2 => {
+                t.stack = (a2, args[2]);
+                register_stack(t.tid, t.stack);
+            }
             _ => {}
         }
         if op.suppresses() {
@@ -800,16 +860,23 @@ fn futex(t: &mut ThreadState, addr: u64, op: u64, count: u64, addr2: u64) {
 }
 
 extern "C" fn on_syscall_ret(_id: PluginId, vcpu: c_uint, num: i64, ret: i64) {
+    // Parked for the call (`on_syscall`): the state is the owner's again, unless the exiting
+    // thread took it meanwhile.
+    if !claim(vcpu) {
+        return;
+    }
+    syscall_return(vcpu, num, ret);
+    with_state(vcpu, |t| park(vcpu, t, false));
+}
+
+fn syscall_return(vcpu: c_uint, num: i64, ret: i64) {
     if num == SYS_FUTEX {
-        if claim(vcpu) {
-            with_state(vcpu, |t| {
-                if t.futex_wait && t.is_open() {
-                    t.futex_wait = false;
-                    t.mark(Op::Done, &[ret as u64]);
-                }
-                park(vcpu, t);
-            });
-        }
+        with_state(vcpu, |t| {
+            if t.futex_wait && t.is_open() {
+                t.futex_wait = false;
+                t.mark(Op::Done, &[ret as u64]);
+            }
+        });
         return;
     }
     let forked = match num {
@@ -908,12 +975,14 @@ extern "C" fn on_trans(_id: PluginId, tb: *mut Tb) {
         };
         let udata = idx as usize as *mut c_void;
         // SAFETY: QEMU guarantees `size` readable bytes at `data`.
-        let atomic =
-            isim_trace_protocol::atomic_kind(unsafe { std::slice::from_raw_parts(data, size) })
-                .is_some();
+        let kind =
+            isim_trace_protocol::atomic_kind(unsafe { std::slice::from_raw_parts(data, size) });
+        let atomic = kind.is_some();
         // SAFETY: as above.
         let pause = size == 2 && unsafe { *data == 0xf3 && *data.add(1) == 0x90 };
-        let (exec_cb, mem_cb): (UdataCb, MemCb) = if atomic {
+        let (exec_cb, mem_cb): (UdataCb, MemCb) = if kind == Some(AtomicKind::Swap) {
+            (on_exec_atomic, on_mem_swap)
+        } else if atomic {
             (on_exec_atomic, on_mem_atomic)
         } else if pause {
             (on_exec_pause, on_mem)
