@@ -965,6 +965,7 @@ mod tests {
             under_lock: None,
             first: false,
             after: None,
+            own: false,
         };
         let store = Store {
             at: 70,

@@ -102,6 +102,10 @@ pub struct Change {
     /// version, which every notify bumps, between a `std::barrier` arrival and its first look
     /// at the phase; a flag another thread stored is a wait that ended.
     pub after: Option<u32>,
+    /// The address is on the thread's own stack: another thread's store there is a result
+    /// handed to it (rayon's `join` latch in the waiting owner's frame, set by the thief), a
+    /// data dependence whether or not any thread spun on it ([`find`]).
+    pub own: bool,
 }
 
 impl Change {
@@ -163,6 +167,8 @@ pub struct Detector {
     prev_atomic: u64,
     /// The thread's last marker, if it was a lock: (position, mutex).
     last_lock_mark: Option<(u64, u64)>,
+    /// The last access given to [`Detector::access`] was on the thread's own stack.
+    last_own: bool,
     /// Per address whose entry was evicted from `open`: the value the thread last saw there
     /// and that access's sequence number.
     evicted: HashMap<u64, (u64, u64)>,
@@ -174,6 +180,7 @@ impl Detector {
     /// not looking).
     #[inline]
     pub fn access(&mut self, at: u64, addr: u64, store: bool, own: bool, atomic: bool) {
+        self.last_own = own;
         if atomic && self.last_atomic != at + 1 {
             self.prev_atomic = self.last_atomic;
             self.last_atomic = at + 1;
@@ -316,6 +323,7 @@ impl Detector {
                         under_lock: self.look_under_lock(at),
                         first: false,
                         after,
+                        own: self.last_own,
                     });
                     self.event_change =
                         arrived.then_some(((self.changes.len() - 1) as u32, self.last_event));
@@ -335,6 +343,7 @@ impl Detector {
                         under_lock: self.look_under_lock(at),
                         first: true,
                         after: None,
+                        own: self.last_own,
                     });
                 }
                 self.open.push(Open {
@@ -391,6 +400,7 @@ impl Detector {
                 under_lock: if spun { None } else { self.look_under_lock(at) },
                 first: false,
                 after: if spun { None } else { after },
+                own: self.last_own,
             });
             self.event_change =
                 (!spun && arrived).then_some(((self.changes.len() - 1) as u32, self.last_event));
@@ -570,6 +580,11 @@ pub fn find(
         }
     }
     by.values_mut().for_each(|v| v.sort_unstable());
+    // Barriers and dependences are found only on addresses some thread spins on (a word that
+    // only shares its line with one, the data a spun-on lock word protects, read and written
+    // right after each acquisition, is left to the lock's arbitration), and on the reader's
+    // own stack.
+    let spun_on = spun_on(changes);
     // Each change's store, if found: (store's seq, its thread, its position).
     let mut read: Vec<Vec<Option<(u64, u32, u64)>>> = Vec::with_capacity(changes.len());
     // Per address, per store read (by sequence number): its thread and position, and the
@@ -588,10 +603,17 @@ pub fn find(
                 .unwrap_or_default();
             let i = others.partition_point(|s| s.0 <= c.since);
             let j = others.partition_point(|s| s.0 < c.seq);
-            let found = others
-                .get(i)
-                .or_else(|| j.checked_sub(1).and_then(|k| others.get(k)))
-                .map(|&&s| s);
+            // A first look at an address of the reader's own stack (a fresh frame's latch) takes
+            // the last such store before it: the first after the reader's last event may be a
+            // later frame's at the same address.
+            let found = if c.own && c.first && !spun_on.contains(&c.addr) {
+                j.checked_sub(1).and_then(|k| others.get(k))
+            } else {
+                others
+                    .get(i)
+                    .or_else(|| j.checked_sub(1).and_then(|k| others.get(k)))
+            }
+            .map(|&&s| s);
             if let Some((seq, u, at)) = found
                 && !c.first
             {
@@ -618,10 +640,6 @@ pub fn find(
             .get(t as usize)
             .is_some_and(|r| r.iter().any(|&(s, e)| s <= at && from < e))
     };
-    // Barriers and dependences are found only on addresses some thread spins on: a word that
-    // only shares its line with one (the data a spun-on lock word protects, read and written
-    // right after each acquisition) is left to the lock's arbitration.
-    let spun_on = spun_on(changes);
     let mut out = SpinWaits::default();
     let mut barrier_words: HashSet<u64> = HashSet::new();
     // The changes that are barrier arrivals (thread, index).
@@ -693,7 +711,7 @@ pub fn find(
         for (k, c) in list.iter().enumerate() {
             if skip.contains(&c.addr)
                 || in_barrier.contains(&(w as u32, k))
-                || !spun_on.contains(&c.addr)
+                || !(spun_on.contains(&c.addr) || c.own)
                 || (c.first && barrier_words.contains(&c.addr))
             {
                 continue;
@@ -731,6 +749,39 @@ mod tests {
 
     const A: u64 = 0x1000;
 
+    /// rayon's `join`: the thief sets the latch in the owner's frame with an `xchg` (seq 15);
+    /// the owner, which ran other jobs between its looks (no spin), finds it set at a look
+    /// (seq 20): a dependence on that store, though nobody spun on the address, because it
+    /// is on the owner's own stack. A later frame's latch at the same address, set at seq 30,
+    /// is not the one read, though it is the first after the owner's last event (seq 16). The same look at an address off the owner's stack that nobody
+    /// spun on is left to other means (the data a lock protects).
+    #[test]
+    fn a_look_that_finds_another_threads_store_in_its_own_frame_is_a_dependence() {
+        for own in [true, false] {
+            let mut owner = Detector::default();
+            // A steal attempt's atomic after the thief's store, before the look.
+            owner.sequence(16);
+            owner.access(40, A, false, own, false);
+            owner.recorded(40, A, false, 3, 20);
+            let mut thief = Detector::default();
+            thief.access(7, A, true, false, true);
+            thief.atomic_store(7, A, 3, 15);
+            thief.access(90, A, true, false, true);
+            thief.atomic_store(90, A, 3, 30);
+            let changes = vec![owner.first_looks.clone(), vec![]];
+            let stores = vec![owner.stores, thief.stores];
+            let w = find(&changes, &stores, &HashSet::new(), &[]);
+            if own {
+                assert_eq!(w.deps.len(), 1, "{:?}", w.deps);
+                let d = &w.deps[0];
+                assert_eq!((d.waiter, d.at, d.seq), (0, 40, 20));
+                assert_eq!(d.sources, vec![(1, 8, 15)]);
+            } else {
+                assert!(w.deps.is_empty(), "{:?}", w.deps);
+            }
+        }
+    }
+
     /// A flag wait: after some work, a first look at 10 reads 0 (recorded by an earlier
     /// look), eight more loads read 0 in a `pause` loop, then the load at 50 reads 1: a spin
     /// from 11 to 50.
@@ -764,6 +815,7 @@ mod tests {
                 under_lock: None,
                 first: false,
                 after: None,
+                own: false,
             }]
         );
     }
@@ -835,6 +887,7 @@ mod tests {
             under_lock: Some(8),
             first: true,
             after: None,
+            own: false,
         };
         assert_eq!(d.first_looks.last(), Some(&look));
         let spin = Change {
@@ -848,6 +901,7 @@ mod tests {
             under_lock: None,
             first: false,
             after: None,
+            own: false,
         };
         let changes = vec![vec![], vec![look], vec![spin]];
         let store = |at, value, seq| Store {
@@ -996,6 +1050,7 @@ mod tests {
             under_lock: None,
             first: false,
             after: None,
+            own: false,
         };
         let stores = vec![vec![store(100, 1, 10)], vec![store(300, 0, 20)], vec![]];
         let changes = vec![
