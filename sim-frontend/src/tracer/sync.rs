@@ -281,8 +281,11 @@ pub fn plan(marks: &[Vec<RawMark>], simple: &mut Simple<'_>) -> Plan {
     // `Barrier` is recognised whether or not every waiter slept. Its broadcast: the last one on
     // the word after the waiter's event before the wait, if one came before the wait (the
     // word changed and the wake followed, then the wait came); else the first one after it
-    // (the word changed, the wait came, then the wake). It gets no wake edge: nothing in the
-    // traced run says it slept.
+    // (the word changed, the wait came, then the wake). It did not sleep, but it saw the
+    // change, and what it does next (re-lock, find its condition true: rayon's `LockLatch`
+    // set by the pool while `main` waits for its job) follows the broadcaster's: its wait
+    // waits for that wake in simulated time (a wake edge), so that the waiter does not run
+    // ahead of the work it waited for.
     let mut objs: Vec<u64> = futex_again.keys().copied().collect();
     objs.sort_unstable();
     for obj in objs {
@@ -308,6 +311,7 @@ pub fn plan(marks: &[Vec<RawMark>], simple: &mut Simple<'_>) -> Plan {
                 .or_else(|| bc[i..].iter().find(other));
             if let Some(s) = pick {
                 futex_woken.entry(s.2).or_insert_with(Vec::new).push(at);
+                wake_edge.insert(at, s.2);
             }
         }
     }
@@ -766,6 +770,37 @@ mod tests {
         let mut ts = threads(27);
         ts[2][3] = mk(Op::Done, [(-110i64) as u64, 0, 0], 28);
         assert_eq!(plan(&ts, &mut none).hand_barriers, 0);
+    }
+
+    /// A Rust `Condvar` waiter whose futex wait returned at once (EAGAIN: the broadcast changed
+    /// the word between its load and its wait) did not sleep but saw the change, and what it
+    /// does next follows the broadcaster (rayon's `LockLatch`: `main` finds its job done). Its
+    /// wait waits for the broadcast, whether the wake came before the wait or after it; before,
+    /// it had no wake edge and `main` ran ahead of the pool's work in replay.
+    #[test]
+    fn a_futex_wait_that_found_the_word_changed_waits_for_the_broadcast() {
+        const C: u64 = 0x40;
+        const ALL: u64 = i32::MAX as u64;
+        let again = (-EAGAIN) as u64;
+        for wait in [7, 4] {
+            let t0 = vec![mk(Op::FutexWake, [C, ALL, 0], 5)];
+            let t1 = vec![
+                mk(Op::FutexWake, [0x50, 1, 0], 1),
+                mk(Op::FutexWait, [C, 0, 0], wait),
+                mk(Op::Done, [again, 0, 0], wait + 2),
+            ];
+            let p = plan(&[t0, t1], &mut none);
+            assert!(
+                matches!(p.at(0, 0).last(), Some(Marker::Release { .. })),
+                "wait at {wait}: {:?}",
+                p.at(0, 0)
+            );
+            assert!(
+                matches!(p.at(1, 1).last(), Some(Marker::FutexWait { wake, .. }) if *wake != Order::NONE),
+                "wait at {wait}: {:?}",
+                p.at(1, 1)
+            );
+        }
     }
 
     /// Broadcast episodes of one size are a barrier only if every episode involves the same
