@@ -1442,6 +1442,73 @@ fn fifty_traces_of_a_rust_scope_program_lose_no_events() {
     }
 }
 
+/// rayon's `join` and its sleeping pool (`examples/rust/join_latch.rs`). Each round `main`
+/// waits for a helper's latch, set by an atomic swap in `main`'s own stack frame, looking
+/// with a shared counter's atomic increment and a pause between its looks (no spin), then
+/// does as much work again with the helper's result: the rounds are serial, and the run
+/// takes about twice the helpers' busy cycles. Before, nothing watched a line of the
+/// waiter's own stack, the look that found the latch set recorded no value, and `main`'s
+/// work overlapped the helper's (run/busy 1.0; in a rayon `par_iter` whole jobs replayed
+/// after `main` returned, untimed). And a pool thread asleep in a futex wait of traced code
+/// when the process exits is written out with the others: before, it was cut, and its last
+/// events (a rayon worker's wake of `main` among them) were lost.
+#[test]
+fn a_latch_set_in_the_waiters_frame_is_waited_for_and_a_sleeping_pool_thread_is_whole() {
+    if !common::tools_present(&["qemu-x86_64", "rustc", "taskset"]) {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let exe = rust_example(dir.path(), "join_latch");
+    let mut spans = Vec::new();
+    for way in ["normal", "pinned"] {
+        let (run, traced) = trace_and_run(&exe, &[], way, dir.path());
+        let threads = traced["threads"].as_array().unwrap();
+        assert_eq!(threads.len(), 6, "{way}: main, the pool thread, 4 helpers");
+        for t in threads {
+            assert_eq!(t["cut"], false, "{way}: thread {} cut", t["thread"]);
+        }
+        for w in traced["warnings"].as_array().unwrap() {
+            let w = w.as_str().unwrap();
+            assert!(
+                !w.contains("still running") && !w.contains("may be missing"),
+                "{way}: {w}"
+            );
+        }
+        let traced_total: u64 = threads
+            .iter()
+            .map(|t| t["instructions"].as_u64().unwrap())
+            .sum();
+        assert_eq!(
+            run["instructions"].as_u64().unwrap(),
+            traced_total,
+            "{way}: every traced instruction is timed"
+        );
+        let stack = |t: &Value, k: &str| t["stack"][k].as_f64().unwrap();
+        let busy: f64 = run["threads"].as_array().unwrap()[2..]
+            .iter()
+            .map(|t| {
+                let sync: f64 = ["sync-barrier", "sync-crit-sect", "sync-join", "sync-cond"]
+                    .iter()
+                    .map(|k| stack(t, k))
+                    .sum();
+                t["cycles"].as_f64().unwrap()
+                    - stack(t, "imbalance-start")
+                    - stack(t, "imbalance-end")
+                    - sync
+            })
+            .sum();
+        let r = cycles(&run) / busy;
+        assert!(
+            (1.8..=2.3).contains(&r),
+            "{way}: run {} cycles against the helpers' {busy:.0} busy: {r:.3}",
+            cycles(&run)
+        );
+        spans.push(cycles(&run));
+    }
+    let r = spans[1] / spans[0];
+    assert!((0.99..=1.01).contains(&r), "pinned against normal: {r:.4}");
+}
+
 /// Rust's `thread::scope` waits until its count of running threads reaches zero; the thread
 /// that counts it down to zero wakes `main`. In `scope_join` that is thread 1 in the traced
 /// run (it sleeps: host time, no simulated time), while thread 2 runs 2,000 times longer.
