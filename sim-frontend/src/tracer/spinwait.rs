@@ -603,11 +603,14 @@ pub fn find(
                 .unwrap_or_default();
             let i = others.partition_point(|s| s.0 <= c.since);
             let j = others.partition_point(|s| s.0 < c.seq);
-            // A first look at an address of the reader's own stack (a fresh frame's latch) takes
-            // the last such store before it: the first after the reader's last event may be a
-            // later frame's at the same address.
-            let found = if c.own && c.first && !spun_on.contains(&c.addr) {
-                j.checked_sub(1).and_then(|k| others.get(k))
+            // A look at the reader's own stack (a frame's latch) takes the last such store
+            // before it, and after the reader's own last access there if it saw one: the first
+            // after that (or, at a first look, after the reader's last event) may be a later
+            // frame's at the same address, a wait the replay cannot meet.
+            let found = if c.own {
+                j.checked_sub(1)
+                    .filter(|&k| c.first || k >= i)
+                    .and_then(|k| others.get(k))
             } else {
                 others
                     .get(i)
@@ -753,7 +756,8 @@ mod tests {
     /// the owner, which ran other jobs between its looks (no spin), finds it set at a look
     /// (seq 20): a dependence on that store, though nobody spun on the address, because it
     /// is on the owner's own stack. A later frame's latch at the same address, set at seq 30,
-    /// is not the one read, though it is the first after the owner's last event (seq 16). The same look at an address off the owner's stack that nobody
+    /// is not the one read, though it is the first after the owner's last event (seq 16); nor
+    /// by a later look (seq 28) after the owner reset the latch (seq 22). The same look at an address off the owner's stack that nobody
     /// spun on is left to other means (the data a lock protects).
     #[test]
     fn a_look_that_finds_another_threads_store_in_its_own_frame_is_a_dependence() {
@@ -763,12 +767,20 @@ mod tests {
             owner.sequence(16);
             owner.access(40, A, false, own, false);
             owner.recorded(40, A, false, 3, 20);
+            // The next frame at the address: the owner resets the latch (seq 22) and reads it
+            // set at seq 28, but the only store of 3 after its reset is seq 30's, after the
+            // look: not the one read (a store the capture missed), no dependence.
+            owner.access(50, A, true, own, false);
+            owner.recorded(50, A, true, 0, 22);
+            owner.access(60, A, false, own, false);
+            owner.recorded(60, A, false, 3, 28);
             let mut thief = Detector::default();
             thief.access(7, A, true, false, true);
             thief.atomic_store(7, A, 3, 15);
             thief.access(90, A, true, false, true);
             thief.atomic_store(90, A, 3, 30);
-            let changes = vec![owner.first_looks.clone(), vec![]];
+            let mut changes = vec![owner.changes.clone(), vec![]];
+            changes[0].extend(owner.first_looks.clone());
             let stores = vec![owner.stores, thief.stores];
             let w = find(&changes, &stores, &HashSet::new(), &[]);
             if own {
