@@ -1395,6 +1395,26 @@ fn rust_futex_mutexes_are_arbitrated_in_simulated_time() {
     assert!((0.99..=1.01).contains(&r), "pinned against normal: {r:.4}");
 }
 
+/// Checks that `isim trace --json`'s summary `traced` cut no thread and warns of no lost
+/// events (`what` names the trace in messages); returns its instructions, all threads'.
+fn whole(traced: &Value, what: &str) -> u64 {
+    let threads = traced["threads"].as_array().unwrap();
+    for t in threads {
+        assert_eq!(t["cut"], false, "{what}: thread {} cut", t["thread"]);
+    }
+    for w in traced["warnings"].as_array().unwrap() {
+        let w = w.as_str().unwrap();
+        assert!(
+            !w.contains("still running") && !w.contains("may be missing"),
+            "{what}: {w}"
+        );
+    }
+    threads
+        .iter()
+        .map(|t| t["instructions"].as_u64().unwrap())
+        .sum()
+}
+
 /// 50 traces of a Rust `thread::scope` program: in none is a thread cut or an event lost,
 /// however the race between a scoped thread's exit path and `main`'s return and exit goes
 /// (a thread still running traced code at the exit writes itself out; one that ends after
@@ -1413,27 +1433,16 @@ fn fifty_traces_of_a_rust_scope_program_lose_no_events() {
         let threads = traced["threads"].as_array().unwrap();
         assert_eq!(threads.len(), 9, "trace {i}: main and 8 scoped threads");
         for t in threads {
-            assert_eq!(t["cut"], false, "trace {i}: thread {} cut", t["thread"]);
             assert!(
                 t["instructions"].as_u64().unwrap() > 1000,
                 "trace {i}: thread {} lost its work",
                 t["thread"]
             );
         }
-        for w in traced["warnings"].as_array().unwrap() {
-            let w = w.as_str().unwrap();
-            assert!(
-                !w.contains("still running") && !w.contains("may be missing"),
-                "trace {i}: {w}"
-            );
-        }
         // The replay reads every record (the engine fails otherwise); the timed ones are those
         // before `main` returned, and a scoped thread may still run its exit path (a few
         // thousand instructions; less than one thread's work, ~11,000) after that.
-        let traced_total: u64 = threads
-            .iter()
-            .map(|t| t["instructions"].as_u64().unwrap())
-            .sum();
+        let traced_total = whole(&traced, &format!("trace {i}"));
         let timed = run["instructions"].as_u64().unwrap();
         assert!(
             timed <= traced_total && timed + 8_000 >= traced_total,
@@ -1464,23 +1473,9 @@ fn a_latch_set_in_the_waiters_frame_is_waited_for_and_a_sleeping_pool_thread_is_
         let (run, traced) = trace_and_run(&exe, &[], way, dir.path());
         let threads = traced["threads"].as_array().unwrap();
         assert_eq!(threads.len(), 6, "{way}: main, the pool thread, 4 helpers");
-        for t in threads {
-            assert_eq!(t["cut"], false, "{way}: thread {} cut", t["thread"]);
-        }
-        for w in traced["warnings"].as_array().unwrap() {
-            let w = w.as_str().unwrap();
-            assert!(
-                !w.contains("still running") && !w.contains("may be missing"),
-                "{way}: {w}"
-            );
-        }
-        let traced_total: u64 = threads
-            .iter()
-            .map(|t| t["instructions"].as_u64().unwrap())
-            .sum();
         assert_eq!(
             run["instructions"].as_u64().unwrap(),
-            traced_total,
+            whole(&traced, way),
             "{way}: every traced instruction is timed"
         );
         let stack = |t: &Value, k: &str| t["stack"][k].as_f64().unwrap();
