@@ -1478,18 +1478,13 @@ fn a_latch_set_in_the_waiters_frame_is_waited_for_and_a_sleeping_pool_thread_is_
             whole(&traced, way),
             "{way}: every traced instruction is timed"
         );
-        let stack = |t: &Value, k: &str| t["stack"][k].as_f64().unwrap();
-        let busy: f64 = run["threads"].as_array().unwrap()[2..]
-            .iter()
+        // The helpers' cycles alive and not waiting.
+        let stack = |t: usize, k: &str| run["threads"][t]["stack"][k].as_f64().unwrap();
+        let busy: f64 = (2..threads.len())
             .map(|t| {
-                let sync: f64 = ["sync-barrier", "sync-crit-sect", "sync-join", "sync-cond"]
-                    .iter()
-                    .map(|k| stack(t, k))
-                    .sum();
-                t["cycles"].as_f64().unwrap()
+                run["threads"][t]["cycles"].as_f64().unwrap() * (1.0 - sync_share(&run, t))
                     - stack(t, "imbalance-start")
                     - stack(t, "imbalance-end")
-                    - sync
             })
             .sum();
         let r = cycles(&run) / busy;

@@ -757,8 +757,9 @@ mod tests {
     /// (seq 20): a dependence on that store, though nobody spun on the address, because it
     /// is on the owner's own stack. A later frame's latch at the same address, set at seq 30,
     /// is not the one read, though it is the first after the owner's last event (seq 16); nor
-    /// by a later look (seq 28) after the owner reset the latch (seq 22). The same look at an address off the owner's stack that nobody
-    /// spun on is left to other means (the data a lock protects).
+    /// by a later look (seq 28) after the owner reset the latch (seq 22). The same look at an
+    /// address off the owner's stack that nobody spun on is left to other means (the data a
+    /// lock protects).
     #[test]
     fn a_look_that_finds_another_threads_store_in_its_own_frame_is_a_dependence() {
         for own in [true, false] {
