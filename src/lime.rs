@@ -196,12 +196,20 @@ pub fn analyze_erasing(
         pb.set_message(format!("{what}: simulating, {n} instructions"))
     });
     pb.set_message(format!("{what}: analysing"));
+    let mut strays = 0;
     let r = r.map(|(result, c)| {
-        let mut instances = c.finish();
+        let mut instances;
+        (instances, strays) = c.finish_counting_strays();
         merge_sites_by_location(&rd.trace.program, &mut instances);
         (result, lime::analyze(&instances, opts))
     });
     pb.finish_and_clear();
+    if strays > 0 {
+        eprintln!(
+            "warning: {strays} stretch(es) of a pool worker's own code ran outside every call \
+             into the pool in this replay: they are in no section"
+        );
+    }
     r
 }
 
@@ -333,6 +341,7 @@ fn kind_name(k: SectionKind) -> &'static str {
         SectionKind::Barrier => "barrier",
         SectionKind::Join => "join",
         SectionKind::Serial => "serial",
+        SectionKind::Pool => "pool",
     }
 }
 
@@ -562,7 +571,7 @@ pub fn render(rep: &LimeReport, sections: usize, top: usize) -> String {
     if rep.sections.is_empty() {
         let _ = writeln!(
             s,
-            "no barrier- or join-delimited parallel sections in the run"
+            "no barrier-, join- or pool-delimited parallel sections in the run"
         );
         if rep.wait_run_pct > BALANCED_PCT {
             let _ = writeln!(
@@ -615,7 +624,7 @@ pub fn render(rep: &LimeReport, sections: usize, top: usize) -> String {
             s,
             "\nthreads wait for {:.1}% of the run's thread-cycles: {:.1}% in these sections and \
              {:.1}% outside them (locks, condition variables, thread start and end, all shares \
-             of the run's thread-cycles): LIME analyses only barrier- and join-delimited \
+             of the run's thread-cycles): LIME analyses only barrier-, join- and pool-delimited \
              sections; `isim locks` ranks the locks",
             rep.wait_run_pct,
             rep.idle_run_pct,
@@ -1141,7 +1150,7 @@ mod tests {
         };
         let text = render(&rep, 5, 10);
         assert!(
-            text.contains("no barrier- or join-delimited parallel sections"),
+            text.contains("no barrier-, join- or pool-delimited parallel sections"),
             "{text}"
         );
         assert!(

@@ -84,7 +84,7 @@ enum Cmd {
     Pca(isim::pca::PcaArgs),
     /// Write a self-contained HTML report of a run, sweep or PCA directory.
     Report(isim::report::ReportArgs),
-    /// LIME: which code causes the load imbalance of each barrier/join-delimited section,
+    /// LIME: which code causes the load imbalance of each barrier/join/pool-delimited section,
     /// ranked (control-flow leaders, cache misses, mispredictions); writes lime.json.
     Lime(isim::lime::LimeArgs),
     /// Lock analysis: per mutex, the source lines that take it, the cycles threads waited for

@@ -634,3 +634,143 @@ fn a_wait_for_counts_made_as_threads_end_is_a_join_section() {
     );
     assert!(inst.imbalance() > 0.2, "{}", inst.imbalance());
 }
+
+/// A call into a work-stealing pool from outside it (rayon's `Registry::in_worker_cold`) is a
+/// section of the pool's workers: each arrives at the end of its last stretch of own code
+/// within the call, the caller (who only waited) is no participant, and the section is named
+/// by the caller's own line. A worker's own code outside every call (here a worker created
+/// after the call returned) is in no section, and counted.
+#[test]
+fn a_call_into_a_pool_is_a_section_of_its_workers() {
+    use sim_core::Engine;
+    use sim_frontend::model::{BranchKind, Marker, OpClass, Order, SrcLoc, StaticInst, TraceMeta};
+    use sim_frontend::{Trace, TraceWriter};
+
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("pool.itrace");
+    let meta = TraceMeta {
+        isa: "x86-64".into(),
+        workload: "a pool (hand-made)".into(),
+        params: vec![],
+        producer: "tests/lime.rs".into(),
+    };
+    let mut tw = TraceWriter::create(&path, meta).unwrap();
+    {
+        let src = tw.source_mut();
+        src.functions = [
+            "pool::main",
+            "rayon_core::registry::Registry::in_worker_cold",
+            "rayon_core::registry::WorkerThread::wait_until_cold",
+            "pool::main::{{closure}}",
+        ]
+        .map(String::from)
+        .to_vec();
+        src.files = vec!["/src/pool.rs".into()];
+    }
+    let mut inst = |pc: u64, function: u32, line: u32| {
+        tw.add_static(StaticInst {
+            pc,
+            size: 4,
+            class: OpClass::IntAlu,
+            branch: BranchKind::None,
+            target: 0,
+            srcs: vec![],
+            addr_srcs: None,
+            dsts: vec![],
+            mem: vec![],
+            block_start: true,
+            loc: SrcLoc {
+                function,
+                file: if line > 0 { 0 } else { SrcLoc::UNKNOWN },
+                line,
+            },
+        })
+        .unwrap()
+    };
+    let own = inst(0x1000, 0, 10);
+    let entry = inst(0x2000, 1, 0);
+    let look = inst(0x3000, 2, 0);
+    let work = inst(0x4000, 3, 20);
+    let run = |tw: &mut TraceWriter, t: u32, sidx: u32, n: u32| {
+        for _ in 0..n {
+            tw.inst(t, sidx, false, &[]).unwrap();
+        }
+    };
+    tw.marker(0, Marker::ThreadStart).unwrap();
+    tw.marker(0, Marker::RoiBegin).unwrap();
+    run(&mut tw, 0, own, 100);
+    for t in 1..4u32 {
+        tw.marker(0, Marker::ThreadCreate { child: t }).unwrap();
+        tw.marker(t, Marker::ThreadStart).unwrap();
+        run(&mut tw, t, look, 50);
+    }
+    run(&mut tw, 0, entry, 20);
+    for t in 1..4u32 {
+        run(&mut tw, t, work, 2000 * t);
+        run(&mut tw, t, look, 50);
+    }
+    // The longest worker's job ends the call: it wakes the caller.
+    tw.marker(3, Marker::FutexWake { addr: 0xa000 }).unwrap();
+    tw.marker(3, Marker::Release { index: 0 }).unwrap();
+    tw.marker(
+        0,
+        Marker::FutexWait {
+            addr: 0xa000,
+            wake: Order::after(0),
+        },
+    )
+    .unwrap();
+    run(&mut tw, 0, entry, 5);
+    run(&mut tw, 0, own, 100);
+    // A worker that starts after the call: its job is in no call.
+    tw.marker(0, Marker::ThreadCreate { child: 4 }).unwrap();
+    tw.marker(4, Marker::ThreadStart).unwrap();
+    run(&mut tw, 4, look, 10);
+    run(&mut tw, 4, work, 500);
+    run(&mut tw, 4, look, 10);
+    tw.marker(4, Marker::ThreadEnd).unwrap();
+    run(&mut tw, 0, own, 3000);
+    for t in 1..4u32 {
+        tw.marker(t, Marker::ThreadEnd).unwrap();
+    }
+    tw.marker(0, Marker::RoiEnd).unwrap();
+    tw.marker(0, Marker::ThreadEnd).unwrap();
+    tw.finish().unwrap();
+
+    let trace = Trace::open(&path).unwrap();
+    let obs = Collector::new(&trace.program, 5);
+    let config = common::engine_config(&[]);
+    let (_, lime) = Engine::new(&trace, &config, obs)
+        .unwrap()
+        .run(|_| {})
+        .unwrap();
+    let (instances, strays) = lime.finish_counting_strays();
+    assert_eq!(instances.len(), 1, "{instances:?}");
+    let inst = &instances[0];
+    assert_eq!(inst.kind, SectionKind::Pool);
+    assert_eq!(
+        trace.program.file_line(inst.site).as_deref(),
+        Some("/src/pool.rs:10"),
+        "named by the caller's own line"
+    );
+    let threads: Vec<u32> = inst.threads.iter().map(|t| t.thread).collect();
+    assert_eq!(threads, [1, 2, 3], "the workers alive during the call");
+    let arrivals: Vec<f64> = inst.threads.iter().map(|t| t.arrival).collect();
+    assert!(
+        arrivals[0] < arrivals[1] && arrivals[1] < arrivals[2],
+        "{arrivals:?}"
+    );
+    assert_eq!(inst.release, arrivals[2], "the last worker's job ends it");
+    assert!(
+        inst.threads
+            .iter()
+            .all(|t| t.start == inst.threads[0].start)
+    );
+    // Worker t ran 2000·t independent instructions: each 2000 more take the same time more
+    // (500 cycles at the default's 4-wide dispatch).
+    let times: Vec<f64> = inst.threads.iter().map(|t| t.time()).collect();
+    let (d1, d2) = (times[1] - times[0], times[2] - times[1]);
+    assert!(d1 > 400.0 && (d1 - d2).abs() < 1.0, "{times:?}");
+    assert!(inst.imbalance() > 0.2, "{}", inst.imbalance());
+    assert_eq!(strays, 1, "thread 4's job ran outside the call");
+}

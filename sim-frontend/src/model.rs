@@ -366,6 +366,41 @@ pub fn is_sync_function(name: &str) -> bool {
         || SYNC_PARTS.iter().any(|p| name.contains(p))
 }
 
+/// What an instruction's function is to a work-stealing pool's parallel sections (LIME's
+/// [`PoolRole`]s): rayon's entry from a thread outside the pool, which injects a job and
+/// waits until the pool has run it, and the loop its workers look for jobs in.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PoolRole {
+    /// Neither.
+    None,
+    /// A call into the pool from outside it (`Registry::in_worker_cold`, `in_worker_cross`):
+    /// the caller waits there while the pool's workers run what it handed them.
+    Entry,
+    /// A pool worker's wait for jobs (`WorkerThread::wait_until…`): its thread is a worker.
+    Worker,
+}
+
+/// A pool's entry functions ([`PoolRole::Entry`]): the functions themselves, not their
+/// closures (the injected job's closure runs on the worker that takes it).
+const POOL_ENTRIES: [&str; 2] = [
+    "rayon_core::registry::Registry::in_worker_cold",
+    "rayon_core::registry::Registry::in_worker_cross",
+];
+
+/// Name prefix of a pool worker's wait for jobs ([`PoolRole::Worker`]).
+const POOL_WORKER_PREFIX: &str = "rayon_core::registry::WorkerThread::wait_until";
+
+/// What a function (demangled name) is to a work-stealing pool ([`PoolRole`]).
+pub fn pool_role(name: &str) -> PoolRole {
+    if POOL_ENTRIES.contains(&name) {
+        PoolRole::Entry
+    } else if name.starts_with(POOL_WORKER_PREFIX) {
+        PoolRole::Worker
+    } else {
+        PoolRole::None
+    }
+}
+
 impl Program {
     /// Per static instruction: whether it is the program's own code. It must have a source
     /// file (debug information, which system libraries lack) that is not a system header or a
@@ -413,6 +448,24 @@ impl Program {
                 } else {
                     CodeRole::Library
                 }
+            })
+            .collect()
+    }
+
+    /// Per static instruction: its function's [`PoolRole`]; empty if the program has no pool
+    /// entry (no work-stealing pool's sections to find).
+    pub fn pool_roles(&self) -> Vec<PoolRole> {
+        let roles: Vec<PoolRole> = self.source.functions.iter().map(|f| pool_role(f)).collect();
+        if !roles.contains(&PoolRole::Entry) {
+            return Vec::new();
+        }
+        self.insts
+            .iter()
+            .map(|i| {
+                roles
+                    .get(i.loc.function as usize)
+                    .copied()
+                    .unwrap_or(PoolRole::None)
             })
             .collect()
     }

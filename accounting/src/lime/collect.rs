@@ -25,6 +25,17 @@
 //! named by an own instruction too: a barrier or join called from inside a library (Rust's
 //! `Barrier::wait`, a C++ `std::barrier`) is named by the thread's last own instruction.
 //!
+//! **Pools.** A thread outside a work-stealing pool that calls into it (rayon's
+//! `Registry::in_worker_cold`: [`PoolRole::Entry`]) hands the pool a job and waits until it is
+//! done: one [`SectionKind::Pool`] instance from the call to the return, whose participants
+//! are the pool's workers (threads that ran [`PoolRole::Worker`] code). A worker has no
+//! synchronization of its own at the section's ends (it finds the next job by looking), so its
+//! part is taken from *pieces*: each stretch of its own code is sealed, with its times, when
+//! the worker goes back into the pool's code (the piece ends as that code begins); at the end of the run each piece goes to the
+//! call it ran within (in simulated time), and a worker's part of a call starts at the call
+//! and arrives at its last piece's end (a worker with none arrives at the start: it had no
+//! work). A piece outside every call is counted ([`Collector::finish_counting_strays`]).
+//!
 //! **Serial parts.** An instance in which one participant ran the program's code and the
 //! others none (the team waiting at an OpenMP fork while the master runs the serial code
 //! before it, threads waiting while one initialises) is a [`SectionKind::Serial`] section of
@@ -40,7 +51,7 @@ use std::collections::HashMap;
 use serde::{Deserialize, Serialize};
 use sim_core::core::InstResult;
 use sim_core::{CycleStack, Observer, ThreadObserver};
-use sim_frontend::model::{CodeRole, Program};
+use sim_frontend::model::{CodeRole, PoolRole, Program};
 
 use super::cfg::ENTRY;
 
@@ -97,6 +108,9 @@ pub enum SectionKind {
     /// A barrier instance in which only one participant ran the program's code: the others
     /// waited for its serial part (the code before an OpenMP fork).
     Serial,
+    /// A call into a work-stealing pool from outside it, whose participants are the pool's
+    /// workers (module docs, "Pools").
+    Pool,
 }
 
 /// One dynamic instance of a parallel section.
@@ -189,6 +203,18 @@ struct ThreadState {
     tail: Option<ThreadSection>,
     /// Its part was taken at its count-down before it ended ([`Observer::counted_down`]).
     counted: bool,
+    /// It ran a pool worker's code ([`PoolRole::Worker`]): its own code is sealed in pieces.
+    pool_worker: bool,
+    /// When its current piece's first own instruction dispatched (a worker's).
+    piece_start: Option<f64>,
+    /// Its sealed pieces, in time order.
+    pieces: Vec<ThreadSection>,
+    /// Its open call into a pool: dispatched at, and the instruction that names it.
+    pool_call: Option<(f64, u32)>,
+    /// Its calls into a pool: start, end (its next own instruction), naming instruction.
+    pool_calls: Vec<(f64, f64, u32)>,
+    /// When it started and ended (a pool worker takes part in the calls made meanwhile).
+    lifetime: (f64, f64),
 }
 
 struct OpenJoin {
@@ -210,6 +236,10 @@ pub struct Collector {
     open_barrier: Option<(u32, u64, Instance)>,
     open_joins: Vec<Option<OpenJoin>>,
     instances: Vec<Instance>,
+    /// Per static index: its [`PoolRole`]; empty when the program has no pool.
+    pool: Vec<PoolRole>,
+    /// Pieces of pool workers' own code that ran within no call into the pool.
+    stray: usize,
 }
 
 impl Collector {
@@ -244,76 +274,112 @@ impl Collector {
                     start: 0.0,
                     tail: None,
                     counted: false,
+                    pool_worker: false,
+                    piece_start: None,
+                    pieces: Vec::new(),
+                    pool_call: None,
+                    pool_calls: Vec::new(),
+                    lifetime: (0.0, f64::INFINITY),
                 })
                 .collect(),
             open_barrier: None,
             open_joins: (0..threads).map(|_| None).collect(),
             instances: Vec::new(),
+            pool: program.pool_roles(),
+            stray: 0,
         }
     }
 
     /// Closes what is open and returns every instance in the order they completed.
-    pub fn finish(mut self) -> Vec<Instance> {
+    pub fn finish(self) -> Vec<Instance> {
+        self.finish_counting_strays().0
+    }
+
+    /// [`Collector::finish`], and how many pieces of pool workers' own code ran within no
+    /// call into the pool (module docs, "Pools"): the replay let a worker run a job before
+    /// it was handed to the pool, or after its caller went on.
+    pub fn finish_counting_strays(mut self) -> (Vec<Instance>, usize) {
         self.close_barrier();
         for t in 0..self.open_joins.len() {
             self.close_join(t);
         }
-        self.instances
+        self.close_pools();
+        (self.instances, self.stray)
+    }
+
+    /// Places the pool workers' pieces in the calls into the pool (module docs, "Pools") and
+    /// adds those instances among the others, by release.
+    fn close_pools(&mut self) {
+        if self.pool.is_empty() {
+            return;
+        }
+        let mut calls: Vec<(f64, f64, u32, usize)> = Vec::new();
+        for (t, th) in self.threads.iter_mut().enumerate() {
+            // A call still open when the run ended ends there.
+            if let Some((start, site)) = th.pool_call.take() {
+                th.pool_calls.push((start, f64::INFINITY, site));
+            }
+            calls.extend(th.pool_calls.drain(..).map(|(s, e, site)| (s, e, site, t)));
+        }
+        calls.sort_by(|a, b| a.0.total_cmp(&b.0));
+        let workers: Vec<usize> = (0..self.threads.len())
+            .filter(|&t| self.threads[t].pool_worker)
+            .collect();
+        let mut parts: Vec<Vec<Vec<ThreadSection>>> =
+            vec![vec![Vec::new(); workers.len()]; calls.len()];
+        for (w, &t) in workers.iter().enumerate() {
+            for piece in std::mem::take(&mut self.threads[t].pieces) {
+                // The call it ran within: the latest to start before it arrived, if it had
+                // not ended by then (a worker's piece inside a call of its own is no part).
+                let k = calls.partition_point(|c| c.0 < piece.arrival);
+                match (k.saturating_sub(64)..k)
+                    .rev()
+                    .find(|&k| calls[k].3 != t && piece.arrival <= calls[k].1)
+                {
+                    Some(k) => parts[k][w].push(piece),
+                    None => self.stray += 1,
+                }
+            }
+        }
+        let mut pools = Vec::new();
+        for (&(start, end, site, _), pieces) in calls.iter().zip(parts) {
+            if pieces.iter().all(|p| p.is_empty()) {
+                continue;
+            }
+            // Every worker alive during the call takes part, with or without work.
+            let threads: Vec<ThreadSection> = workers
+                .iter()
+                .zip(pieces)
+                .filter(|(t, ps)| {
+                    let (began, ended) = self.threads[**t].lifetime;
+                    !ps.is_empty() || (began < end && ended > start)
+                })
+                .map(|(&t, ps)| merge_pieces(t as u32, start, ps))
+                .collect();
+            let release = threads.iter().map(|t| t.arrival).fold(start, f64::max);
+            pools.push(Instance {
+                site,
+                kind: SectionKind::Pool,
+                release,
+                threads,
+            });
+        }
+        if !pools.is_empty() {
+            self.instances.extend(pools);
+            self.instances
+                .sort_by(|a, b| a.release.total_cmp(&b.release));
+        }
     }
 
     fn snapshot(&mut self, t: usize, arrival: f64) -> ThreadSection {
-        let counted = &self.counted;
         let th = &mut self.threads[t];
-        let mut events = Vec::with_capacity(th.touched.len() * 2 + th.edge_touched.len() * 2);
-        for &s in &th.touched {
-            let c = std::mem::take(&mut th.counters[s as usize]);
-            // An own instruction that is neither a branch nor an access counts its executions
-            // when a library's misses or mispredictions were counted at it (the superior of
-            // those events).
-            if counted[s as usize] || c.misses != [0; 3] || c.mispredicted > 0 {
-                events.push((Event::Exec(s), c.execs as u64));
-            }
-            for (l, &m) in c.misses.iter().enumerate() {
-                if m > 0 {
-                    events.push((
-                        Event::Miss {
-                            sidx: s,
-                            level: l as u8 + 1,
-                        },
-                        m as u64,
-                    ));
-                }
-            }
-            if c.mispredicted > 0 {
-                events.push((Event::Mispredict(s), c.mispredicted as u64));
-            }
-        }
-        th.touched.clear();
-        for &from in &th.edge_touched {
-            let slots = std::mem::replace(&mut th.edges[from as usize], EMPTY_SLOTS);
-            for k in 0..2 {
-                if slots.n[k] > 0 {
-                    events.push((
-                        Event::Edge {
-                            from,
-                            to: slots.to[k],
-                        },
-                        slots.n[k] as u64,
-                    ));
-                }
-            }
-        }
-        th.edge_touched.clear();
+        let events = take_events(th, &self.counted);
         th.creating = false;
         th.waited = 0.0;
         // No edge spans a section boundary: what a thread runs first after a barrier or a
         // fork depends on its role there (the master returns into its own code, the team
         // into the region).
         th.crossed = true;
-        for ((from, to), n) in th.spill.drain() {
-            events.push((Event::Edge { from, to }, n));
-        }
-        events.sort_unstable_by_key(|a| a.0);
         let start = th.start;
         ThreadSection {
             thread: t as u32,
@@ -397,12 +463,126 @@ impl Collector {
     }
 }
 
+/// Takes a thread's event counts since they were last taken, sorted by event.
+fn take_events(th: &mut ThreadState, counted: &[bool]) -> Vec<(Event, u64)> {
+    let mut events = Vec::with_capacity(th.touched.len() * 2 + th.edge_touched.len() * 2);
+    for &s in &th.touched {
+        let c = std::mem::take(&mut th.counters[s as usize]);
+        // An own instruction that is neither a branch nor an access counts its executions
+        // when a library's misses or mispredictions were counted at it (the superior of
+        // those events).
+        if counted[s as usize] || c.misses != [0; 3] || c.mispredicted > 0 {
+            events.push((Event::Exec(s), c.execs as u64));
+        }
+        for (l, &m) in c.misses.iter().enumerate() {
+            if m > 0 {
+                events.push((
+                    Event::Miss {
+                        sidx: s,
+                        level: l as u8 + 1,
+                    },
+                    m as u64,
+                ));
+            }
+        }
+        if c.mispredicted > 0 {
+            events.push((Event::Mispredict(s), c.mispredicted as u64));
+        }
+    }
+    th.touched.clear();
+    for &from in &th.edge_touched {
+        let slots = std::mem::replace(&mut th.edges[from as usize], EMPTY_SLOTS);
+        for k in 0..2 {
+            if slots.n[k] > 0 {
+                events.push((
+                    Event::Edge {
+                        from,
+                        to: slots.to[k],
+                    },
+                    slots.n[k] as u64,
+                ));
+            }
+        }
+    }
+    th.edge_touched.clear();
+    for ((from, to), n) in th.spill.drain() {
+        events.push((Event::Edge { from, to }, n));
+    }
+    events.sort_unstable_by_key(|a| a.0);
+    events
+}
+
+/// One worker's part of a call into a pool from its pieces there (module docs, "Pools").
+fn merge_pieces(thread: u32, start: f64, pieces: Vec<ThreadSection>) -> ThreadSection {
+    let arrival = pieces.iter().map(|p| p.arrival).fold(start, f64::max);
+    let mut all: Vec<(Event, u64)> = pieces.into_iter().flat_map(|p| p.events).collect();
+    all.sort_unstable_by_key(|a| a.0);
+    let mut events: Vec<(Event, u64)> = Vec::with_capacity(all.len());
+    for (e, n) in all {
+        match events.last_mut() {
+            Some(last) if last.0 == e => last.1 += n,
+            _ => events.push((e, n)),
+        }
+    }
+    ThreadSection {
+        thread,
+        start,
+        arrival,
+        events,
+    }
+}
+
+/// A pool's bookkeeping when a thread comes back to its own code at `at` from
+/// synchronization or runtime code (module docs, "Pools"): a call into the pool ends, and a
+/// worker's piece begins.
+#[cold]
+#[inline(never)]
+fn pool_resume(th: &mut ThreadState, at: f64) {
+    if let Some((start, site)) = th.pool_call.take() {
+        th.pool_calls.push((start, at, site));
+    }
+    if th.pool_worker {
+        th.piece_start = Some(at);
+    }
+}
+
+/// A pool's bookkeeping for a synchronization or runtime instruction `sidx` dispatched at
+/// `at` (module docs, "Pools"): a pool's entry opens a call, a worker's wait for jobs marks
+/// its thread a worker, and a worker's open piece is sealed.
+#[cold]
+#[inline(never)]
+fn pool_sync(th: &mut ThreadState, role: PoolRole, counted: &[bool], sidx: u32, at: f64) {
+    match role {
+        PoolRole::Entry if th.pool_call.is_none() => {
+            let site = if th.last_line == NO_SIDX {
+                sidx
+            } else {
+                th.last_line
+            };
+            th.pool_call = Some((at, site));
+        }
+        PoolRole::Worker => th.pool_worker = true,
+        _ => {}
+    }
+    if let Some(start) = th.piece_start.take() {
+        let events = take_events(th, counted);
+        th.pieces.push(ThreadSection {
+            thread: 0,
+            start,
+            arrival: at,
+            events,
+        });
+    }
+}
+
 /// One thread's part of a [`Collector`].
 pub struct CollectorPart<'a> {
     th: &'a mut ThreadState,
     branch: &'a [bool],
     roles: &'a [CodeRole],
     own_lines: &'a [bool],
+    counted: &'a [bool],
+    pool: &'a [PoolRole],
 }
 
 impl ThreadObserver for CollectorPart<'_> {
@@ -414,7 +594,12 @@ impl ThreadObserver for CollectorPart<'_> {
         }
         let at = match self.roles[sidx as usize] {
             CodeRole::Own => {
-                th.in_sync = false;
+                if th.in_sync {
+                    th.in_sync = false;
+                    if !self.pool.is_empty() {
+                        pool_resume(th, r.dispatch);
+                    }
+                }
                 sidx
             }
             CodeRole::Library if th.last_own != NO_SIDX && !th.in_sync => th.last_own,
@@ -422,6 +607,9 @@ impl ThreadObserver for CollectorPart<'_> {
             CodeRole::Sync => {
                 th.crossed = true;
                 th.in_sync = true;
+                if !self.pool.is_empty() {
+                    pool_sync(th, self.pool[sidx as usize], self.counted, sidx, r.dispatch);
+                }
                 return;
             }
         };
@@ -457,6 +645,8 @@ impl Observer for Collector {
         let branch = &self.branch[..];
         let roles = &self.roles[..];
         let own_lines = &self.own_lines[..];
+        let counted = &self.counted[..];
+        let pool = &self.pool[..];
         Some(
             self.threads
                 .iter_mut()
@@ -465,6 +655,8 @@ impl Observer for Collector {
                     branch,
                     roles,
                     own_lines,
+                    counted,
+                    pool,
                 })
                 .collect(),
         )
@@ -477,6 +669,8 @@ impl Observer for Collector {
             branch: &self.branch,
             roles: &self.roles,
             own_lines: &self.own_lines,
+            counted: &self.counted,
+            pool: &self.pool,
         }
         .inst(sidx, r, stack);
     }
@@ -501,6 +695,7 @@ impl Observer for Collector {
             }
         }
         self.threads[tid as usize].start = at;
+        self.threads[tid as usize].lifetime.0 = at;
     }
 
     fn barrier(&mut self, tid: u32, site: u32, arrival: f64, release: f64) {
@@ -536,6 +731,7 @@ impl Observer for Collector {
     }
 
     fn thread_end(&mut self, tid: u32, at: f64) {
+        self.threads[tid as usize].lifetime.1 = at;
         let ts = self.snapshot(tid as usize, at);
         if !self.threads[tid as usize].counted {
             self.threads[tid as usize].tail = Some(ts);

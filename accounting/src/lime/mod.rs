@@ -1,5 +1,5 @@
 //! LIME (Oh et al., "LIME: a framework for debugging load imbalance in multi-threaded
-//! execution", ICSE 2011): what causes load imbalance in barrier- and join-delimited parallel
+//! execution", ICSE 2011): what causes load imbalance in barrier-, join- and pool-delimited
 //! sections, and where in the code. [`collect`] gathers per-thread, per-instance event counts
 //! during simulation; [`analyze`] runs the paper's analysis (Gram–Schmidt, UPGMA clustering,
 //! leaders, forward-selection regression) and combines instances per static section;
