@@ -4,7 +4,8 @@
 //! and mutex+condition barriers, a hand-built spin barrier, OpenMP loops (static, cyclic,
 //! dynamic, guided; with `reduction`, `critical`, `atomic`, `nowait`), `sections`, `single`,
 //! tasks, nested regions, C++ `std::thread` with `std::barrier` and `std::latch`, Rust `Barrier`
-//! and scoped threads, some built at `-O0`; and hot locks (pthread mutexes, OpenMP named
+//! and scoped threads, a rayon `par_iter` (a pool section; built with cargo, offline, from the
+//! crates the workspace's `Cargo.lock` pins), some built at `-O0`; and hot locks (pthread mutexes, OpenMP named
 //! `critical`, C++ `std::mutex`), judged by `isim locks`: the lock most waited for must be taken
 //! at the planted line. Each is traced at 4, 8 and 16 threads, simulated,
 //! and analysed with `isim lime`. The oracle is the source itself:
@@ -124,7 +125,8 @@ fn build_with_cargo(p: &Program, dir: &Path, stem: &str, o0: bool) -> PathBuf {
     std::fs::copy(root().join("Cargo.lock"), pkg.join("Cargo.lock")).expect("Cargo.lock");
     let out = Command::new(env!("CARGO"))
         .current_dir(&pkg)
-        .args(["build", "--release", "--offline", "--quiet"])
+        .args(["build", "--release", "--offline", "--quiet", "--target-dir"])
+        .arg(pkg.join("target"))
         .output()
         .expect("run cargo");
     assert!(
