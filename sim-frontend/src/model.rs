@@ -779,6 +779,34 @@ impl fmt::Display for Marker {
 mod tests {
     use super::*;
 
+    /// A pool's entry is the entry function itself: the injected job's closure, named after
+    /// it, runs on the worker that takes the job, and a worker calling it would open a call of
+    /// its own. A program without an entry has no pool roles at all.
+    #[test]
+    fn a_pools_entry_is_the_function_not_its_closures() {
+        let entry = "rayon_core::registry::Registry::in_worker_cold";
+        assert_eq!(pool_role(entry), PoolRole::Entry);
+        assert_eq!(
+            pool_role(&format!("{entry}::{{{{closure}}}}")),
+            PoolRole::None
+        );
+        assert_eq!(
+            pool_role("rayon_core::registry::WorkerThread::wait_until_cold"),
+            PoolRole::Worker
+        );
+        assert_eq!(pool_role("rayon_core::registry::in_worker"), PoolRole::None);
+        let mut p = Program::default();
+        p.source.functions = vec!["rayon_core::registry::WorkerThread::wait_until_cold".into()];
+        p.insts = vec![StaticInst::new(0x1000, 4, OpClass::IntAlu)];
+        p.insts[0].loc.function = 0;
+        assert!(
+            p.pool_roles().is_empty(),
+            "workers without an entry: no pool"
+        );
+        p.source.functions.push(entry.into());
+        assert_eq!(p.pool_roles(), [PoolRole::Worker]);
+    }
+
     /// The program's own code has debug information outside system and toolchain sources and a
     /// function that is not a runtime's: a thread's start is looked for past the rest.
     #[test]
