@@ -643,7 +643,7 @@ fn a_wait_for_counts_made_as_threads_end_is_a_join_section() {
 #[test]
 fn a_call_into_a_pool_is_a_section_of_its_workers() {
     use sim_core::Engine;
-    use sim_frontend::model::{BranchKind, Marker, OpClass, Order, SrcLoc, StaticInst, TraceMeta};
+    use sim_frontend::model::{Marker, Order, SrcLoc, TraceMeta};
     use sim_frontend::{Trace, TraceWriter};
 
     let dir = tempfile::tempdir().unwrap();
@@ -668,24 +668,16 @@ fn a_call_into_a_pool_is_a_section_of_its_workers() {
         src.files = vec!["/src/pool.rs".into()];
     }
     let mut inst = |pc: u64, function: u32, line: u32| {
-        tw.add_static(StaticInst {
+        let file = if line > 0 { 0 } else { SrcLoc::UNKNOWN };
+        common::alu_inst_at(
+            &mut tw,
             pc,
-            size: 4,
-            class: OpClass::IntAlu,
-            branch: BranchKind::None,
-            target: 0,
-            srcs: vec![],
-            addr_srcs: None,
-            dsts: vec![],
-            mem: vec![],
-            block_start: true,
-            loc: SrcLoc {
+            SrcLoc {
                 function,
-                file: if line > 0 { 0 } else { SrcLoc::UNKNOWN },
+                file,
                 line,
             },
-        })
-        .unwrap()
+        )
     };
     let own = inst(0x1000, 0, 10);
     let entry = inst(0x2000, 1, 0);

@@ -148,9 +148,18 @@ pub fn trace(exe: &Path, args: &[&str], trace: &Path) -> PathBuf {
 /// Declares the one static instruction of a hand-made trace: an ALU operation at 0x1000 with
 /// no operands, which a core dispatches at its full width. Returns its static index.
 pub fn alu_inst(w: &mut sim_frontend::TraceWriter) -> u32 {
-    use sim_frontend::model::{BranchKind, OpClass, SrcLoc, StaticInst};
+    alu_inst_at(w, 0x1000, sim_frontend::model::SrcLoc::NONE)
+}
+
+/// An ALU operation with no operands at `pc`, from source location `loc`: its static index.
+pub fn alu_inst_at(
+    w: &mut sim_frontend::TraceWriter,
+    pc: u64,
+    loc: sim_frontend::model::SrcLoc,
+) -> u32 {
+    use sim_frontend::model::{BranchKind, OpClass, StaticInst};
     w.add_static(StaticInst {
-        pc: 0x1000,
+        pc,
         size: 4,
         class: OpClass::IntAlu,
         branch: BranchKind::None,
@@ -160,11 +169,7 @@ pub fn alu_inst(w: &mut sim_frontend::TraceWriter) -> u32 {
         dsts: vec![],
         mem: vec![],
         block_start: true,
-        loc: SrcLoc {
-            function: SrcLoc::UNKNOWN,
-            file: SrcLoc::UNKNOWN,
-            line: 0,
-        },
+        loc,
     })
     .unwrap()
 }
