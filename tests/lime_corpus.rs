@@ -5,9 +5,9 @@
 //! dynamic, guided; with `reduction`, `critical`, `atomic`, `nowait`), `sections`, `single`,
 //! tasks, nested regions, C++ `std::thread` with `std::barrier` and `std::latch`, Rust `Barrier`
 //! and scoped threads, a rayon `par_iter` (a pool section; built with cargo, offline, from the
-//! crates the workspace's `Cargo.lock` pins), some built at `-O0`; and hot locks (pthread mutexes, OpenMP named
-//! `critical`, C++ `std::mutex`), judged by `isim locks`: the lock most waited for must be taken
-//! at the planted line. Each is traced at 4, 8 and 16 threads, simulated,
+//! crates the workspace's `Cargo.lock` pins), some built at `-O0`; and hot locks (pthread
+//! mutexes, OpenMP named `critical`, C++ `std::mutex`), judged by `isim locks`: the lock most
+//! waited for must be taken at the planted line. Each is traced at 4, 8 and 16 threads, simulated,
 //! and analysed with `isim lime`. The oracle is the source itself:
 //! * the top cause of the most idle section is at the planted line — a control-flow leader's
 //!   own line or the line its edge leads to, a miss's instruction, a serial section's code —
