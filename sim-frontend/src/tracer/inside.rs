@@ -41,6 +41,13 @@ pub fn names(name: &str, wanted: &str) -> bool {
             .is_some_and(|rest| rest.starts_with('(') && !wanted.contains('('))
 }
 
+/// The last `::` segment of a function's name, without a C++ parameter list
+/// (`rayon_core::sleep::Sleep::no_work_found` → `no_work_found`, `ns::f(int) const` → `f`).
+fn last_segment(name: &str) -> &str {
+    let base = name.split('(').next().unwrap_or(name);
+    base.rsplit("::").next().unwrap_or(base)
+}
+
 /// Counts, per thread, the instructions and accesses executed inside `function` (by name, as
 /// in the trace's source map: a plain name matches a C++ function with its parameters).
 /// Errors if no instruction of the trace belongs to it.
@@ -50,11 +57,38 @@ pub fn inside_counts(trace: &Trace, function: &str) -> Result<Vec<InsideCounts>,
         .map(|s| p.function_name(s).is_some_and(|n| names(n, function)))
         .collect();
     if !is_f.iter().any(|&b| b) {
+        // Functions whose last path segment is the name (a Rust or C++ function given without
+        // its module or namespace), as the user may have meant one of them.
+        let mut near: Vec<&str> = p
+            .source
+            .functions
+            .iter()
+            .map(String::as_str)
+            .filter(|n| last_segment(n) == function)
+            .collect();
+        near.sort_unstable();
+        near.dedup();
+        let hint = match near.len() {
+            0 => String::new(),
+            k => format!(
+                "; by its full name: {}{}",
+                near.iter()
+                    .take(5)
+                    .map(|n| format!("`{n}`"))
+                    .collect::<Vec<_>>()
+                    .join(", "),
+                if k > 5 {
+                    format!(" ({} in all)", k)
+                } else {
+                    String::new()
+                }
+            ),
+        };
         return Err(TraceError::at(
             trace.path(),
             None,
             0,
-            format!("no instruction of the trace belongs to a function named `{function}`"),
+            format!("no instruction of the trace belongs to a function named `{function}`{hint}"),
         ));
     }
     let mut out = Vec::with_capacity(trace.thread_count() as usize);
@@ -137,5 +171,19 @@ mod tests {
             "parsec_barrier_wait"
         ));
         assert!(!names("f", "ns::f"));
+    }
+
+    /// A function's last path segment, which the error for an unknown `--inside` name offers
+    /// full names by.
+    #[test]
+    fn the_last_segment_drops_the_path_and_the_parameters() {
+        use super::last_segment;
+        assert_eq!(
+            last_segment("rayon_core::sleep::Sleep::no_work_found"),
+            "no_work_found"
+        );
+        assert_eq!(last_segment("ns::f(int) const"), "f");
+        assert_eq!(last_segment("ns::g(std::vector<int>::iterator)"), "g");
+        assert_eq!(last_segment("main"), "main");
     }
 }
