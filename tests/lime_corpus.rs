@@ -13,7 +13,8 @@
 //!   own line or the line its edge leads to, a miss's instruction, a serial section's code —
 //!   in at least 95 % of the (program, threads) pairs;
 //! * no top cause, in any pair, is code of a runtime or a synchronization primitive, or a line
-//!   outside the program's own source.
+//!   outside the program's own source;
+//! * no section, in any pair, is named by a bare address (code without a source line).
 //!
 //! The table of every pair is printed (`cargo test --test lime_corpus -- --nocapture`);
 //! `docs/lime.md` shows one. The analyses run on a release build of isim, made once into
@@ -253,6 +254,19 @@ fn lines(location: &str) -> Vec<(String, u32)> {
         .collect()
 }
 
+/// The locations of a `lime.json`'s sections that are bare addresses (`0x…`: code without a
+/// source line), where every section should be named by a line of the program.
+fn bare_sections(lime: &Value) -> Vec<String> {
+    lime["sections"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|s| s["location"].as_str())
+        .filter(|l| l.starts_with("0x"))
+        .map(str::to_string)
+        .collect()
+}
+
 /// A hot-lock program: the lock most waited for must be taken at the planted line (its
 /// site with the most waiting).
 fn judge_lock(p: &Program, locks: &Value) -> Verdict {
@@ -357,6 +371,8 @@ fn lime_names_the_planted_cause_of_the_corpus_programs() {
     let next = AtomicUsize::new(0);
     let verdicts: Mutex<Vec<Option<Verdict>>> =
         Mutex::new((0..pairs.len()).map(|_| None).collect());
+    // Sections named by a bare address instead of a source line, any pair, any section.
+    let bare: Mutex<Vec<String>> = Mutex::new(Vec::new());
     std::thread::scope(|s| {
         for _ in 0..2 {
             s.spawn(|| {
@@ -367,7 +383,14 @@ fn lime_names_the_planted_cause_of_the_corpus_programs() {
                     // A failure (a replay that deadlocks is a bug) is recorded and reported
                     // with the others at the end; the other pairs still run.
                     let v = match analyse(&isim, &exes[i], p, t, dir.path()) {
-                        Ok(lime) => judge(p, &lime),
+                        Ok(lime) => {
+                            bare.lock().unwrap().extend(
+                                bare_sections(&lime)
+                                    .into_iter()
+                                    .map(|l| format!("{} -t {t}: a section named {l}", p.file)),
+                            );
+                            judge(p, &lime)
+                        }
                         Err(e) => Verdict {
                             right: false,
                             foreign: false,
@@ -406,6 +429,8 @@ fn lime_names_the_planted_cause_of_the_corpus_programs() {
         .map(|v| v.cause.as_str())
         .collect();
     assert!(failed.is_empty(), "isim failed: {failed:#?}");
+    let bare = bare.into_inner().unwrap();
+    assert!(bare.is_empty(), "sections with no source line: {bare:#?}");
     let right = verdicts.iter().filter(|v| v.right).count();
     println!(
         "\n{right} of {} pairs right ({:.1} %)",
