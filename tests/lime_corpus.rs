@@ -108,6 +108,16 @@ fn release_isim() -> PathBuf {
     target.join("release/isim")
 }
 
+/// Fails with the compiler's (or cargo's) errors if building `p` failed.
+fn built(p: &Program, out: &std::process::Output) {
+    assert!(
+        out.status.success(),
+        "{}: {}",
+        p.file,
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
 /// Builds a Rust corpus program that needs crates (rayon) with cargo, as a package of its own
 /// in `dir` whose binary's source is the corpus file, offline: the workspace's `Cargo.lock`
 /// pins the crates' versions, which building isim has already fetched.
@@ -130,12 +140,7 @@ fn build_with_cargo(p: &Program, dir: &Path, stem: &str, o0: bool) -> PathBuf {
         .arg(pkg.join("target"))
         .output()
         .expect("run cargo");
-    assert!(
-        out.status.success(),
-        "{}: {}",
-        p.file,
-        String::from_utf8_lossy(&out.stderr)
-    );
+    built(p, &out);
     pkg.join("target/release").join(stem)
 }
 
@@ -175,12 +180,7 @@ fn build(p: &Program, dir: &Path) -> PathBuf {
         .arg(&p.source)
         .output()
         .expect("run the compiler");
-    assert!(
-        out.status.success(),
-        "{}: {}",
-        p.file,
-        String::from_utf8_lossy(&out.stderr)
-    );
+    built(p, &out);
     exe
 }
 

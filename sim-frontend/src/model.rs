@@ -390,7 +390,9 @@ const POOL_ENTRIES: [&str; 2] = [
 /// Name prefix of a pool worker's wait for jobs ([`PoolRole::Worker`]).
 const POOL_WORKER_PREFIX: &str = "rayon_core::registry::WorkerThread::wait_until";
 
-/// What a function (demangled name) is to a work-stealing pool ([`PoolRole`]).
+/// What a function (demangled name) is to a work-stealing pool ([`PoolRole`]). Every such
+/// function is also synchronization code ([`is_sync_function`]): LIME's collector looks at
+/// pool roles only where a thread runs that.
 pub fn pool_role(name: &str) -> PoolRole {
     if POOL_ENTRIES.contains(&name) {
         PoolRole::Entry
@@ -795,6 +797,11 @@ mod tests {
             PoolRole::Worker
         );
         assert_eq!(pool_role("rayon_core::registry::in_worker"), PoolRole::None);
+        // The collector hears pool roles only from synchronization code: both must be.
+        assert!(is_sync_function(entry));
+        assert!(is_sync_function(
+            "rayon_core::registry::WorkerThread::wait_until_cold"
+        ));
         let mut p = Program::default();
         p.source.functions = vec!["rayon_core::registry::WorkerThread::wait_until_cold".into()];
         p.insts = vec![StaticInst::new(0x1000, 4, OpClass::IntAlu)];
