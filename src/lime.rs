@@ -5,11 +5,13 @@
 //! Both re-simulate the run directory (deterministic, so the baseline equals the original run)
 //! with the LIME collector attached; `isim lime` writes `lime.json` into the run directory.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 
-use accounting::lime::{self, CauseKind, Collector, Options, SectionKind, SectionResult};
+use accounting::lime::{
+    self, CauseKind, Collector, LibraryEvents, Options, SectionKind, SectionResult,
+};
 use accounting::table::ReportTable;
 use anyhow::{Result, bail};
 use clap::{Args, Subcommand};
@@ -177,7 +179,7 @@ pub fn analyze(
     erase: &[u64],
     opts: &Options,
     what: &str,
-) -> Result<(RunResult, Vec<SectionResult>)> {
+) -> Result<(RunResult, Vec<SectionResult>, Vec<LibraryEvents>)> {
     analyze_erasing(rd, sets, erase, Erasure::Fill, opts, what)
 }
 
@@ -189,7 +191,7 @@ pub fn analyze_erasing(
     erasure: Erasure,
     opts: &Options,
     what: &str,
-) -> Result<(RunResult, Vec<SectionResult>)> {
+) -> Result<(RunResult, Vec<SectionResult>, Vec<LibraryEvents>)> {
     let collector = Collector::new(&rd.trace.program, rd.trace.thread_count() as usize);
     let pb = spinner(format!("{what}: simulating {}", rd.dir.display()));
     let r = rd.replay_erasing(sets, erase, erasure, collector, |n| {
@@ -198,10 +200,11 @@ pub fn analyze_erasing(
     pb.set_message(format!("{what}: analysing"));
     let mut strays = 0;
     let r = r.map(|(result, c)| {
+        let library = c.library_events();
         let mut instances;
         (instances, strays) = c.finish_counting_strays();
         merge_sites_by_location(&rd.trace.program, &mut instances);
-        (result, lime::analyze(&instances, opts))
+        (result, lime::analyze(&instances, opts), library)
     });
     pb.finish_and_clear();
     if strays > 0 {
@@ -254,6 +257,115 @@ pub struct CauseRow {
     pub beta: f64,
     /// The leader score s_v (LIME Eq. 1) there, for a control-flow leader.
     pub leader_score: Option<f64>,
+    /// For a miss or misprediction cause at a user's call into a library (`memcpy`,
+    /// `malloc`): the function called and where the events occurred. `None` for the
+    /// program's own events.
+    pub library: Option<LibraryCall>,
+}
+
+/// The library code a cause's events occurred in ([`CauseRow::library`]).
+#[derive(Debug, Clone, Serialize)]
+pub struct LibraryCall {
+    /// The name the printout shows ([`LibraryCall::name`]).
+    pub name: String,
+    /// The function the user's line calls (the call's or tail jump's target), when the
+    /// instruction is a direct one.
+    pub called: Option<String>,
+    /// The library functions whose events of the cause's kind are counted at the line, most
+    /// first, with their counts over the run and all threads (code no symbol names is
+    /// named by its object, `<libc.so.6>`).
+    pub functions: Vec<LibraryShare>,
+}
+
+/// A library function's events counted at a user's call site ([`LibraryCall::functions`]).
+#[derive(Debug, Clone, Serialize)]
+pub struct LibraryShare {
+    /// The library function.
+    pub function: String,
+    /// Its events of the cause's kind over the run, all threads.
+    pub events: u64,
+}
+
+impl LibraryCall {
+    /// The name a report shows: the function called, else the named function with the most
+    /// events (a stripped library's exported entry point: `malloc`), else the object.
+    fn name(called: Option<&str>, functions: &[LibraryShare]) -> String {
+        let named = functions.iter().find(|f| !f.function.starts_with('<'));
+        called
+            .or(named.map(|f| f.function.as_str()))
+            .or(functions.first().map(|f| f.function.as_str()))
+            .unwrap_or("?")
+            .to_string()
+    }
+}
+
+impl CauseRow {
+    /// The location with the library named when the cause's events occurred in library code
+    /// the line called: `file:line in memcpy`.
+    pub fn shown_location(&self) -> String {
+        match &self.library {
+            Some(l) => format!("{} in {}", self.location, l.name),
+            None => self.location.clone(),
+        }
+    }
+}
+
+/// The library instructions whose events are counted at own instruction `at` (`library` is
+/// sorted by it).
+fn called_from(library: &[LibraryEvents], at: u32) -> impl Iterator<Item = &LibraryEvents> {
+    let from = library.partition_point(|e| e.at < at);
+    library[from..].iter().take_while(move |e| e.at == at)
+}
+
+/// The library code whose events of `kind` are counted at own instruction `sidx`
+/// ([`LibraryCall`]); `None` when there are none. `by_pc` finds the call's target.
+fn library_call(
+    p: &Program,
+    by_pc: &HashMap<u64, u32>,
+    library: &[LibraryEvents],
+    sidx: u32,
+    kind: CauseKind,
+) -> Option<LibraryCall> {
+    let k = match kind {
+        CauseKind::L1Miss => 0,
+        CauseKind::L2Miss => 1,
+        CauseKind::L3Miss => 2,
+        CauseKind::Mispredict => 3,
+        CauseKind::ControlFlow | CauseKind::SerialCode => return None,
+    };
+    let mut by_function: BTreeMap<&str, u64> = BTreeMap::new();
+    for e in called_from(library, sidx).filter(|e| e.counts[k] > 0) {
+        *by_function
+            .entry(p.function_name(e.sidx).unwrap_or("?"))
+            .or_default() += e.counts[k];
+    }
+    if by_function.is_empty() {
+        return None;
+    }
+    let mut functions: Vec<LibraryShare> = by_function
+        .into_iter()
+        .map(|(f, events)| LibraryShare {
+            function: f.to_string(),
+            events,
+        })
+        .collect();
+    functions.sort_by(|a, b| {
+        b.events
+            .cmp(&a.events)
+            .then_with(|| a.function.cmp(&b.function))
+    });
+    let inst = &p.insts[sidx as usize];
+    let called = (inst.branch.is_direct() && inst.target != 0)
+        .then(|| by_pc.get(&inst.target))
+        .flatten()
+        .and_then(|&t| p.function_name(t))
+        .filter(|f| !f.starts_with('<'))
+        .map(str::to_string);
+    Some(LibraryCall {
+        name: LibraryCall::name(called.as_deref(), &functions),
+        called,
+        functions,
+    })
 }
 
 /// "Rpt" counts of one cause type (LIME Table 2): above 0.1, all, and the best score.
@@ -363,9 +475,16 @@ pub fn report(
     rd: &RunDir,
     run: &RunResult,
     sections: &[SectionResult],
+    library: &[LibraryEvents],
     opts: &Options,
 ) -> LimeReport {
     let p = &rd.trace.program;
+    let by_pc: HashMap<u64, u32> = p
+        .insts
+        .iter()
+        .enumerate()
+        .map(|(i, s)| (s.pc, i as u32))
+        .collect();
     let total_idle: f64 = sections.iter().map(|s| s.idle_cycles).sum();
     let run_thread_cycles = run.cycles * rd.trace.thread_count() as f64;
     let of_run = |idle: f64| {
@@ -412,6 +531,7 @@ pub fn report(
                     sidx: c.sidx,
                     beta: c.beta,
                     leader_score: c.leader_score,
+                    library: library_call(p, &by_pc, library, c.sidx, c.kind),
                 })
                 .collect(),
             rpt_control_flow: rpt(&s.causes, |k| k == CauseKind::ControlFlow),
@@ -463,7 +583,7 @@ pub fn report(
                         c.kind.to_string(),
                         c.pc.clone(),
                         c.function.clone().unwrap_or_default(),
-                        c.location.clone(),
+                        c.shown_location(),
                     ]
                 })
                 .collect(),
@@ -691,7 +811,7 @@ pub fn render(rep: &LimeReport, sections: usize, top: usize) -> String {
                 c.kind,
                 c.pc,
                 c.function.as_deref().unwrap_or("?"),
-                short(&c.location)
+                short(&c.shown_location())
             );
         }
         if r.causes.len() > top {
@@ -722,8 +842,8 @@ fn write_json(dir: &Path, name: &str, text: &str) -> Result<()> {
 pub fn main(a: &LimeArgs) -> Result<()> {
     let rd = RunDir::open(&a.run_dir)?;
     let opts = a.analysis.options();
-    let (run, sections) = analyze(&rd, &[], &[], &opts, "lime")?;
-    let rep = report(&rd, &run, &sections, &opts);
+    let (run, sections, library) = analyze(&rd, &[], &[], &opts, "lime")?;
+    let rep = report(&rd, &run, &sections, &library, &opts);
     let json = serde_json::to_string_pretty(&rep)?;
     write_json(&rd.dir, "lime.json", &json)?;
     if a.json {
@@ -980,7 +1100,7 @@ pub fn erase_whatif(
     section: Option<&str>,
     selections: &[Selection],
 ) -> Result<Vec<WhatifRow>> {
-    let (base, sections) = analyze(rd, &[], &[], opts, "baseline")?;
+    let (base, sections, library) = analyze(rd, &[], &[], opts, "baseline")?;
     let targets = find_section(rd, &sections, section)?;
     let p = &rd.trace.program;
     let mut rows = Vec::new();
@@ -1012,11 +1132,37 @@ pub fn erase_whatif(
                 .collect();
             sidxs.sort_unstable();
             sidxs.dedup();
-            let pcs: Vec<u64> = sidxs.iter().map(|&s| p.insts[s as usize].pc).collect();
-            let erased: Vec<String> = sidxs
-                .iter()
-                .map(|&s| format!("{} ({:#x})", location(p, s), p.insts[s as usize].pc))
-                .collect();
+            // A cause at a call into a library is that library code's misses: its
+            // instructions that missed when called from there are erased too (wherever they
+            // run: erasure is by instruction).
+            let mut erased = Vec::new();
+            let mut pcs = Vec::new();
+            for &s in &sidxs {
+                let inst = &p.insts[s as usize];
+                pcs.push(inst.pc);
+                let lib: Vec<&LibraryEvents> = called_from(&library, s)
+                    .filter(|e| e.counts[0] > 0)
+                    .collect();
+                pcs.extend(lib.iter().map(|e| p.insts[e.sidx as usize].pc));
+                let mut functions: Vec<&str> = lib
+                    .iter()
+                    .map(|e| p.function_name(e.sidx).unwrap_or("?"))
+                    .collect();
+                functions.sort_unstable();
+                functions.dedup();
+                erased.push(match lib.len() {
+                    0 => format!("{} ({:#x})", location(p, s), inst.pc),
+                    n => format!(
+                        "{} ({:#x}) and the {n} library instruction(s) that missed when it \
+                         called them ({})",
+                        location(p, s),
+                        inst.pc,
+                        functions.join(", ")
+                    ),
+                });
+            }
+            pcs.sort_unstable();
+            pcs.dedup();
             // Both semantics: isim's (the caches evolve as without erasure) and the paper's
             // (the erased accesses never leave the L1).
             for (erasure, suffix) in [(Erasure::Fill, ""), (Erasure::NoFill, ", no fill")] {
@@ -1027,7 +1173,9 @@ pub fn erase_whatif(
                         min_imbalance: f64::INFINITY,
                         ..*opts
                     };
-                    analyze_erasing(rd, &[], &pcs, erasure, &quiet, &sel.name())?
+                    let (after, after_sections, _) =
+                        analyze_erasing(rd, &[], &pcs, erasure, &quiet, &sel.name())?;
+                    (after, after_sections)
                 };
                 rows.push(compare(
                     rd,
@@ -1086,8 +1234,8 @@ pub fn whatif(cmd: &WhatifCmd) -> Result<()> {
                 min_imbalance: f64::INFINITY,
                 ..Options::default()
             };
-            let (base, sections) = analyze(&rd, &[], &[], &opts, "baseline")?;
-            let (after, after_sections) = analyze(&rd, &a.set, &[], &opts, "what-if")?;
+            let (base, sections, _) = analyze(&rd, &[], &[], &opts, "baseline")?;
+            let (after, after_sections, _) = analyze(&rd, &a.set, &[], &opts, "what-if")?;
             let targets: Vec<&SectionResult> = match &a.section {
                 Some(_) => find_section(&rd, &sections, a.section.as_deref())?,
                 None => sections.iter().filter(|s| s.imbalance >= 0.01).collect(),
@@ -1181,6 +1329,24 @@ mod tests {
 
     /// Two calls on one line (sites 1 and 3) become one section; a call on another line
     /// (site 2) and a call with no source line (site 4, named by its PC) stay apart.
+    /// A library cause is named by the function called, else by the exported function among
+    /// those its events occurred in (a stripped libc names `malloc` but not `_int_malloc`),
+    /// else by the object.
+    #[test]
+    fn a_library_cause_is_named_by_the_call_then_the_named_function_then_the_object() {
+        let share = |f: &str, events| LibraryShare {
+            function: f.into(),
+            events,
+        };
+        let stripped = [share("<libc.so.6>", 900), share("malloc", 40)];
+        assert_eq!(LibraryCall::name(None, &stripped), "malloc");
+        assert_eq!(LibraryCall::name(Some("calloc"), &stripped), "calloc");
+        assert_eq!(
+            LibraryCall::name(None, &[share("<libc.so.6>", 900)]),
+            "<libc.so.6>"
+        );
+    }
+
     #[test]
     fn closing_calls_on_one_source_line_are_one_section() {
         let mut p = Program::default();

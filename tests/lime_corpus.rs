@@ -10,8 +10,9 @@
 //! waited for must be taken at the planted line. Each is traced at 4, 8 and 16 threads, simulated,
 //! and analysed with `isim lime`. The oracle is the source itself:
 //! * the top cause of the most idle section is at the planted line — a control-flow leader's
-//!   own line or the line its edge leads to, a miss's instruction, a serial section's code —
-//!   in at least 95 % of the (program, threads) pairs;
+//!   own line or the line its edge leads to, a miss's instruction, a serial section's code;
+//!   a miss inside a library call at the call's line with the library named — in at least
+//!   95 % of the (program, threads) pairs;
 //! * no top cause, in any pair, is code of a runtime or a synchronization primitive, or a line
 //!   outside the program's own source;
 //! * no section, in any pair, is named by a bare address (code without a source line).
@@ -330,7 +331,13 @@ fn judge(p: &Program, lime: &Value) -> Verdict {
     };
     let location = c["location"].as_str().unwrap_or("");
     let at = lines(location);
-    let right = at.iter().any(|(f, l)| *f == p.file && *l == p.planted);
+    // A miss or misprediction planted inside a library call must also name the library.
+    let kind = c["kind"].as_str().unwrap_or("?");
+    let named = c["library"]["name"]
+        .as_str()
+        .map_or(String::new(), |n| format!(" in {n}"));
+    let unnamed = p.cause == "library" && kind != "control-flow leader" && named.is_empty();
+    let right = at.iter().any(|(f, l)| *f == p.file && *l == p.planted) && !unnamed;
     let function = c["function"].as_str().unwrap_or("");
     let foreign = sim_frontend::model::is_sync_function(function)
         || at.first().is_none_or(|(f, _)| *f != p.file);
@@ -340,10 +347,8 @@ fn judge(p: &Program, lime: &Value) -> Verdict {
         foreign,
         section,
         cause: format!(
-            "{} {:.3} {} {}",
-            c["kind"].as_str().unwrap_or("?"),
+            "{kind} {:.3} {function} {}{named}",
             c["score"].as_f64().unwrap_or(0.0),
-            function,
             short.join(" -> ")
         ),
     }

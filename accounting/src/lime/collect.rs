@@ -16,7 +16,9 @@
 //! **Whose events.** Only what a thread's work decides is a candidate cause
 //! ([`CodeRole`]): an instruction of the program's own code counts at its own index; a
 //! library's instruction (`malloc`, `memcpy`) counts its misses and mispredictions at the
-//! thread's last own instruction before it, the user call that led there; synchronization
+//! thread's last own instruction before it, the user call that led there, and they are also
+//! tallied per (call, library instruction) pair ([`Collector::library_events`]) to name the
+//! library in a report; synchronization
 //! and runtime code (libgomp, the pthread calls, `std::sync`) counts nothing, and no edge
 //! spans it: which way a runtime returns (into the master's code or the pool's loop) and how
 //! long a thread spins in it are its role and the host's doing, not its work: the branch after
@@ -48,7 +50,7 @@
 //! slots per source branch; a third distinct successor (indirect branches, returns) spills to
 //! a map, which is the only hashing and is off the common path.
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 
 use serde::{Deserialize, Serialize};
 use sim_core::core::InstResult;
@@ -160,6 +162,61 @@ impl Instance {
 /// No own instruction yet.
 const NO_SIDX: u32 = u32::MAX;
 
+/// Library code's events counted at one own instruction (the user's call that led there),
+/// by the library instruction they occurred at, over the whole run and all threads: what
+/// names the library beside the user's line in a report, and what a miss-erasure what-if
+/// erases with the call.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct LibraryEvents {
+    /// The own instruction the events are counted at.
+    pub at: u32,
+    /// The library instruction (static index).
+    pub sidx: u32,
+    /// L1, L2 and L3 misses, then mispredictions.
+    pub counts: [u64; 4],
+}
+
+/// One thread's library events: per (own instruction, library instruction) pair its L1,
+/// L2, L3 misses and mispredictions, in first-seen order; `last` holds, per library
+/// instruction, the own instruction it was last counted for and that pair's entry, so that
+/// a library loop's repeated misses from one call site find their entry without hashing
+/// (the map is asked only when the call site changes).
+#[derive(Default)]
+struct LibraryTally {
+    entries: Vec<(u32, u32, [u64; 4])>,
+    index: HashMap<(u32, u32), u32>,
+    last: Vec<(u32, u32)>,
+}
+
+impl LibraryTally {
+    #[inline]
+    fn add(&mut self, at: u32, sidx: u32, r: &InstResult) {
+        let (last_at, k) = self.last[sidx as usize];
+        let k = if last_at == at {
+            k
+        } else {
+            self.find(at, sidx)
+        };
+        let c = &mut self.entries[k as usize].2;
+        for (n, &m) in c.iter_mut().zip(&r.misses) {
+            *n += m as u64;
+        }
+        c[3] += r.mispredicted as u64;
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn find(&mut self, at: u32, sidx: u32) -> u32 {
+        let n = self.entries.len() as u32;
+        let k = *self.index.entry((at, sidx)).or_insert(n);
+        if k == n {
+            self.entries.push((at, sidx, [0; 4]));
+        }
+        self.last[sidx as usize] = (at, k);
+        k
+    }
+}
+
 #[derive(Debug, Clone, Copy, Default)]
 struct Counter {
     execs: u32,
@@ -217,6 +274,8 @@ struct ThreadState {
     pool_calls: Vec<(f64, f64, u32)>,
     /// When it started and ended (a pool worker takes part in the calls made meanwhile).
     lifetime: (f64, f64),
+    /// Library code's events counted at own instructions, by library function.
+    library: LibraryTally,
 }
 
 struct OpenJoin {
@@ -282,6 +341,10 @@ impl Collector {
                     pool_call: None,
                     pool_calls: Vec::new(),
                     lifetime: (0.0, f64::INFINITY),
+                    library: LibraryTally {
+                        last: vec![(NO_SIDX, 0); n],
+                        ..LibraryTally::default()
+                    },
                 })
                 .collect(),
             open_barrier: None,
@@ -290,6 +353,22 @@ impl Collector {
             pool: program.pool_roles(),
             stray: 0,
         }
+    }
+
+    /// Library code's misses and mispredictions, by the own instruction they are counted at
+    /// and the library instruction they occurred at, summed over the threads; sorted by own
+    /// instruction, then library instruction.
+    pub fn library_events(&self) -> Vec<LibraryEvents> {
+        let mut sum: BTreeMap<(u32, u32), [u64; 4]> = BTreeMap::new();
+        for &(at, sidx, counts) in self.threads.iter().flat_map(|t| &t.library.entries) {
+            let c = sum.entry((at, sidx)).or_default();
+            for k in 0..4 {
+                c[k] += counts[k];
+            }
+        }
+        sum.into_iter()
+            .map(|((at, sidx), counts)| LibraryEvents { at, sidx, counts })
+            .collect()
     }
 
     /// Closes what is open and returns every instance in the order they completed.
@@ -626,6 +705,10 @@ impl ThreadObserver for CollectorPart<'_> {
         c.misses[2] += r.misses[2];
         c.mispredicted += r.mispredicted as u32;
         if at != sidx {
+            // An access that missed a lower level missed the L1 first.
+            if r.misses[0] != 0 || r.mispredicted {
+                th.library.add(at, sidx, r);
+            }
             return;
         }
         c.execs += 1;
