@@ -5,12 +5,12 @@
 //! Both re-simulate the run directory (deterministic, so the baseline equals the original run)
 //! with the LIME collector attached; `isim lime` writes `lime.json` into the run directory.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::BTreeMap;
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 
 use accounting::lime::{
-    self, CauseKind, Collector, LibraryEvents, Options, SectionKind, SectionResult,
+    self, CauseKind, Collector, LibraryCalls, LibraryEvents, Options, SectionKind, SectionResult,
 };
 use accounting::table::ReportTable;
 use anyhow::{Result, bail};
@@ -179,7 +179,7 @@ pub fn analyze(
     erase: &[u64],
     opts: &Options,
     what: &str,
-) -> Result<(RunResult, Vec<SectionResult>, Vec<LibraryEvents>)> {
+) -> Result<(RunResult, Vec<SectionResult>, LibraryCalls)> {
     analyze_erasing(rd, sets, erase, Erasure::Fill, opts, what)
 }
 
@@ -191,7 +191,7 @@ pub fn analyze_erasing(
     erasure: Erasure,
     opts: &Options,
     what: &str,
-) -> Result<(RunResult, Vec<SectionResult>, Vec<LibraryEvents>)> {
+) -> Result<(RunResult, Vec<SectionResult>, LibraryCalls)> {
     let collector = Collector::new(&rd.trace.program, rd.trace.thread_count() as usize);
     let pb = spinner(format!("{what}: simulating {}", rd.dir.display()));
     let r = rd.replay_erasing(sets, erase, erasure, collector, |n| {
@@ -200,7 +200,7 @@ pub fn analyze_erasing(
     pb.set_message(format!("{what}: analysing"));
     let mut strays = 0;
     let r = r.map(|(result, c)| {
-        let library = c.library_events();
+        let library = c.library_calls();
         let mut instances;
         (instances, strays) = c.finish_counting_strays();
         merge_sites_by_location(&rd.trace.program, &mut instances);
@@ -268,8 +268,8 @@ pub struct CauseRow {
 pub struct LibraryCall {
     /// The name the printout shows ([`LibraryCall::name`]).
     pub name: String,
-    /// The function the user's line calls (the call's or tail jump's target), when the
-    /// instruction is a direct one.
+    /// The function the user's line calls: the one most of its calls entered (named by a
+    /// symbol; `null` for code no symbol names).
     pub called: Option<String>,
     /// The library functions whose events of the cause's kind are counted at the line, most
     /// first, with their counts over the run and all threads (code no symbol names is
@@ -310,19 +310,11 @@ impl CauseRow {
     }
 }
 
-/// The library instructions whose events are counted at own instruction `at` (`library` is
-/// sorted by it).
-fn called_from(library: &[LibraryEvents], at: u32) -> impl Iterator<Item = &LibraryEvents> {
-    let from = library.partition_point(|e| e.at < at);
-    library[from..].iter().take_while(move |e| e.at == at)
-}
-
 /// The library code whose events of `kind` are counted at own instruction `sidx`
-/// ([`LibraryCall`]); `None` when there are none. `by_pc` finds the call's target.
+/// ([`LibraryCall`]); `None` when there are none.
 fn library_call(
     p: &Program,
-    by_pc: &HashMap<u64, u32>,
-    library: &[LibraryEvents],
+    library: &LibraryCalls,
     sidx: u32,
     kind: CauseKind,
 ) -> Option<LibraryCall> {
@@ -334,7 +326,7 @@ fn library_call(
         CauseKind::ControlFlow | CauseKind::SerialCode => return None,
     };
     let mut by_function: BTreeMap<&str, u64> = BTreeMap::new();
-    for e in called_from(library, sidx).filter(|e| e.counts[k] > 0) {
+    for e in library.called_from(sidx).filter(|e| e.counts[k] > 0) {
         *by_function
             .entry(p.function_name(e.sidx).unwrap_or("?"))
             .or_default() += e.counts[k];
@@ -354,11 +346,9 @@ fn library_call(
             .cmp(&a.events)
             .then_with(|| a.function.cmp(&b.function))
     });
-    let inst = &p.insts[sidx as usize];
-    let called = (inst.branch.is_direct() && inst.target != 0)
-        .then(|| by_pc.get(&inst.target))
-        .flatten()
-        .and_then(|&t| p.function_name(t))
+    let called = library
+        .entry(sidx)
+        .and_then(|e| p.function_name(e))
         .filter(|f| !f.starts_with('<'))
         .map(str::to_string);
     Some(LibraryCall {
@@ -475,16 +465,10 @@ pub fn report(
     rd: &RunDir,
     run: &RunResult,
     sections: &[SectionResult],
-    library: &[LibraryEvents],
+    library: &LibraryCalls,
     opts: &Options,
 ) -> LimeReport {
     let p = &rd.trace.program;
-    let by_pc: HashMap<u64, u32> = p
-        .insts
-        .iter()
-        .enumerate()
-        .map(|(i, s)| (s.pc, i as u32))
-        .collect();
     let total_idle: f64 = sections.iter().map(|s| s.idle_cycles).sum();
     let run_thread_cycles = run.cycles * rd.trace.thread_count() as f64;
     let of_run = |idle: f64| {
@@ -531,7 +515,7 @@ pub fn report(
                     sidx: c.sidx,
                     beta: c.beta,
                     leader_score: c.leader_score,
-                    library: library_call(p, &by_pc, library, c.sidx, c.kind),
+                    library: library_call(p, library, c.sidx, c.kind),
                 })
                 .collect(),
             rpt_control_flow: rpt(&s.causes, |k| k == CauseKind::ControlFlow),
@@ -1140,9 +1124,8 @@ pub fn erase_whatif(
             for &s in &sidxs {
                 let inst = &p.insts[s as usize];
                 pcs.push(inst.pc);
-                let lib: Vec<&LibraryEvents> = called_from(&library, s)
-                    .filter(|e| e.counts[0] > 0)
-                    .collect();
+                let lib: Vec<&LibraryEvents> =
+                    library.called_from(s).filter(|e| e.counts[0] > 0).collect();
                 pcs.extend(lib.iter().map(|e| p.insts[e.sidx as usize].pc));
                 let mut functions: Vec<&str> = lib
                     .iter()

@@ -879,9 +879,10 @@ fn a_librarys_misses_are_named_by_the_call_and_the_library_function() {
         .unwrap()
         .run(|_| {})
         .unwrap();
-    let library = lime.library_events();
-    assert_eq!(library.len(), 1, "{library:?}");
-    let e = &library[0];
+    let library = lime.library_calls();
+    assert_eq!(library.events.len(), 1, "{library:?}");
+    assert_eq!(library.entries, [(call, entry)], "the calls enter `memcpy`");
+    let e = &library.events[0];
     assert_eq!((e.at, e.sidx), (call, load), "{e:?}");
     let l1_load_misses: u64 = result
         .caches
@@ -954,4 +955,124 @@ fn a_librarys_misses_are_named_by_the_call_and_the_library_function() {
         row["slowest"][1].as_f64().unwrap(),
     );
     assert!(slowest.1 < 0.5 * slowest.0, "{row}");
+}
+
+/// Library code that calls back into the program (a `qsort` comparator) counts at the user's
+/// call into it, not at the callback's last instruction: after the comparator returns (and
+/// after a library call the comparator itself made, which counts at the comparator's line),
+/// the sort's own misses are still the `qsort` call's.
+#[test]
+fn a_librarys_work_after_a_callback_counts_at_the_call_into_the_library() {
+    use sim_core::Engine;
+    use sim_frontend::model::{
+        BranchKind, Marker, MemAccess, MemSpec, OpClass, SrcLoc, StaticInst, TraceMeta,
+    };
+    use sim_frontend::{Trace, TraceWriter};
+
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("sort.itrace");
+    let meta = TraceMeta {
+        isa: "x86-64".into(),
+        workload: "a library sort with a callback (hand-made)".into(),
+        params: vec![],
+        producer: "tests/lime.rs".into(),
+    };
+    let mut tw = TraceWriter::create(&path, meta).unwrap();
+    {
+        let src = tw.source_mut();
+        src.functions = ["app::worker", "qsort", "<libc.so.6>", "app::cmp", "memcpy"]
+            .map(String::from)
+            .to_vec();
+        src.files = vec!["/src/app.c".into()];
+    }
+    let at = |function: u32, line: u32| SrcLoc {
+        function,
+        file: if line > 0 { 0 } else { SrcLoc::UNKNOWN },
+        line,
+    };
+    let add = |tw: &mut TraceWriter, pc, size, class, branch, loc, load: bool| {
+        tw.add_static(StaticInst {
+            branch,
+            mem: if load {
+                vec![MemSpec {
+                    size: 8,
+                    write: false,
+                }]
+            } else {
+                vec![]
+            },
+            loc,
+            ..StaticInst::new(pc, size, class)
+        })
+        .unwrap()
+    };
+    use BranchKind::{DirectCall, IndirectCall, None as Plain, Return};
+    use OpClass::{Call, IntAlu, Load, Return as Ret};
+    // worker: call qsort; after.   qsort: entry; loop { load; call *cmp; load }; ret.
+    // cmp: call memcpy; ret.       memcpy: load; ret.
+    let call_sort = add(&mut tw, 0x1000, 5, Call, DirectCall, at(0, 7), false);
+    let after = add(&mut tw, 0x1005, 4, IntAlu, Plain, at(0, 8), false);
+    let entry = add(&mut tw, 0x5000, 4, IntAlu, Plain, at(1, 0), false);
+    let sort_load = add(&mut tw, 0x6000, 4, Load, Plain, at(2, 0), true);
+    let call_cmp = add(&mut tw, 0x6004, 2, Call, IndirectCall, at(2, 0), false);
+    let sort_ret = add(&mut tw, 0x6010, 1, Ret, Return, at(2, 0), false);
+    let call_copy = add(&mut tw, 0x2000, 5, Call, DirectCall, at(3, 21), false);
+    let cmp_ret = add(&mut tw, 0x2005, 1, Ret, Return, at(3, 22), false);
+    let copy_load = add(&mut tw, 0x7000, 4, Load, Plain, at(4, 0), true);
+    let copy_ret = add(&mut tw, 0x7004, 1, Ret, Return, at(4, 0), false);
+    let mut addr = 0x1000_0000u64;
+    let mut fresh = || {
+        addr += 64;
+        [MemAccess {
+            addr,
+            size: 8,
+            write: false,
+        }]
+    };
+    tw.marker(0, Marker::ThreadStart).unwrap();
+    tw.marker(0, Marker::RoiBegin).unwrap();
+    tw.inst(0, call_sort, true, &[]).unwrap();
+    tw.inst(0, entry, false, &[]).unwrap();
+    for _ in 0..10 {
+        tw.inst(0, sort_load, false, &fresh()).unwrap();
+        tw.inst(0, call_cmp, true, &[]).unwrap();
+        tw.inst(0, call_copy, true, &[]).unwrap();
+        tw.inst(0, copy_load, false, &fresh()).unwrap();
+        tw.inst(0, copy_ret, true, &[]).unwrap();
+        tw.inst(0, cmp_ret, true, &[]).unwrap();
+        tw.inst(0, sort_load, false, &fresh()).unwrap();
+    }
+    tw.inst(0, sort_ret, true, &[]).unwrap();
+    tw.inst(0, after, false, &[]).unwrap();
+    tw.marker(0, Marker::RoiEnd).unwrap();
+    tw.marker(0, Marker::ThreadEnd).unwrap();
+    tw.finish().unwrap();
+
+    let trace = Trace::open(&path).unwrap();
+    let obs = Collector::new(&trace.program, 1);
+    let no_prefetch = ["cache.l1d.prefetcher=none", "cache.l2.prefetcher=none"];
+    let config = common::engine_config(&no_prefetch);
+    let (_, lime) = Engine::new(&trace, &config, obs)
+        .unwrap()
+        .run(|_| {})
+        .unwrap();
+    let library = lime.library_calls();
+    let l1: Vec<(u32, u32, u64)> = library
+        .events
+        .iter()
+        .filter(|e| e.counts[0] > 0)
+        .map(|e| (e.at, e.sidx, e.counts[0]))
+        .collect();
+    // Every load is to a fresh line: the sort's 20 at the `qsort` call, the copy's 10 at the
+    // comparator's call of `memcpy`; none at the comparator's `ret`.
+    assert_eq!(
+        l1,
+        [(call_sort, sort_load, 20), (call_copy, copy_load, 10)],
+        "{library:?}"
+    );
+    assert_eq!(
+        library.entries,
+        [(call_sort, entry), (call_copy, copy_load)]
+    );
+    assert!(library.events.iter().all(|e| e.at != cmp_ret));
 }

@@ -16,7 +16,10 @@
 //! **Whose events.** Only what a thread's work decides is a candidate cause
 //! ([`CodeRole`]): an instruction of the program's own code counts at its own index; a
 //! library's instruction (`malloc`, `memcpy`) counts its misses and mispredictions at the
-//! thread's last own instruction before it, the user call that led there, and they are also
+//! user call that led there: the own instruction that called into library code and has not
+//! been returned to (a call is open until the thread reaches its fall-through; a callback the
+//! library makes into own code, a `qsort` comparator, opens nothing, and its return leaves the
+//! library's work to the open call), and they are also
 //! tallied per (call, library instruction) pair ([`Collector::library_events`]) to name the
 //! library in a report; synchronization
 //! and runtime code (libgomp, the pthread calls, `std::sync`) counts nothing, and no edge
@@ -55,7 +58,7 @@ use std::collections::{BTreeMap, HashMap};
 use serde::{Deserialize, Serialize};
 use sim_core::core::InstResult;
 use sim_core::{CycleStack, Observer, ThreadObserver};
-use sim_frontend::model::{CodeRole, PoolRole, Program};
+use sim_frontend::model::{BranchKind, CodeRole, PoolRole, Program};
 
 use super::cfg::ENTRY;
 
@@ -176,6 +179,31 @@ pub struct LibraryEvents {
     pub counts: [u64; 4],
 }
 
+/// What the run's calls into library code did ([`Collector::library_calls`]).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct LibraryCalls {
+    /// Library instructions' events by the own call they count at, sorted by call, then
+    /// library instruction.
+    pub events: Vec<LibraryEvents>,
+    /// Per own call site into library code, the library instruction most of its calls
+    /// entered (by a majority vote per thread, summed over the threads), sorted by call site.
+    pub entries: Vec<(u32, u32)>,
+}
+
+impl LibraryCalls {
+    /// The library instructions whose events are counted at own instruction `at`.
+    pub fn called_from(&self, at: u32) -> impl Iterator<Item = &LibraryEvents> {
+        let from = self.events.partition_point(|e| e.at < at);
+        self.events[from..].iter().take_while(move |e| e.at == at)
+    }
+
+    /// The library instruction the calls at `at` enter, if it made any.
+    pub fn entry(&self, at: u32) -> Option<u32> {
+        let k = self.entries.binary_search_by_key(&at, |e| e.0).ok()?;
+        Some(self.entries[k].1)
+    }
+}
+
 /// One thread's library events: per (own instruction, library instruction) pair its L1,
 /// L2, L3 misses and mispredictions, in first-seen order; `last` holds, per library
 /// instruction, the own instruction it was last counted for and that pair's entry, so that
@@ -252,6 +280,19 @@ struct ThreadState {
     /// Synchronization code ran since the last own instruction: a library's code now was
     /// called from it, and counts nothing.
     in_sync: bool,
+    /// It is in library code entered from its own code (a call, or a callback's return).
+    in_lib: bool,
+    /// The own instructions that called into library code and have not been returned to,
+    /// innermost last (module docs, "Whose events").
+    calls: Vec<u32>,
+    /// What the library code it runs counts at: the innermost open call, else (a callback
+    /// returned into library code called from nowhere this thread saw) the last own
+    /// instruction.
+    site: u32,
+    /// Per own call site into library code: the library instruction its calls enter, by a
+    /// majority vote over its calls (the candidate and its margin), so that the first call's
+    /// detour through the dynamic linker does not name it.
+    entry: Vec<(u32, u32)>,
     /// It created a thread since its section began ([`Observer::create`]).
     creating: bool,
     /// Cycles it waited in synchronization (locks, conditions, futexes) since its section
@@ -286,9 +327,22 @@ struct OpenJoin {
     parent_waited: f64,
 }
 
+/// What the collector needs of each instruction to follow calls into library code: its
+/// fall-through address (where a call returns to) and whether it is a return.
+struct CallShape {
+    pc: Vec<u64>,
+    next: Vec<u64>,
+    ret: Vec<bool>,
+}
+
+/// Open library calls a thread keeps at most (a library left by `longjmp` or an exception
+/// never returns to its caller's fall-through): the outermost are dropped beyond it.
+const MAX_CALLS: usize = 64;
+
 /// The LIME collector: an engine observer.
 pub struct Collector {
     branch: Vec<bool>,
+    calls: CallShape,
     roles: Vec<CodeRole>,
     /// Per static index: its source line is the program's own ([`Program::own_lines`]).
     own_lines: Vec<bool>,
@@ -315,6 +369,15 @@ impl Collector {
             .collect();
         Collector {
             branch,
+            calls: CallShape {
+                pc: program.insts.iter().map(|s| s.pc).collect(),
+                next: program.insts.iter().map(|s| s.pc + s.size as u64).collect(),
+                ret: program
+                    .insts
+                    .iter()
+                    .map(|s| s.branch == BranchKind::Return)
+                    .collect(),
+            },
             roles: program.code_roles(),
             own_lines: program.own_lines(),
             counted,
@@ -330,6 +393,10 @@ impl Collector {
                     last_own: NO_SIDX,
                     last_line: NO_SIDX,
                     in_sync: false,
+                    in_lib: false,
+                    calls: Vec::new(),
+                    site: NO_SIDX,
+                    entry: vec![(NO_SIDX, 0); n],
                     creating: false,
                     waited: 0.0,
                     start: 0.0,
@@ -355,10 +422,10 @@ impl Collector {
         }
     }
 
-    /// Library code's misses and mispredictions, by the own instruction they are counted at
-    /// and the library instruction they occurred at, summed over the threads; sorted by own
-    /// instruction, then library instruction.
-    pub fn library_events(&self) -> Vec<LibraryEvents> {
+    /// Library code's misses and mispredictions, by the own call they are counted at and
+    /// the library instruction they occurred at, summed over the threads, and the library
+    /// instruction each call site's calls enter.
+    pub fn library_calls(&self) -> LibraryCalls {
         let mut sum: BTreeMap<(u32, u32), [u64; 4]> = BTreeMap::new();
         for &(at, sidx, counts) in self.threads.iter().flat_map(|t| &t.library.entries) {
             let c = sum.entry((at, sidx)).or_default();
@@ -366,9 +433,37 @@ impl Collector {
                 c[k] += counts[k];
             }
         }
-        sum.into_iter()
+        let events = sum
+            .into_iter()
             .map(|((at, sidx), counts)| LibraryEvents { at, sidx, counts })
-            .collect()
+            .collect();
+        // Per call site, each candidate's margins summed over the threads; the largest wins
+        // (ties: the smaller index).
+        let mut votes: BTreeMap<(u32, u32), u64> = BTreeMap::new();
+        for th in &self.threads {
+            for (at, &(entry, margin)) in th.entry.iter().enumerate() {
+                if margin > 0 {
+                    *votes.entry((at as u32, entry)).or_default() += margin as u64;
+                }
+            }
+        }
+        let mut entries: Vec<(u32, u32)> = Vec::new();
+        let mut best = 0;
+        for ((at, entry), margin) in votes {
+            match entries.last_mut() {
+                Some(last) if last.0 == at => {
+                    if margin > best {
+                        *last = (at, entry);
+                        best = margin;
+                    }
+                }
+                _ => {
+                    entries.push((at, entry));
+                    best = margin;
+                }
+            }
+        }
+        LibraryCalls { events, entries }
     }
 
     /// Closes what is open and returns every instance in the order they completed.
@@ -658,10 +753,52 @@ fn pool_sync(th: &mut ThreadState, role: PoolRole, counted: &[bool], sidx: u32, 
     }
 }
 
+/// A thread goes from its own code into library code at `sidx`: a call (or jump) from its
+/// last own instruction opens a call there; a return from it is a callback going back into
+/// the library code that called it, whose call stays open.
+#[cold]
+#[inline(never)]
+fn library_entered(th: &mut ThreadState, calls: &CallShape, sidx: u32) {
+    let from = th.last_own;
+    if calls.ret[from as usize] {
+        if th.calls.is_empty() {
+            th.site = from;
+        }
+        return;
+    }
+    if th.calls.len() == MAX_CALLS {
+        th.calls.remove(0);
+    }
+    th.calls.push(from);
+    th.site = from;
+    let e = &mut th.entry[from as usize];
+    if e.0 == sidx {
+        e.1 += 1;
+    } else if e.1 == 0 {
+        *e = (sidx, 1);
+    } else {
+        e.1 -= 1;
+    }
+}
+
+/// A thread goes from library code back into its own code at `sidx`: where an open call
+/// returns to (its fall-through) closes it and the calls opened after it; anywhere else is a
+/// callback's start, and closes nothing.
+#[cold]
+#[inline(never)]
+fn library_left(th: &mut ThreadState, calls: &CallShape, sidx: u32) {
+    let pc = calls.pc[sidx as usize];
+    if let Some(k) = th.calls.iter().rposition(|&c| calls.next[c as usize] == pc) {
+        th.calls.truncate(k);
+        th.site = th.calls.last().copied().unwrap_or(NO_SIDX);
+    }
+}
+
 /// One thread's part of a [`Collector`].
 pub struct CollectorPart<'a> {
     th: &'a mut ThreadState,
     branch: &'a [bool],
+    calls: &'a CallShape,
     roles: &'a [CodeRole],
     own_lines: &'a [bool],
     counted: &'a [bool],
@@ -683,10 +820,20 @@ impl ThreadObserver for CollectorPart<'_> {
                         pool_resume(th, r.dispatch);
                     }
                 }
+                if th.in_lib {
+                    th.in_lib = false;
+                    library_left(th, self.calls, sidx);
+                }
                 sidx
             }
-            CodeRole::Library if th.last_own != NO_SIDX && !th.in_sync => th.last_own,
-            CodeRole::Library => return,
+            CodeRole::Library if th.last_own == NO_SIDX || th.in_sync => return,
+            CodeRole::Library => {
+                if !th.in_lib {
+                    th.in_lib = true;
+                    library_entered(th, self.calls, sidx);
+                }
+                th.site
+            }
             CodeRole::Sync => {
                 th.crossed = true;
                 th.in_sync = true;
@@ -730,6 +877,7 @@ impl Observer for Collector {
 
     fn parts(&mut self) -> Option<Vec<CollectorPart<'_>>> {
         let branch = &self.branch[..];
+        let calls = &self.calls;
         let roles = &self.roles[..];
         let own_lines = &self.own_lines[..];
         let counted = &self.counted[..];
@@ -740,6 +888,7 @@ impl Observer for Collector {
                 .map(|th| CollectorPart {
                     th,
                     branch,
+                    calls,
                     roles,
                     own_lines,
                     counted,
@@ -754,6 +903,7 @@ impl Observer for Collector {
         CollectorPart {
             th: &mut self.threads[tid as usize],
             branch: &self.branch,
+            calls: &self.calls,
             roles: &self.roles,
             own_lines: &self.own_lines,
             counted: &self.counted,

@@ -15,4 +15,6 @@ pub mod stats;
 pub use analyze::{
     Cause, CauseKind, EventSet, MIN_THREADS, Options, SectionResult, analyze, analyze_instance,
 };
-pub use collect::{Collector, Event, Instance, LibraryEvents, SectionKind, ThreadSection};
+pub use collect::{
+    Collector, Event, Instance, LibraryCalls, LibraryEvents, SectionKind, ThreadSection,
+};
