@@ -767,6 +767,47 @@ fn a_call_into_a_pool_is_a_section_of_its_workers() {
     assert_eq!(strays, 1, "thread 4's job ran outside the call");
 }
 
+/// A hand-made trace at `dir/name` whose functions are `functions` and whose one source file
+/// is `/src/app.c`.
+fn app_trace(dir: &Path, name: &str, functions: &[&str]) -> (PathBuf, sim_frontend::TraceWriter) {
+    let path = dir.join(name);
+    let meta = sim_frontend::model::TraceMeta {
+        isa: "x86-64".into(),
+        workload: format!("{name} (hand-made)"),
+        params: vec![],
+        producer: "tests/lime.rs".into(),
+    };
+    let mut tw = sim_frontend::TraceWriter::create(&path, meta).unwrap();
+    let src = tw.source_mut();
+    src.functions = functions.iter().map(|f| f.to_string()).collect();
+    src.files = vec!["/src/app.c".into()];
+    (path, tw)
+}
+
+/// Function `function` at line `line` of `/src/app.c`; line 0: no file (library code).
+fn app_at(function: u32, line: u32) -> sim_frontend::model::SrcLoc {
+    use sim_frontend::model::SrcLoc;
+    SrcLoc {
+        function,
+        file: if line > 0 { 0 } else { SrcLoc::UNKNOWN },
+        line,
+    }
+}
+
+/// No prefetcher at any level: every load of a line not loaded before misses.
+const NO_PREFETCH: [&str; 2] = ["cache.l1d.prefetcher=none", "cache.l2.prefetcher=none"];
+
+/// Replays `path` on the default machine without prefetchers, with the LIME collector.
+fn collect_without_prefetch(path: &Path, threads: usize) -> (sim_core::RunResult, Collector) {
+    let trace = sim_frontend::Trace::open(path).unwrap();
+    let obs = Collector::new(&trace.program, threads);
+    let config = common::engine_config(&NO_PREFETCH);
+    sim_core::Engine::new(&trace, &config, obs)
+        .unwrap()
+        .run(|_| {})
+        .unwrap()
+}
+
 /// A library's misses are counted at the user's call that led to them and named by the
 /// library function: four threads call a copy routine (`memcpy`, whose work runs in code no
 /// symbol names, `<libc.so.6>`) that loads (t + 1) × 300 fresh cache lines in each of three
@@ -776,33 +817,12 @@ fn a_call_into_a_pool_is_a_section_of_its_workers() {
 /// target is in, and `isim whatif erase` of that cause erases the library's misses.
 #[test]
 fn a_librarys_misses_are_named_by_the_call_and_the_library_function() {
-    use sim_core::Engine;
-    use sim_frontend::model::{
-        BranchKind, Marker, MemAccess, MemSpec, OpClass, SrcLoc, StaticInst, TraceMeta,
-    };
-    use sim_frontend::{Trace, TraceWriter};
+    use sim_frontend::model::{BranchKind, Marker, MemAccess, MemSpec, OpClass, StaticInst};
 
     let dir = tempfile::tempdir().unwrap();
-    let path = dir.path().join("copy.itrace");
-    let meta = TraceMeta {
-        isa: "x86-64".into(),
-        workload: "a library copy (hand-made)".into(),
-        params: vec![],
-        producer: "tests/lime.rs".into(),
-    };
-    let mut tw = TraceWriter::create(&path, meta).unwrap();
-    {
-        let src = tw.source_mut();
-        src.functions = ["app::worker", "memcpy", "<libc.so.6>"]
-            .map(String::from)
-            .to_vec();
-        src.files = vec!["/src/app.c".into()];
-    }
-    let at = |function: u32, line: u32| SrcLoc {
-        function,
-        file: if line > 0 { 0 } else { SrcLoc::UNKNOWN },
-        line,
-    };
+    let functions = ["app::worker", "memcpy", "<libc.so.6>"];
+    let (path, mut tw) = app_trace(dir.path(), "copy.itrace", &functions);
+    let at = app_at;
     let call = tw
         .add_static(StaticInst {
             branch: BranchKind::DirectCall,
@@ -871,14 +891,7 @@ fn a_librarys_misses_are_named_by_the_call_and_the_library_function() {
     assert_eq!(loads, 3 * 300 * (1 + 2 + 3 + 4));
 
     // The counts, against the caches' own.
-    let trace = Trace::open(&path).unwrap();
-    let obs = Collector::new(&trace.program, 4);
-    let no_prefetch = ["cache.l1d.prefetcher=none", "cache.l2.prefetcher=none"];
-    let config = common::engine_config(&no_prefetch);
-    let (result, lime) = Engine::new(&trace, &config, obs)
-        .unwrap()
-        .run(|_| {})
-        .unwrap();
+    let (result, lime) = collect_without_prefetch(&path, 4);
     let library = lime.library_calls();
     assert_eq!(library.events.len(), 1, "{library:?}");
     assert_eq!(library.entries, [(call, entry)], "the calls enter `memcpy`");
@@ -921,7 +934,7 @@ fn a_librarys_misses_are_named_by_the_call_and_the_library_function() {
         .arg(common::root().join("configs/default.toml"))
         .arg("-o")
         .arg(&out)
-        .args(no_prefetch.iter().flat_map(|s| ["--set", s]))
+        .args(NO_PREFETCH.iter().flat_map(|s| ["--set", s]))
         .output()
         .unwrap();
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
@@ -963,33 +976,13 @@ fn a_librarys_misses_are_named_by_the_call_and_the_library_function() {
 /// the sort's own misses are still the `qsort` call's.
 #[test]
 fn a_librarys_work_after_a_callback_counts_at_the_call_into_the_library() {
-    use sim_core::Engine;
-    use sim_frontend::model::{
-        BranchKind, Marker, MemAccess, MemSpec, OpClass, SrcLoc, StaticInst, TraceMeta,
-    };
-    use sim_frontend::{Trace, TraceWriter};
+    use sim_frontend::TraceWriter;
+    use sim_frontend::model::{BranchKind, Marker, MemAccess, MemSpec, OpClass, StaticInst};
 
     let dir = tempfile::tempdir().unwrap();
-    let path = dir.path().join("sort.itrace");
-    let meta = TraceMeta {
-        isa: "x86-64".into(),
-        workload: "a library sort with a callback (hand-made)".into(),
-        params: vec![],
-        producer: "tests/lime.rs".into(),
-    };
-    let mut tw = TraceWriter::create(&path, meta).unwrap();
-    {
-        let src = tw.source_mut();
-        src.functions = ["app::worker", "qsort", "<libc.so.6>", "app::cmp", "memcpy"]
-            .map(String::from)
-            .to_vec();
-        src.files = vec!["/src/app.c".into()];
-    }
-    let at = |function: u32, line: u32| SrcLoc {
-        function,
-        file: if line > 0 { 0 } else { SrcLoc::UNKNOWN },
-        line,
-    };
+    let functions = ["app::worker", "qsort", "<libc.so.6>", "app::cmp", "memcpy"];
+    let (path, mut tw) = app_trace(dir.path(), "sort.itrace", &functions);
+    let at = app_at;
     let add = |tw: &mut TraceWriter, pc, size, class, branch, loc, load: bool| {
         tw.add_static(StaticInst {
             branch,
@@ -1048,14 +1041,7 @@ fn a_librarys_work_after_a_callback_counts_at_the_call_into_the_library() {
     tw.marker(0, Marker::ThreadEnd).unwrap();
     tw.finish().unwrap();
 
-    let trace = Trace::open(&path).unwrap();
-    let obs = Collector::new(&trace.program, 1);
-    let no_prefetch = ["cache.l1d.prefetcher=none", "cache.l2.prefetcher=none"];
-    let config = common::engine_config(&no_prefetch);
-    let (_, lime) = Engine::new(&trace, &config, obs)
-        .unwrap()
-        .run(|_| {})
-        .unwrap();
+    let (_, lime) = collect_without_prefetch(&path, 1);
     let library = lime.library_calls();
     let l1: Vec<(u32, u32, u64)> = library
         .events
