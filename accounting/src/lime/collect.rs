@@ -20,7 +20,7 @@
 //! been returned to (a call is open until the thread reaches its fall-through; a callback the
 //! library makes into own code, a `qsort` comparator, opens nothing, and its return leaves the
 //! library's work to the open call), and they are also
-//! tallied per (call, library instruction) pair ([`Collector::library_events`]) to name the
+//! tallied per (call, library instruction) pair ([`Collector::library_calls`]) to name the
 //! library in a report; synchronization
 //! and runtime code (libgomp, the pthread calls, `std::sync`) counts nothing, and no edge
 //! spans it: which way a runtime returns (into the master's code or the pool's loop) and how
@@ -204,23 +204,36 @@ impl LibraryCalls {
     }
 }
 
+/// Slots of [`LibraryTally`]'s cache of recent pairs (a power of two).
+const TALLY_SLOTS: usize = 1 << 12;
+
 /// One thread's library events: per (own instruction, library instruction) pair its L1,
-/// L2, L3 misses and mispredictions, in first-seen order; `last` holds, per library
-/// instruction, the own instruction it was last counted for and that pair's entry, so that
-/// a library loop's repeated misses from one call site find their entry without hashing
-/// (the map is asked only when the call site changes).
-#[derive(Default)]
+/// L2, L3 misses and mispredictions, in first-seen order. `recent` is a direct-mapped cache
+/// of pairs by library instruction (its slot: the instruction's low bits) holding each
+/// pair's entry, so that a library loop's repeated misses from one call site find their
+/// entry without hashing, in a fixed space whatever the program's size; the map is asked
+/// only when the cache misses.
 struct LibraryTally {
     entries: Vec<(u32, u32, [u64; 4])>,
     index: HashMap<(u32, u32), u32>,
-    last: Vec<(u32, u32)>,
+    recent: Box<[(u32, u32, u32); TALLY_SLOTS]>,
+}
+
+impl Default for LibraryTally {
+    fn default() -> LibraryTally {
+        LibraryTally {
+            entries: Vec::new(),
+            index: HashMap::new(),
+            recent: Box::new([(NO_SIDX, NO_SIDX, 0); TALLY_SLOTS]),
+        }
+    }
 }
 
 impl LibraryTally {
     #[inline]
     fn add(&mut self, at: u32, sidx: u32, r: &InstResult) {
-        let (last_at, k) = self.last[sidx as usize];
-        let k = if last_at == at {
+        let (s, a, k) = self.recent[sidx as usize % TALLY_SLOTS];
+        let k = if s == sidx && a == at {
             k
         } else {
             self.find(at, sidx)
@@ -240,7 +253,7 @@ impl LibraryTally {
         if k == n {
             self.entries.push((at, sidx, [0; 4]));
         }
-        self.last[sidx as usize] = (at, k);
+        self.recent[sidx as usize % TALLY_SLOTS] = (sidx, at, k);
         k
     }
 }
@@ -291,8 +304,9 @@ struct ThreadState {
     site: u32,
     /// Per own call site into library code: the library instruction its calls enter, by a
     /// majority vote over its calls (the candidate and its margin), so that the first call's
-    /// detour through the dynamic linker does not name it.
-    entry: Vec<(u32, u32)>,
+    /// detour through the dynamic linker does not name it. A map: it is asked once per call
+    /// into a library, off the per-instruction path, and most instructions are no call site.
+    entry: HashMap<u32, (u32, u32)>,
     /// It created a thread since its section began ([`Observer::create`]).
     creating: bool,
     /// Cycles it waited in synchronization (locks, conditions, futexes) since its section
@@ -315,7 +329,7 @@ struct ThreadState {
     pool_calls: Vec<(f64, f64, u32)>,
     /// When it started and ended (a pool worker takes part in the calls made meanwhile).
     lifetime: (f64, f64),
-    /// Library code's events counted at own instructions, by library function.
+    /// Library code's events counted at own instructions, by library instruction.
     library: LibraryTally,
 }
 
@@ -396,7 +410,7 @@ impl Collector {
                     in_lib: false,
                     calls: Vec::new(),
                     site: NO_SIDX,
-                    entry: vec![(NO_SIDX, 0); n],
+                    entry: HashMap::new(),
                     creating: false,
                     waited: 0.0,
                     start: 0.0,
@@ -408,10 +422,7 @@ impl Collector {
                     pool_call: None,
                     pool_calls: Vec::new(),
                     lifetime: (0.0, f64::INFINITY),
-                    library: LibraryTally {
-                        last: vec![(NO_SIDX, 0); n],
-                        ..LibraryTally::default()
-                    },
+                    library: LibraryTally::default(),
                 })
                 .collect(),
             open_barrier: None,
@@ -441,9 +452,9 @@ impl Collector {
         // (ties: the smaller index).
         let mut votes: BTreeMap<(u32, u32), u64> = BTreeMap::new();
         for th in &self.threads {
-            for (at, &(entry, margin)) in th.entry.iter().enumerate() {
+            for (&at, &(entry, margin)) in &th.entry {
                 if margin > 0 {
-                    *votes.entry((at as u32, entry)).or_default() += margin as u64;
+                    *votes.entry((at, entry)).or_default() += margin as u64;
                 }
             }
         }
@@ -771,7 +782,7 @@ fn library_entered(th: &mut ThreadState, calls: &CallShape, sidx: u32) {
     }
     th.calls.push(from);
     th.site = from;
-    let e = &mut th.entry[from as usize];
+    let e = th.entry.entry(from).or_insert((NO_SIDX, 0));
     if e.0 == sidx {
         e.1 += 1;
     } else if e.1 == 0 {
