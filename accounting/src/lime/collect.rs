@@ -458,22 +458,17 @@ impl Collector {
                 }
             }
         }
-        let mut entries: Vec<(u32, u32)> = Vec::new();
-        let mut best = 0;
+        let mut best: BTreeMap<u32, (u64, u32)> = BTreeMap::new();
         for ((at, entry), margin) in votes {
-            match entries.last_mut() {
-                Some(last) if last.0 == at => {
-                    if margin > best {
-                        *last = (at, entry);
-                        best = margin;
-                    }
-                }
-                _ => {
-                    entries.push((at, entry));
-                    best = margin;
-                }
+            let b = best.entry(at).or_insert((0, entry));
+            if margin > b.0 {
+                *b = (margin, entry);
             }
         }
+        let entries = best
+            .into_iter()
+            .map(|(at, (_, entry))| (at, entry))
+            .collect();
         LibraryCalls { events, entries }
     }
 
