@@ -174,7 +174,9 @@ static GUEST_BASE: OnceLock<Option<usize>> = OnceLock::new();
 /// Cache lines some thread spins on: a direct-mapped table of line numbers plus one (0 =
 /// empty), filled when a thread executes a `pause` (the spin-wait hint) or calls
 /// `sched_yield` with the lines of its last eight loads and of its last two outside its own
-/// stack (a `-O0` loop reloads its locals after its look), and when one of its load
+/// stack (a `-O0` loop reloads its locals after its look) — at a `sched_yield` also of every
+/// load outside its stack since its previous yield, up to [`POLL_LOADS`] ([`yielded`]) — and
+/// when one of its load
 /// instructions reads the same address [`REPEATS`] times with no store of the thread
 /// outside its own stack in between (a spin without `pause`, at `-O0` too, where the loop's
 /// counter lives on the stack); never with a line of the thread's own stack
@@ -238,6 +240,10 @@ fn on_anothers_stack(own: (u64, u64), vaddr: u64) -> bool {
 const SEEN: usize = 8;
 /// Loads outside its own stack a thread remembers beside them (a power of two).
 const LAST_FAR: usize = 2;
+/// Loads outside its own stack a thread remembers for [`yielded`] (a power of two): a poller's
+/// turn between two yields (a rayon worker looking at every other worker's deque and at the
+/// pool's injector: about 200 such loads at 16 threads).
+const POLL_LOADS: usize = 1024;
 /// Loads a thread remembers for [`watch_last_loads`] (a power of two).
 const LAST_LOADS: usize = 8;
 /// Entries of a thread's table of repeating loads.
@@ -326,6 +332,11 @@ struct ThreadState {
     last_far: [u64; LAST_FAR],
     /// Where the next such load goes in `last_far`.
     next_far: usize,
+    /// Its loads outside its own stack, a ring of [`POLL_LOADS`] (allocated when the thread
+    /// starts recording), and how many went in so far and by its last `sched_yield`.
+    polled: Option<Box<[u64; POLL_LOADS]>>,
+    next_poll: usize,
+    poll_at_yield: usize,
     /// Its stack, `[lo, hi)` (from its `ThreadStart` or `MainBegin` marker; empty if unknown).
     stack: (u64, u64),
     /// Its stores so far outside its own stack.
@@ -355,6 +366,9 @@ impl ThreadState {
             next_load: 0,
             last_far: [u64::MAX; LAST_FAR],
             next_far: 0,
+            polled: None,
+            next_poll: 0,
+            poll_at_yield: 0,
             stack: (0, 0),
             stores: 0,
             repeat: [(u32::MAX, 0, 0, 0); REPEAT_SLOTS],
@@ -386,6 +400,10 @@ impl ThreadState {
         self.recording = true;
         self.enc = RawEncoder::new();
         self.buf.reserve(FLUSH_AT + 64);
+        if self.polled.is_none() {
+            self.polled = Some(Box::new([u64::MAX; POLL_LOADS]));
+        }
+        (self.next_poll, self.poll_at_yield) = (0, 0);
         let path = g.dir.join(format!("t{tid}.raw"));
         match File::create(&path) {
             Ok(f) => {
@@ -580,6 +598,10 @@ extern "C" fn on_mem(vcpu: c_uint, info: u32, vaddr: u64, udata: *mut c_void) {
                 if vaddr.wrapping_sub(t.stack.0) >= t.stack.1 - t.stack.0 {
                     t.last_far[t.next_far & (LAST_FAR - 1)] = vaddr;
                     t.next_far = t.next_far.wrapping_add(1);
+                    if let Some(p) = t.polled.as_mut() {
+                        p[t.next_poll & (POLL_LOADS - 1)] = vaddr;
+                        t.next_poll = t.next_poll.wrapping_add(1);
+                    }
                 }
                 let idx = udata as usize as u32;
                 let r = &mut t.repeat[idx as usize & (REPEAT_SLOTS - 1)];
@@ -630,6 +652,38 @@ fn watch_last_loads(t: &mut ThreadState) {
             }
         }
     }
+}
+
+/// A `sched_yield`: the thread is polling, and what it looked at since its previous yield is
+/// what it polls: watch every line of it outside the recorded threads' stacks, if the turn's
+/// loads outside its stack fit in
+/// [`POLL_LOADS`] (else it did more than look), and the lines of its last loads as at a
+/// `pause`. The marker tells the converter that the looks before and after it are a
+/// poller's (`sim_frontend::tracer::spinwait`).
+fn yielded(t: &mut ThreadState) {
+    watch_last_loads(t);
+    if !t.recording {
+        return;
+    }
+    if let Some(p) = t.polled.as_ref() {
+        let turn = t.next_poll.wrapping_sub(t.poll_at_yield);
+        if turn <= POLL_LOADS {
+            let mut last = u64::MAX;
+            for k in 0..turn {
+                let a = p[t.poll_at_yield.wrapping_add(k) & (POLL_LOADS - 1)];
+                // Not another thread's stack either: a job in its owner's frame is the
+                // owner's business (its latch is watched when a thief sets it).
+                if a >> 6 != last {
+                    last = a >> 6;
+                    if !on_anothers_stack(t.stack, a) {
+                        watch_load(t.stack, a);
+                    }
+                }
+            }
+        }
+    }
+    t.poll_at_yield = t.next_poll;
+    t.mark(Op::Yield, &[]);
 }
 
 /// Watches the line a thread loaded at `vaddr`, unless it is on the thread's own `stack`
@@ -726,8 +780,8 @@ fn syscall_entry(vcpu: c_uint, num: i64, args: [u64; 6]) {
     }
     if num == SYS_SCHED_YIELD {
         // A thread that yields is polling (OpenBLAS's idle workers, C++'s `atomic::wait`
-        // back-off): watch what it just read, as at a `pause`.
-        with_state(vcpu, watch_last_loads);
+        // back-off, rayon's idle workers): watch what it read since its last yield.
+        with_state(vcpu, yielded);
         return;
     }
     if (num == SYS_EXECVE || num == SYS_EXECVEAT) && !FORKED_CHILD.load(Ordering::Relaxed) {

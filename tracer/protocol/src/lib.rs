@@ -86,6 +86,10 @@ isim_names::indexed_enum! {
         /// An OpenMP barrier of region `a1` (team of `a2`): explicit, or the end of a worksharing
         /// construct without `nowait`.
         OmpBarrier = "omp-barrier",
+        /// Traced code called `sched_yield` (the plugin's own marker): the thread is polling.
+        /// It orders nothing; the converter reads it to tell a poller's looks across its
+        /// yields (`sim_frontend::tracer::spinwait`).
+        Yield = "yield",
     }
 }
 
@@ -583,7 +587,8 @@ mod tests {
         }
         assert_eq!(Op::MainBegin as u32, 0);
         assert_eq!(Op::OmpBarrier as u32, 24);
-        assert_eq!(Op::from_syscall(SYS_BASE + 25), None);
+        assert_eq!(Op::Yield as u32, 25);
+        assert_eq!(Op::from_syscall(SYS_BASE + 26), None);
         assert_eq!(Op::from_syscall(SYS_BASE - 1), None);
     }
 
