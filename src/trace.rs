@@ -147,6 +147,9 @@ pub struct SpinWaitLine {
     pub unmatched: u64,
     /// Loads that found another thread's store at their first look, replayed as waits.
     pub reads: u64,
+    /// A poller's looks across its yields that read another thread's store (a rayon
+    /// worker's job pickup), replayed as waits.
+    pub polls: u64,
     /// Barriers built on spun-on addresses, replayed as barriers.
     pub barriers: u64,
     /// Their participants' arrivals.
@@ -590,6 +593,7 @@ fn report(
             instructions: s.spin_waits.instructions,
             unmatched: s.spin_waits.unmatched,
             reads: s.spin_waits.reads,
+            polls: s.spin_waits.polls,
             barriers: s.spin_waits.barriers,
             barrier_arrivals: s.spin_waits.barrier_arrivals,
         },
@@ -691,6 +695,14 @@ impl TraceReport {
                  out), {} left as traced (their store was not seen, or they overlap a lock's \
                  attempt); {} first looks that found the store waited for it",
                 w.waits, w.instructions, w.unmatched, w.reads
+            );
+        }
+        if w.polls > 0 {
+            let _ = writeln!(
+                s,
+                "polling across sched_yield: {} looks that found another thread's store (a \
+                 job made available) waited for it",
+                w.polls
             );
         }
         if w.barriers > 0 {

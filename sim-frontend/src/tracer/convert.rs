@@ -109,6 +109,9 @@ pub struct SpinWaits {
     pub unmatched: u64,
     /// Loads that found another thread's store at their first look, replayed as waits for it.
     pub reads: u64,
+    /// A poller's looks across its `sched_yield`s that read another thread's store, replayed
+    /// as waits for it.
+    pub polls: u64,
     /// Barriers built on spun-on addresses (replayed as barriers).
     pub barriers: u64,
     /// Their participants' arrivals.
@@ -569,6 +572,7 @@ fn first_pass(dir: &Path, t: u32, raw_tid: u32, hot: &[Hot]) -> Result<FirstPass
                 }
                 out.spins.sequence(seq);
             }
+            Word::Mark(Op::Yield) => out.spins.yielded(execs, rd.seq),
             Word::Mark(op) => {
                 out.spins.marker(execs, op, rd.args[0]);
                 if op == Op::ThreadStart {
@@ -970,6 +974,8 @@ fn second_pass(ctx: &Ctx, t: u32, mut enc: ThreadEncoder) -> Result<ThreadOut, T
                 }
             }
             Word::Value { .. } => {}
+            // A poller's yield is the spin-wait finder's business only (pass 1).
+            Word::Mark(Op::Yield) => {}
             Word::Mark(op) => {
                 now = rd.seq;
                 if op == Op::ThreadStart {
@@ -1441,6 +1447,7 @@ pub fn convert(dir: &Path, out: &Path, opts: &Options) -> Result<Summary, TraceE
         instructions: locks.spin_instructions,
         unmatched: locks.spin_unmatched,
         reads: locks.spin_reads,
+        polls: locks.spin_polls,
         barriers: locks.spin_barrier_words,
         barrier_arrivals: locks.spin_barrier_episodes,
     };

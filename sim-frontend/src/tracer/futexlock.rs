@@ -164,6 +164,9 @@ pub struct Locks {
     /// Loads that found another thread's store on a spun-on line at their first look (no
     /// spin), replayed as dependences on it.
     pub spin_reads: u64,
+    /// A poller's looks across its yields that read another thread's store (see
+    /// `spinwait.rs`), replayed as dependences on it.
+    pub spin_polls: u64,
     /// Barriers built on spun-on addresses (see `spinwait.rs`).
     pub spin_barrier_words: u64,
     /// Their participants' arrivals (one per participant per episode).
@@ -443,7 +446,22 @@ pub fn find(
             r
         })
         .collect();
-    let spun = spinwait::find(changes, stores, &lock_set, &taken);
+    // Every atomic read-modify-write as a store a poller's look may read.
+    let rmw: Vec<Vec<Store>> = atomics
+        .iter()
+        .map(|a| {
+            a.iter()
+                .map(|x| Store {
+                    at: x.at,
+                    addr: x.addr,
+                    value: x.value,
+                    seq: x.seq,
+                    arrival: false,
+                })
+                .collect()
+        })
+        .collect();
+    let spun = spinwait::find(changes, stores, &rmw, &lock_set, &taken);
     out.spin_unmatched = spun.unmatched;
     out.spin_barrier_words = spun.barrier_words;
     // Per thread: (position, order, marker, end of the instructions left out).
@@ -474,7 +492,8 @@ pub fn find(
     }
     out.spin_barrier_episodes = spun.barriers.len() as u64;
     let mut deps = countdowns;
-    for d in spun.deps {
+    let polls = spun.deps.len();
+    for (k, d) in spun.deps.into_iter().chain(spun.polls).enumerate() {
         let spun = d.from < d.at;
         let r = &mut taken[d.waiter as usize];
         if r.iter().any(|&(s, e)| s <= d.at && d.from < e) {
@@ -485,8 +504,10 @@ pub fn find(
         if spun {
             out.spin_waits += 1;
             out.spin_instructions += d.at - d.from;
-        } else {
+        } else if k < polls {
             out.spin_reads += 1;
+        } else {
+            out.spin_polls += 1;
         }
         deps.push(d);
     }
@@ -966,6 +987,7 @@ mod tests {
             first: false,
             after: None,
             own: false,
+            polled: None,
         };
         let store = Store {
             at: 70,

@@ -30,6 +30,13 @@
 //! store ([`Detector::first_looks`]); if that store was not recorded (nobody watched the line
 //! yet), the converter finds it by reading the captures again ([`unrecorded_wanted`],
 //! [`place_unrecorded`]). A spin whose store was not recorded stays as traced.
+//!
+//! **A poller** (`sched_yield` between its turns, atomics of its own within them: a rayon
+//! worker looking for a job) is no spin, but at each yield the plugin watches what the turn
+//! looked at and records the yield ([`Detector::yielded`]): a look that reads, after a yield,
+//! another value than the thread saw there before it ([`Change::polled`]) waits for the
+//! store it read, a plain one or an atomic read-modify-write, numbered before the look
+//! ([`find`]).
 
 use std::collections::{HashMap, HashSet};
 
@@ -106,6 +113,15 @@ pub struct Change {
     /// handed to it (rayon's `join` latch in the waiting owner's frame, set by the thief), a
     /// data dependence whether or not any thread spun on it ([`find`]).
     pub own: bool,
+    /// The thread yielded (`sched_yield`) since its previous recorded access there, or this
+    /// is its first recorded look and it has yielded before (the line was watched from a
+    /// yield on): it was polling, and this look may have found what it polled for changed by
+    /// another thread (a rayon worker that finds a job in another worker's deque or the
+    /// pool's injector) — a data dependence on the store it read, a plain one or an atomic
+    /// read-modify-write numbered after this bound ([`find`]): the thread's previous recorded
+    /// access there, or, at a first look, its yield before last (its previous turn's look,
+    /// unrecorded, came after that).
+    pub polled: Option<u64>,
 }
 
 impl Change {
@@ -123,6 +139,8 @@ struct Open {
     value: u64,
     /// The sequence number of the recorded access that saw `value`.
     seq: u64,
+    /// The thread's yields before that access ([`Detector::yielded`]).
+    yields: u64,
     /// The run's first load (position), its loads, and its last load.
     run_start: u64,
     run_loads: u64,
@@ -169,9 +187,12 @@ pub struct Detector {
     last_lock_mark: Option<(u64, u64)>,
     /// The last access given to [`Detector::access`] was on the thread's own stack.
     last_own: bool,
-    /// Per address whose entry was evicted from `open`: the value the thread last saw there
-    /// and that access's sequence number.
-    evicted: HashMap<u64, (u64, u64)>,
+    /// Per address whose entry was evicted from `open`: the value the thread last saw there,
+    /// that access's sequence number, and the thread's yields before it.
+    evicted: HashMap<u64, (u64, u64, u64)>,
+    /// The thread's `sched_yield` calls so far, and the sequence numbers of its last two.
+    yields: u64,
+    yield_seqs: [u64; 2],
 }
 
 impl Detector {
@@ -205,6 +226,14 @@ impl Detector {
                 o.last_load = at;
             }
         }
+    }
+
+    /// The thread called `sched_yield` before its instruction at `at`: polling, part of looking
+    /// (a spin's run goes on), and what it looks at again afterwards it polls
+    /// ([`Change::polled`]).
+    pub fn yielded(&mut self, _at: u64, seq: u64) {
+        self.yields += 1;
+        self.yield_seqs = [self.yield_seqs[1], seq];
     }
 
     /// A marker `op` (its first argument `arg`) of the thread before its instruction at `at`.
@@ -303,12 +332,12 @@ impl Detector {
             None => {
                 if self.open.len() == OPEN {
                     let o = self.open.remove(0);
-                    self.evicted.insert(o.addr, (o.value, o.seq));
+                    self.evicted.insert(o.addr, (o.value, o.seq, o.yields));
                 }
                 // An address whose entry was evicted (more than `OPEN` watched addresses
                 // since): a load of another value than it last saw there is a change, seen
                 // without a spin (a barrier's phase read after the thread looked elsewhere).
-                if let Some((v, since)) = self.evicted.remove(&addr)
+                if let Some((v, since, yields)) = self.evicted.remove(&addr)
                     && !store
                     && v != value
                 {
@@ -324,6 +353,7 @@ impl Detector {
                         first: false,
                         after,
                         own: self.last_own,
+                        polled: (self.yields > yields).then_some(since),
                     });
                     self.event_change =
                         arrived.then_some(((self.changes.len() - 1) as u32, self.last_event));
@@ -344,12 +374,14 @@ impl Detector {
                         first: true,
                         after: None,
                         own: self.last_own,
+                        polled: (self.yields > 0).then_some(self.yield_seqs[0]),
                     });
                 }
                 self.open.push(Open {
                     addr,
                     value,
                     seq,
+                    yields: self.yields,
                     run_start: at,
                     run_loads: 0,
                     last_load: at,
@@ -387,6 +419,7 @@ impl Detector {
                     (at, at)
                 }
             };
+            let polled = (self.yields > o.yields).then_some(o.seq);
             // Without a spin, the look is a barrier's if it comes right after the thread's
             // arrival (an atomic instruction) with no other wait or call in between.
             self.changes.push(Change {
@@ -401,6 +434,7 @@ impl Detector {
                 first: false,
                 after: if spun { None } else { after },
                 own: self.last_own,
+                polled,
             });
             self.event_change =
                 (!spun && arrived).then_some(((self.changes.len() - 1) as u32, self.last_event));
@@ -413,6 +447,7 @@ impl Detector {
         let o = &mut self.open[i];
         o.value = value;
         o.seq = seq;
+        o.yields = self.yields;
         o.broken = true;
     }
 }
@@ -536,6 +571,9 @@ pub struct SpinWaits {
     pub barrier_words: u64,
     /// Spins found whose ending store was not recorded (left as traced).
     pub unmatched: u64,
+    /// Polled looks ([`Change::polled`]) as dependences on the stores they read (kept apart
+    /// from `deps`, to be counted apart).
+    pub polls: Vec<Dep>,
 }
 
 /// Turns every thread's spins into waits. `changes[t]` and `stores[t]` are thread `t`'s; changes on
@@ -562,6 +600,7 @@ pub struct SpinWaits {
 pub fn find(
     changes: &[Vec<Change>],
     stores: &[Vec<Store>],
+    rmw: &[Vec<Store>],
     skip: &HashSet<u64>,
     taken: &[Vec<(u64, u64)>],
 ) -> SpinWaits {
@@ -580,6 +619,26 @@ pub fn find(
         }
     }
     by.values_mut().for_each(|v| v.sort_unstable());
+    // A poller's look reads atomic read-modify-writes too (the pool injector's tail index,
+    // moved by a compare-and-swap): per address and value, both kinds, for polled changes.
+    let mut by_polled: HashMap<(u64, u64), Vec<Candidate>> = HashMap::new();
+    let polled: HashSet<(u64, u64)> = changes
+        .iter()
+        .flatten()
+        .filter(|c| c.polled.is_some())
+        .map(|c| (c.addr, c.value))
+        .collect();
+    for kind in [stores, rmw] {
+        for (t, ss) in kind.iter().enumerate() {
+            for s in ss.iter().filter(|s| polled.contains(&(s.addr, s.value))) {
+                by_polled
+                    .entry((s.addr, s.value))
+                    .or_default()
+                    .push((s.seq, t as u32, s.at));
+            }
+        }
+    }
+    by_polled.values_mut().for_each(|v| v.sort_unstable());
     // Barriers and dependences are found only on addresses some thread spins on (a word that
     // only shares its line with one, the data a spun-on lock word protects, read and written
     // right after each acquisition, is left to the lock's arbitration), and on the reader's
@@ -714,12 +773,29 @@ pub fn find(
         for (k, c) in list.iter().enumerate() {
             if skip.contains(&c.addr)
                 || in_barrier.contains(&(w as u32, k))
-                || !(spun_on.contains(&c.addr) || c.own)
+                || !(spun_on.contains(&c.addr) || c.own || c.polled.is_some())
                 || (c.first && barrier_words.contains(&c.addr))
             {
                 continue;
             }
-            let Some((seq, u, at)) = read[w][k] else {
+            // A poll's look (on an address nobody spun on) reads plain stores and atomic
+            // read-modify-writes alike: the last of its value before the look, if it came after
+            // the thread last saw the old value. Never a later one: a poller's look is not
+            // bounded by a spin's end, and a store after it would be a wait the replay may not
+            // meet (a store whose callback numbered it after the look is lost: no wait).
+            let polled = c.polled.filter(|_| !(spun_on.contains(&c.addr) || c.own));
+            let read = if let Some(since) = polled {
+                by_polled.get(&(c.addr, c.value)).and_then(|v| {
+                    v.iter()
+                        .filter(|s| s.1 != w as u32 && s.0 < c.seq)
+                        .next_back()
+                        .filter(|s| s.0 > since)
+                        .copied()
+                })
+            } else {
+                read[w][k]
+            };
+            let Some((seq, u, at)) = read else {
                 out.unmatched += c.spun() as u64;
                 continue;
             };
@@ -732,7 +808,7 @@ pub fn find(
                 Some(p) if c.from == c.to => (p, p, true),
                 _ => (c.from, c.to, false),
             };
-            out.deps.push(Dep {
+            let dep = Dep {
                 word: c.addr,
                 waiter: w as u32,
                 from,
@@ -740,7 +816,12 @@ pub fn find(
                 seq: c.seq,
                 sources: vec![(u, at + 1, seq)],
                 before,
-            });
+            };
+            if polled.is_some() {
+                out.polls.push(dep);
+            } else {
+                out.deps.push(dep);
+            }
         }
     }
     out
@@ -783,7 +864,7 @@ mod tests {
             let mut changes = vec![owner.changes.clone(), vec![]];
             changes[0].extend(owner.first_looks.clone());
             let stores = vec![owner.stores, thief.stores];
-            let w = find(&changes, &stores, &HashSet::new(), &[]);
+            let w = find(&changes, &stores, &[], &HashSet::new(), &[]);
             if own {
                 assert_eq!(w.deps.len(), 1, "{:?}", w.deps);
                 let d = &w.deps[0];
@@ -791,6 +872,92 @@ mod tests {
                 assert_eq!(d.sources, vec![(1, 8, 15)]);
             } else {
                 assert!(w.deps.is_empty(), "{:?}", w.deps);
+            }
+        }
+    }
+
+    /// A pool worker polling between `sched_yield`s (rayon's idle loop): it looks at the
+    /// pool's injector tail (0, seq 10), yields, and looks again at 40, reading 1 (seq 25):
+    /// `main`'s compare-and-swap left 1 there at seq 20. The worker's look depends on that
+    /// atomic, though nobody spun on the address (its turns do atomics of their own). Without
+    /// a yield between its looks the same change is no dependence (data a lock may order); nor
+    /// is a look whose only store of its value was numbered after it (a store the replay would
+    /// have to run first: it may wait for the reader), or before the worker last saw 0.
+    #[test]
+    fn a_pollers_look_across_a_yield_waits_for_the_store_it_read() {
+        let rmw = |seq| {
+            vec![
+                vec![],
+                vec![Store {
+                    at: 7,
+                    addr: A,
+                    value: 1,
+                    seq,
+                    arrival: false,
+                }],
+            ]
+        };
+        for (yielded, seq, dep) in [
+            (true, 20, true),
+            (false, 20, false),
+            (true, 30, false),
+            (true, 5, false),
+        ] {
+            let mut worker = Detector::default();
+            worker.access(10, A, false, false, false);
+            worker.recorded(10, A, false, 0, 10);
+            // A steal attempt's atomic on another word between the looks.
+            worker.access(20, A + 512, true, false, true);
+            if yielded {
+                worker.yielded(30, 12);
+            }
+            worker.access(40, A, false, false, false);
+            worker.recorded(40, A, false, 1, 25);
+            assert_eq!(worker.changes.len(), 1);
+            assert_eq!(worker.changes[0].polled, yielded.then_some(10));
+            let changes = vec![worker.changes, vec![]];
+            let w = find(&changes, &[vec![], vec![]], &rmw(seq), &HashSet::new(), &[]);
+            assert!(w.deps.is_empty(), "{:?}", w.deps);
+            if dep {
+                assert_eq!(w.polls.len(), 1, "{:?}", w.polls);
+                let d = &w.polls[0];
+                assert_eq!((d.waiter, d.from, d.at, d.seq), (0, 40, 40, 25));
+                assert_eq!(d.sources, vec![(1, 8, 20)]);
+            } else {
+                assert!(w.polls.is_empty(), "{yielded} {seq}: {:?}", w.polls);
+            }
+        }
+    }
+
+    /// A poller's first recorded look (the line was watched from its last yield on: its
+    /// earlier turns' looks were not recorded) that reads another thread's store numbered
+    /// after its yield before last waits for it; a store numbered before that yield is not
+    /// the one its previous turn missed, and a first look before any yield is no poll.
+    #[test]
+    fn a_pollers_first_recorded_look_waits_for_a_store_since_its_previous_turn() {
+        for (yields, seq, dep) in [(2, 20, true), (2, 2, false), (0, 20, false)] {
+            let mut worker = Detector::default();
+            for k in 0..yields {
+                worker.yielded(5 + k, 3 + 5 * k);
+            }
+            worker.access(40, A, false, false, false);
+            worker.recorded(40, A, false, 1, 25);
+            assert_eq!(worker.first_looks.len(), 1);
+            let store = Store {
+                at: 7,
+                addr: A,
+                value: 1,
+                seq,
+                arrival: false,
+            };
+            let changes = vec![worker.first_looks, vec![]];
+            let w = find(&changes, &[vec![], vec![store]], &[], &HashSet::new(), &[]);
+            assert!(w.deps.is_empty(), "{:?}", w.deps);
+            if dep {
+                assert_eq!(w.polls.len(), 1, "{:?}", w.polls);
+                assert_eq!(w.polls[0].sources, vec![(1, 8, seq)]);
+            } else {
+                assert!(w.polls.is_empty(), "{yields} {seq}: {:?}", w.polls);
             }
         }
     }
@@ -829,6 +996,7 @@ mod tests {
                 first: false,
                 after: None,
                 own: false,
+                polled: None,
             }]
         );
     }
@@ -901,6 +1069,7 @@ mod tests {
             first: true,
             after: None,
             own: false,
+            polled: None,
         };
         assert_eq!(d.first_looks.last(), Some(&look));
         let spin = Change {
@@ -915,6 +1084,7 @@ mod tests {
             first: false,
             after: None,
             own: false,
+            polled: None,
         };
         let changes = vec![vec![], vec![look], vec![spin]];
         let store = |at, value, seq| Store {
@@ -926,7 +1096,7 @@ mod tests {
         };
         let stores = vec![vec![store(100, 1, 4), store(200, 2, 25)], vec![], vec![]];
         assert!(unrecorded_wanted(&changes, &stores).is_empty());
-        let w = find(&changes, &stores, &HashSet::new(), &[]);
+        let w = find(&changes, &stores, &[], &HashSet::new(), &[]);
         let first = Dep {
             word: A,
             waiter: 1,
@@ -965,7 +1135,7 @@ mod tests {
             vec![],
         ];
         place_unrecorded(&changes, &mut stores, &found);
-        let w = find(&changes, &stores, &HashSet::new(), &[]);
+        let w = find(&changes, &stores, &[], &HashSet::new(), &[]);
         assert_eq!(
             w.deps[0],
             Dep {
@@ -1007,7 +1177,13 @@ mod tests {
                 },
             ],
         ];
-        let w = find(&[d.changes.clone(), vec![]], &stores, &HashSet::new(), &[]);
+        let w = find(
+            &[d.changes.clone(), vec![]],
+            &stores,
+            &[],
+            &HashSet::new(),
+            &[],
+        );
         assert_eq!(w.unmatched, 0);
         assert_eq!(
             w.deps,
@@ -1024,16 +1200,23 @@ mod tests {
         // The store's number came after the load's (their callbacks raced): still that one,
         // not the older store of the same value.
         let raced = vec![vec![], vec![stores[1][0], stores[1][2]]];
-        let w = find(&[d.changes.clone(), vec![]], &raced, &HashSet::new(), &[]);
+        let w = find(
+            &[d.changes.clone(), vec![]],
+            &raced,
+            &[],
+            &HashSet::new(),
+            &[],
+        );
         assert_eq!(w.deps[0].sources, vec![(1, 301, 12)]);
         let none = find(
             &[d.changes.clone(), vec![]],
             &[vec![], vec![]],
+            &[],
             &HashSet::new(),
             &[],
         );
         assert_eq!((none.deps.len(), none.unmatched), (0, 1));
-        let lock = find(&[d.changes, vec![]], &stores, &HashSet::from([A]), &[]);
+        let lock = find(&[d.changes, vec![]], &stores, &[], &HashSet::from([A]), &[]);
         assert_eq!((lock.deps.len(), lock.unmatched), (0, 0));
     }
 
@@ -1064,6 +1247,7 @@ mod tests {
             first: false,
             after: None,
             own: false,
+            polled: None,
         };
         let stores = vec![vec![store(100, 1, 10)], vec![store(300, 0, 20)], vec![]];
         let changes = vec![
@@ -1071,7 +1255,7 @@ mod tests {
             vec![change(120, 120, 1, 11, 1)],
             vec![change(130, 180, 1, 12, 2), change(310, 310, 0, 21, 12)],
         ];
-        let w = find(&changes, &stores, &HashSet::new(), &[]);
+        let w = find(&changes, &stores, &[], &HashSet::new(), &[]);
         assert_eq!((w.barrier_words, w.deps.len(), w.unmatched), (1, 0, 0));
         let mut marks: Vec<(u64, u32, u64, u64)> = w
             .barriers
@@ -1095,13 +1279,13 @@ mod tests {
         // after each acquisition): no barrier, no dependence.
         let mut flat = changes.clone();
         flat.iter_mut().flatten().for_each(|c| c.from = c.to);
-        let w = find(&flat, &stores, &HashSet::new(), &[]);
+        let w = find(&flat, &stores, &[], &HashSet::new(), &[]);
         assert_eq!((w.barrier_words, w.deps.len()), (0, 0));
         // Stores that hand something over (no arrival before them): no barrier.
         let mut handed = stores.clone();
         handed.iter_mut().flatten().for_each(|s| s.arrival = false);
         assert_eq!(
-            find(&changes, &handed, &HashSet::new(), &[]).barrier_words,
+            find(&changes, &handed, &[], &HashSet::new(), &[]).barrier_words,
             0
         );
         // A third episode read by thread 0 alone (its store came before the line was
@@ -1111,7 +1295,7 @@ mod tests {
         stores3[2].push(store(500, 1, 30));
         let mut changes3 = changes.clone();
         changes3[0].push(change(400, 480, 1, 31, 22));
-        let w = find(&changes3, &stores3, &HashSet::new(), &[]);
+        let w = find(&changes3, &stores3, &[], &HashSet::new(), &[]);
         assert_eq!((w.barrier_words, w.barriers.len()), (1, 6));
         let waits: Vec<(u32, u32)> = w.deps.iter().map(|d| (d.waiter, d.sources[0].0)).collect();
         assert_eq!(waits, vec![(0, 2)]);
@@ -1121,7 +1305,7 @@ mod tests {
         changes3[0].push(change(610, 650, 0, 41, 31));
         stores3[2].push(store(700, 1, 50));
         changes3[0].push(change(710, 750, 1, 51, 41));
-        let w = find(&changes3, &stores3, &HashSet::new(), &[]);
+        let w = find(&changes3, &stores3, &[], &HashSet::new(), &[]);
         assert_eq!((w.barrier_words, w.barriers.len()), (0, 0));
         let waits: Vec<(u32, u32)> = w.deps.iter().map(|d| (d.waiter, d.sources[0].0)).collect();
         assert_eq!(
@@ -1132,7 +1316,11 @@ mod tests {
         // dependence at all.
         let mut looks = changes3.clone();
         looks.iter_mut().flatten().for_each(|c| c.from = c.to);
-        assert!(find(&looks, &stores3, &HashSet::new(), &[]).deps.is_empty());
+        assert!(
+            find(&looks, &stores3, &[], &HashSet::new(), &[])
+                .deps
+                .is_empty()
+        );
     }
 
     /// A load of `addr` at position `at` that the plugin recorded (it read `value`).
@@ -1198,12 +1386,12 @@ mod tests {
             vec![],
             vec![store(100, A, 1, 4, true), store(300, A, 0, 20, true)],
         ];
-        let w = find(&changes, &stores, &HashSet::new(), &[]);
+        let w = find(&changes, &stores, &[], &HashSet::new(), &[]);
         assert_eq!((w.barrier_words, w.barriers.len(), w.deps.len()), (1, 4, 0));
         // The version a plain store of another thread left: a flag, not part of the arrival.
         let mut flagged = stores.clone();
         flagged[1].insert(0, store(50, V, 1, 3, false));
-        let w = find(&changes, &flagged, &HashSet::new(), &[]);
+        let w = find(&changes, &flagged, &[], &HashSet::new(), &[]);
         assert_eq!(w.barrier_words, 0);
         // Two changes between the arrival and the look: not clean.
         let mut e = Detector::default();
