@@ -119,39 +119,13 @@ fn built(p: &Program, out: &std::process::Output) {
     );
 }
 
-/// Builds a Rust corpus program that needs crates (rayon) with cargo, as a package of its own
-/// in `dir` whose binary's source is the corpus file, offline: the workspace's `Cargo.lock`
-/// pins the crates' versions, which building isim has already fetched.
-fn build_with_cargo(p: &Program, dir: &Path, stem: &str, o0: bool) -> PathBuf {
-    let pkg = dir.join(format!("{stem}-cargo"));
-    std::fs::create_dir_all(&pkg).expect("package directory");
-    let deps: String = p.crates.iter().map(|c| format!("{c} = \"1\"\n")).collect();
-    let manifest = format!(
-        "[package]\nname = \"{stem}\"\nversion = \"0.0.0\"\nedition = \"2021\"\n\n\
-         [[bin]]\nname = \"{stem}\"\npath = {:?}\n\n[dependencies]\n{deps}\n\
-         [profile.release]\ndebug = 1\nopt-level = {}\n\n[workspace]\n",
-        p.source.to_str().expect("a UTF-8 path"),
-        if o0 { 0 } else { 2 }
-    );
-    std::fs::write(pkg.join("Cargo.toml"), manifest).expect("Cargo.toml");
-    std::fs::copy(root().join("Cargo.lock"), pkg.join("Cargo.lock")).expect("Cargo.lock");
-    let out = Command::new(env!("CARGO"))
-        .current_dir(&pkg)
-        .args(["build", "--release", "--offline", "--quiet", "--target-dir"])
-        .arg(pkg.join("target"))
-        .output()
-        .expect("run cargo");
-    built(p, &out);
-    pkg.join("target/release").join(stem)
-}
-
 /// Compiles a corpus program into `dir`: `-O0` for files named `*_O0`, else optimised.
 fn build(p: &Program, dir: &Path) -> PathBuf {
     let stem = p.file.rsplit_once('.').unwrap().0;
     let exe = dir.join(stem);
     let o0 = stem.ends_with("_O0");
     if !p.crates.is_empty() {
-        return build_with_cargo(p, dir, stem, o0);
+        return common::cargo_build(dir, stem, &p.source, &p.crates, o0);
     }
     let mut cmd = match p.file.rsplit_once('.').unwrap().1 {
         "c" => {

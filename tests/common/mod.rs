@@ -114,6 +114,47 @@ pub fn compile(dir: &Path, name: &str, source: &Path, extra: &[&str]) -> PathBuf
     exe
 }
 
+/// Builds the Rust program `source`, which needs `crates` (rayon), with cargo as a package of
+/// its own in `dir` (`-O0` if `o0`, else optimised, with line tables), offline: the
+/// workspace's `Cargo.lock` pins the crates' versions, which building isim has already
+/// fetched. Returns the binary, `STEM`.
+pub fn cargo_build<S: AsRef<str>>(
+    dir: &Path,
+    stem: &str,
+    source: &Path,
+    crates: &[S],
+    o0: bool,
+) -> PathBuf {
+    let pkg = dir.join(format!("{stem}-cargo"));
+    std::fs::create_dir_all(&pkg).expect("package directory");
+    let deps: String = crates
+        .iter()
+        .map(|c| format!("{} = \"1\"\n", c.as_ref()))
+        .collect();
+    let manifest = format!(
+        "[package]\nname = \"{stem}\"\nversion = \"0.0.0\"\nedition = \"2021\"\n\n\
+         [[bin]]\nname = \"{stem}\"\npath = {:?}\n\n[dependencies]\n{deps}\n\
+         [profile.release]\ndebug = 1\nopt-level = {}\n\n[workspace]\n",
+        source.to_str().expect("a UTF-8 path"),
+        if o0 { 0 } else { 2 }
+    );
+    std::fs::write(pkg.join("Cargo.toml"), manifest).expect("Cargo.toml");
+    std::fs::copy(root().join("Cargo.lock"), pkg.join("Cargo.lock")).expect("Cargo.lock");
+    let out = Command::new(env!("CARGO"))
+        .current_dir(&pkg)
+        .args(["build", "--release", "--offline", "--quiet", "--target-dir"])
+        .arg(pkg.join("target"))
+        .output()
+        .expect("run cargo");
+    assert!(
+        out.status.success(),
+        "cargo build {}: {}",
+        source.display(),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    pkg.join("target/release").join(stem)
+}
+
 /// Compiles `examples/c/NAME.c` into `dir/NAME`.
 pub fn example(dir: &Path, name: &str) -> PathBuf {
     compile(
