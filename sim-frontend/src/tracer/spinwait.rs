@@ -787,8 +787,7 @@ pub fn find(
             let read = if let Some(since) = polled {
                 by_polled.get(&(c.addr, c.value)).and_then(|v| {
                     v.iter()
-                        .filter(|s| s.1 != w as u32 && s.0 < c.seq)
-                        .next_back()
+                        .rfind(|s| s.1 != w as u32 && s.0 < c.seq)
                         .filter(|s| s.0 > since)
                         .copied()
                 })
