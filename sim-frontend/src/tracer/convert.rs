@@ -572,7 +572,7 @@ fn first_pass(dir: &Path, t: u32, raw_tid: u32, hot: &[Hot]) -> Result<FirstPass
                 }
                 out.spins.sequence(seq);
             }
-            Word::Mark(Op::Yield) => out.spins.yielded(execs, rd.seq),
+            Word::Mark(Op::Yield) => out.spins.yielded(rd.seq),
             Word::Mark(op) => {
                 out.spins.marker(execs, op, rd.args[0]);
                 if op == Op::ThreadStart {

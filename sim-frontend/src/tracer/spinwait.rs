@@ -228,10 +228,10 @@ impl Detector {
         }
     }
 
-    /// The thread called `sched_yield` before its instruction at `at`: polling, part of looking
+    /// The thread called `sched_yield` (its marker numbered `seq`): polling, part of looking
     /// (a spin's run goes on), and what it looks at again afterwards it polls
     /// ([`Change::polled`]).
-    pub fn yielded(&mut self, _at: u64, seq: u64) {
+    pub fn yielded(&mut self, seq: u64) {
         self.yields += 1;
         self.yield_seqs = [self.yield_seqs[1], seq];
     }
@@ -908,7 +908,7 @@ mod tests {
             // A steal attempt's atomic on another word between the looks.
             worker.access(20, A + 512, true, false, true);
             if yielded {
-                worker.yielded(30, 12);
+                worker.yielded(12);
             }
             worker.access(40, A, false, false, false);
             worker.recorded(40, A, false, 1, 25);
@@ -937,7 +937,7 @@ mod tests {
         for (yields, seq, dep) in [(2, 20, true), (2, 2, false), (0, 20, false)] {
             let mut worker = Detector::default();
             for k in 0..yields {
-                worker.yielded(5 + k, 3 + 5 * k);
+                worker.yielded(3 + 5 * k);
             }
             worker.access(40, A, false, false, false);
             worker.recorded(40, A, false, 1, 25);

@@ -238,7 +238,7 @@ fn on_anothers_stack(own: (u64, u64), vaddr: u64) -> bool {
 
 /// Entries of a thread's memo of the values it last saw at watched addresses.
 const SEEN: usize = 8;
-/// Loads outside its own stack a thread remembers beside them (a power of two).
+/// Loads outside its own stack watched beside them (the last ones of [`POLL_LOADS`]).
 const LAST_FAR: usize = 2;
 /// Loads outside its own stack a thread remembers for [`yielded`] (a power of two): a poller's
 /// turn between two yields (a rayon worker looking at every other worker's deque and at the
@@ -328,12 +328,10 @@ struct ThreadState {
     last_loads: [u64; LAST_LOADS],
     /// Where the next load goes in `last_loads`.
     next_load: usize,
-    /// The addresses of its last loads outside its own stack, watched with `last_loads`.
-    last_far: [u64; LAST_FAR],
-    /// Where the next such load goes in `last_far`.
-    next_far: usize,
     /// Its loads outside its own stack, a ring of [`POLL_LOADS`] (allocated when the thread
-    /// starts recording), and how many went in so far and by its last `sched_yield`.
+    /// starts recording; its last [`LAST_FAR`] are watched with `last_loads`: a `-O0` loop
+    /// reloads its locals between its look and its `pause`, which push the look out of
+    /// `last_loads`), and how many went in so far and by its last `sched_yield`.
     polled: Option<Box<[u64; POLL_LOADS]>>,
     next_poll: usize,
     poll_at_yield: usize,
@@ -364,8 +362,6 @@ impl ThreadState {
             futex_wait: false,
             last_loads: [u64::MAX; LAST_LOADS],
             next_load: 0,
-            last_far: [u64::MAX; LAST_FAR],
-            next_far: 0,
             polled: None,
             next_poll: 0,
             poll_at_yield: 0,
@@ -592,16 +588,14 @@ extern "C" fn on_mem(vcpu: c_uint, info: u32, vaddr: u64, udata: *mut c_void) {
             } else {
                 t.last_loads[t.next_load & (LAST_LOADS - 1)] = vaddr;
                 t.next_load = t.next_load.wrapping_add(1);
-                // The last loads outside its own stack too: at `-O0` a spin's loop reloads
-                // its locals between its look at the flag and its `pause`, which push the
-                // flag out of the ring above.
-                if vaddr.wrapping_sub(t.stack.0) >= t.stack.1 - t.stack.0 {
-                    t.last_far[t.next_far & (LAST_FAR - 1)] = vaddr;
-                    t.next_far = t.next_far.wrapping_add(1);
-                    if let Some(p) = t.polled.as_mut() {
-                        p[t.next_poll & (POLL_LOADS - 1)] = vaddr;
-                        t.next_poll = t.next_poll.wrapping_add(1);
-                    }
+                // The loads outside its own stack too: at `-O0` a spin's loop reloads its
+                // locals between its look at the flag and its `pause`, which push the flag
+                // out of the ring above; and a poller's turn is watched at its yield.
+                if vaddr.wrapping_sub(t.stack.0) >= t.stack.1 - t.stack.0
+                    && let Some(p) = t.polled.as_mut()
+                {
+                    p[t.next_poll & (POLL_LOADS - 1)] = vaddr;
+                    t.next_poll = t.next_poll.wrapping_add(1);
                 }
                 let idx = udata as usize as u32;
                 let r = &mut t.repeat[idx as usize & (REPEAT_SLOTS - 1)];
@@ -645,11 +639,15 @@ extern "C" fn on_exec_pause(vcpu: c_uint, udata: *mut c_void) {
 
 /// Watches the lines of the thread's last loads (at a `pause` or a `sched_yield`).
 fn watch_last_loads(t: &mut ThreadState) {
-    if t.recording {
-        for a in t.last_loads.into_iter().chain(t.last_far) {
-            if a != u64::MAX {
-                watch_load(t.stack, a);
-            }
+    if !t.recording {
+        return;
+    }
+    let far = t.polled.as_ref().map_or(&[][..], |p| &p[..]);
+    let last_far = (1..=LAST_FAR.min(t.next_poll))
+        .filter_map(|k| far.get(t.next_poll.wrapping_sub(k) & (POLL_LOADS - 1)));
+    for a in t.last_loads.iter().chain(last_far) {
+        if *a != u64::MAX {
+            watch_load(t.stack, *a);
         }
     }
 }
