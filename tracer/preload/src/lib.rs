@@ -440,13 +440,15 @@ pub unsafe extern "C" fn pthread_barrier_wait(b: *mut libc::pthread_barrier_t) -
     r
 }
 
+/// A call on one object (a mutex, a condition, a spin lock) marked by `$op` with the object's
+/// address and `$a2` (for a lock: 1 if its implementation spins on a held word).
 macro_rules! one_object {
-    ($name:ident, $sym:literal, $ty:ty, $op:expr) => {
+    ($name:ident, $sym:literal, $ty:ty, $op:expr, $a2:expr) => {
         #[unsafe(no_mangle)]
         pub unsafe extern "C" fn $name(m: *mut $ty) -> c_int {
             enter();
             let real = real!($sym, unsafe extern "C" fn(*mut $ty) -> c_int);
-            magic($op, m as u64, 0);
+            magic($op, m as u64, $a2);
             let r = unsafe { real(m) };
             done(r);
             leave();
@@ -459,26 +461,64 @@ one_object!(
     pthread_mutex_lock,
     c"pthread_mutex_lock",
     libc::pthread_mutex_t,
-    Op::MutexLock
+    Op::MutexLock,
+    0
 );
 one_object!(
     pthread_mutex_unlock,
     c"pthread_mutex_unlock",
     libc::pthread_mutex_t,
-    Op::MutexUnlock
+    Op::MutexUnlock,
+    0
 );
 one_object!(
     pthread_cond_signal,
     c"pthread_cond_signal",
     libc::pthread_cond_t,
-    Op::CondSignal
+    Op::CondSignal,
+    0
 );
 one_object!(
     pthread_cond_broadcast,
     c"pthread_cond_broadcast",
     libc::pthread_cond_t,
-    Op::CondBroadcast
+    Op::CondBroadcast,
+    0
 );
+
+// glibc's spin lock (`pthread_spin_*`): a lock whose waiters spin on its word and never sleep.
+// Marked as a mutex that spins, so that replay arbitrates it in simulated time; its spinning
+// stays untraced like the other lock calls' code.
+one_object!(
+    pthread_spin_lock,
+    c"pthread_spin_lock",
+    libc::pthread_spinlock_t,
+    Op::MutexLock,
+    1
+);
+one_object!(
+    pthread_spin_unlock,
+    c"pthread_spin_unlock",
+    libc::pthread_spinlock_t,
+    Op::MutexUnlock,
+    0
+);
+
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn pthread_spin_trylock(l: *mut libc::pthread_spinlock_t) -> c_int {
+    enter();
+    let real = real!(
+        c"pthread_spin_trylock",
+        unsafe extern "C" fn(*mut libc::pthread_spinlock_t) -> c_int
+    );
+    let r = unsafe { real(l) };
+    if r == 0 {
+        magic(Op::MutexLock, l as u64, 1);
+        done(r);
+    }
+    leave();
+    r
+}
 
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn pthread_mutex_trylock(m: *mut libc::pthread_mutex_t) -> c_int {
