@@ -1093,6 +1093,18 @@ fn a_pthread_spin_lock_is_arbitrated_in_simulated_time() {
         .map(|way| trace_and_run(&prog, &args, way, dir.path()).0)
         .collect();
     assert_same_runs(&format!("spin_counter {args:?}"), &runs);
+    // The trace says the lock spins: under the futex model a waiter watches the held word
+    // before it would sleep (glibc's mutex, which does not spin, sleeps at once).
+    let futex = simulate_with(
+        &dir.path().join("normal.itrace"),
+        &dir.path().join("run-futex"),
+        &["locks.model=futex", "locks.spin=9600"],
+    );
+    assert!(
+        futex["sync"]["lock_spins"].as_u64().unwrap_or(0) > 0,
+        "no spinning acquisition under the futex model: {}",
+        futex["sync"]
+    );
     for r in &runs {
         // Every acquisition is the engine's (none left as the traced run's spinning), and
         // the lock is contended in simulated time: the threads wait for it.

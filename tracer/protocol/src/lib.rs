@@ -42,7 +42,8 @@ isim_names::indexed_enum! {
         Join = "join",
         /// Barrier wait at `a1` with `a2` participants; untraced until [`Op::Resume`].
         Barrier = "barrier",
-        /// Mutex lock at `a1`; untraced until [`Op::Resume`].
+        /// Mutex lock at `a1`, `a2` = 1 if the lock's code spins on a held word before it
+        /// sleeps (glibc's `pthread_spin_lock`, which never sleeps); untraced until [`Op::Resume`].
         MutexLock = "mutex-lock",
         /// Mutex unlock at `a1`; untraced until [`Op::Resume`].
         MutexUnlock = "mutex-unlock",
@@ -106,8 +107,8 @@ impl Op {
             Op::Create | Op::Join => 1,
             Op::MainBegin => 2,
             Op::ThreadStart => 3,
-            Op::MutexLock | Op::MutexUnlock | Op::CondSignal | Op::CondBroadcast => 1,
-            Op::Barrier | Op::CondWait | Op::OmpEnd | Op::OmpBarrier => 2,
+            Op::MutexUnlock | Op::CondSignal | Op::CondBroadcast => 1,
+            Op::MutexLock | Op::Barrier | Op::CondWait | Op::OmpEnd | Op::OmpBarrier => 2,
             Op::Done | Op::FutexWait => 1,
             Op::FutexWake => 2,
             Op::OmpBegin => 3,
