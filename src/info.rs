@@ -238,9 +238,10 @@ impl TraceInfo {
 
 /// The marker kinds (`Marker::KIND_NAMES`) the per-thread tables of `isim trace-info` and
 /// `isim trace` count, in their column order: one list, so both tables have the same columns.
-pub(crate) const TABLE_MARKERS: [&str; 13] = [
+pub(crate) const TABLE_MARKERS: [&str; 14] = [
     "barrier",
     "mutex-lock",
+    "rw-lock",
     "mutex-unlock",
     "cond-wait",
     "cond-signal",
@@ -260,6 +261,7 @@ pub(crate) fn marker_heading(kind: &str) -> &str {
     match kind {
         "mutex-lock" => "lock",
         "mutex-unlock" => "unlock",
+        "rw-lock" => "rwlock",
         "cond-wait" => "cwait",
         "cond-signal" => "csig",
         "cond-broadcast" => "cbcast",

@@ -760,6 +760,8 @@ struct Thread<'t> {
     pending_marker: Option<Marker>,
     /// The pending marker is an unlock call whose code ([`EngineConfig::lock_call`]) has run.
     unlock_paid: bool,
+    /// The same for the read/write lock call it is in ([`Marker::RwLock`]).
+    rw_lock_paid: bool,
     /// Mutexes the thread holds, in the order it took them.
     held: Vec<u64>,
     /// Its step in a futex mutex's acquisition, when its pending request is one.
@@ -818,11 +820,19 @@ struct Waiter {
     spin_until: Option<f64>,
     /// Spinning after a futex wait: it takes the lock marking the word contended.
     marks: bool,
+    /// It asks for a read/write lock for reading (shared with other readers).
+    shared: bool,
 }
 
 #[derive(Default)]
 struct MutexState {
+    /// The thread holding it alone (a mutex, or a read/write lock held for writing).
     owner: Option<u32>,
+    /// A read/write lock ([`Marker::RwLock`]): the threads holding it for reading (a thread
+    /// once per read lock it holds). Such a lock is arbitrated first come, first served
+    /// whatever [`LockModel`] says (glibc's read/write lock is not its mutex word).
+    readers: Vec<u32>,
+    rw: bool,
     /// How many times the owner took it again without releasing it (recursive mutexes,
     /// OpenMP nest locks).
     depth: u32,
@@ -885,6 +895,23 @@ impl MutexState {
         self.owner = Some(tid);
         self.held_since = at;
         self.epoch += 1;
+    }
+
+    /// Thread `tid` takes the read/write lock for reading, as of `at`, beside its other
+    /// readers.
+    fn take_shared(&mut self, tid: u32, at: f64) {
+        if self.readers.is_empty() {
+            self.held_since = at;
+        }
+        self.readers.push(tid);
+        self.epoch += 1;
+    }
+
+    /// Whether a request finds the lock held: by a holder alone, or (asking to hold it
+    /// alone) by readers. A reader is let in beside readers though a writer waits (glibc's
+    /// default, `PTHREAD_RWLOCK_PREFER_READER_NP`).
+    fn held_against(&self, shared: bool) -> bool {
+        self.owner.is_some() || (!shared && !self.readers.is_empty())
     }
 
     /// Removes and returns the waiter that asked first in simulated time (ties: the lower id).
@@ -1201,6 +1228,7 @@ impl<'t, O: Observer> Engine<'t, O> {
                 after_roi: 0,
                 pending_marker: None,
                 unlock_paid: false,
+                rw_lock_paid: false,
                 held: Vec::new(),
                 futex: None,
                 asked: None,
@@ -1690,7 +1718,7 @@ impl<'t, O: Observer> Engine<'t, O> {
                     "waits for mutex {a:#x} held by thread {}",
                     self.mutexes
                         .get(&a)
-                        .and_then(|m| m.owner)
+                        .and_then(|m| m.owner.or(m.readers.first().copied()))
                         .map_or("none".into(), |o| o.to_string())
                 ),
                 State::Cond(c) => format!("waits on condition {c:#x}"),
@@ -2145,12 +2173,20 @@ impl<'t, O: Observer> Engine<'t, O> {
     /// Thread `tid` asks for mutex `addr` at `now` (its atomic's time); `rank` orders it
     /// against other waiters if a lock-order cycle must be broken ([`Waiter::rank`]).
     fn lock(&mut self, tid: u32, addr: u64, now: f64, order: Order) {
+        self.lock_as(tid, addr, now, order, None);
+    }
+
+    /// [`Engine::lock`] of a mutex (`rw` None) or of a read/write lock, for reading
+    /// (`Some(true)`) or writing (`Some(false)`).
+    fn lock_as(&mut self, tid: u32, addr: u64, now: f64, order: Order, rw: Option<bool>) {
         self.touched.push(tid);
         if !self.threads[tid as usize].deferred() {
             self.threads[tid as usize].req = now;
         }
         let m = self.mutexes.entry(addr).or_default();
-        if m.owner == Some(tid) {
+        m.rw |= rw.is_some();
+        let (is_rw, shared) = (m.rw, rw == Some(true));
+        if m.owner == Some(tid) && !is_rw {
             // Taken again by its holder (a recursive mutex): it nests, whatever the model.
             m.depth += 1;
             self.threads[tid as usize].state = State::Runnable;
@@ -2158,13 +2194,15 @@ impl<'t, O: Observer> Engine<'t, O> {
             return;
         }
         self.threads[tid as usize].asked.get_or_insert(now);
-        if let LockModel::Futex { wait, spin, .. } = self.locks {
+        if let LockModel::Futex { wait, spin, .. } = self.locks
+            && !is_rw
+        {
             return self.futex_lock(tid, addr, now, order, wait, spin);
         }
         let rank = rank(order);
         let m = self.mutexes.entry(addr).or_default();
-        match m.owner {
-            Some(_) => {
+        match m.held_against(shared) {
+            true => {
                 m.waiters.push(Waiter {
                     at: now,
                     tid,
@@ -2172,6 +2210,7 @@ impl<'t, O: Observer> Engine<'t, O> {
                     order,
                     spin_until: None,
                     marks: false,
+                    shared,
                 });
                 self.threads[tid as usize].state = State::Mutex(addr);
                 self.set_active(tid, now, false);
@@ -2182,11 +2221,43 @@ impl<'t, O: Observer> Engine<'t, O> {
                 self.touch(tid, addr, now);
                 self.break_cycle(tid);
             }
-            None => {
-                m.take(tid, now);
+            false => {
+                if shared {
+                    m.take_shared(tid, now);
+                } else {
+                    m.take(tid, now);
+                }
                 let at = now.max(m.free_at);
                 self.grant(tid, addr, at, Got::Free);
             }
+        }
+    }
+
+    /// Hands read/write lock `addr`, free from `at`, to its next waiters: the one that asked
+    /// first, and if it reads, every waiting reader with it (in the order they asked).
+    fn grant_rw_waiters(&mut self, addr: u64, at: f64) {
+        let m = self.mutexes.entry(addr).or_default();
+        let Some(w) = m.first_waiter() else {
+            return;
+        };
+        if !w.shared {
+            m.take(w.tid, at);
+            self.grant(w.tid, addr, w.at.max(at), Got::Free);
+            return;
+        }
+        let mut group = vec![w];
+        while let Some(k) = (0..m.waiters.len())
+            .filter(|&k| m.waiters[k].shared)
+            .min_by(|&a, &b| {
+                let (x, y) = (&m.waiters[a], &m.waiters[b]);
+                x.at.total_cmp(&y.at).then(x.tid.cmp(&y.tid))
+            })
+        {
+            group.push(m.waiters.remove(k));
+        }
+        for w in group {
+            self.mutexes.entry(addr).or_default().take_shared(w.tid, at);
+            self.grant(w.tid, addr, w.at.max(at), Got::Free);
         }
     }
 
@@ -2226,6 +2297,7 @@ impl<'t, O: Observer> Engine<'t, O> {
                     order,
                     spin_until: None,
                     marks: false,
+                    shared: false,
                 });
                 self.sync.futex_sleeps += 1;
                 self.threads[tid as usize].state = State::Mutex(addr);
@@ -2400,6 +2472,7 @@ impl<'t, O: Observer> Engine<'t, O> {
             order,
             spin_until: Some(until),
             marks,
+            shared: false,
         });
         self.threads[tid as usize].state = State::Mutex(addr);
         self.break_cycle(tid);
@@ -2471,6 +2544,23 @@ impl<'t, O: Observer> Engine<'t, O> {
             m.depth -= 1;
             return now;
         }
+        if let Some(i) = m.readers.iter().position(|&r| r == tid) {
+            // A reader lets go: its atomic on the word, then the lock is free for a writer
+            // once the last reader has let go.
+            m.readers.remove(i);
+            let last = m.readers.is_empty();
+            let freed = self.move_line(tid, addr, now);
+            let release_comp = self.line_comp;
+            self.released(tid, addr, now, 0.0);
+            if last {
+                let m = self.mutexes.entry(addr).or_default();
+                m.free_at = m.free_at.max(freed);
+                self.grant_rw_waiters(addr, freed);
+            }
+            self.line_comp = release_comp;
+            return freed;
+        }
+        let is_rw = m.rw;
         // A release is a store; the thread does not wait for it, but the lock is free for
         // others only once it is done. If another core's request for the line reached this
         // core before the release (half a transfer after it went out), it took the line and
@@ -2522,6 +2612,7 @@ impl<'t, O: Observer> Engine<'t, O> {
             wait,
             spin,
         } = self.locks
+            && !is_rw
         {
             let spinner = self.end_spins(addr, now, wait);
             let m = self.mutexes.entry(addr).or_default();
@@ -2567,6 +2658,11 @@ impl<'t, O: Observer> Engine<'t, O> {
             return freed;
         }
         self.released(tid, addr, now, 0.0);
+        if is_rw {
+            self.grant_rw_waiters(addr, freed);
+            self.line_comp = release_comp;
+            return freed;
+        }
         let m = self.mutexes.entry(addr).or_default();
         if let Some(w) = m.first_waiter() {
             m.take(w.tid, now);
@@ -2658,7 +2754,12 @@ impl<'t, O: Observer> Engine<'t, O> {
             let State::Mutex(a) = self.threads[t as usize].state else {
                 return;
             };
-            let Some(o) = self.mutexes.get(&a).and_then(|m| m.owner) else {
+            // A lock held for reading: its first reader stands for its holders.
+            let Some(o) = self
+                .mutexes
+                .get(&a)
+                .and_then(|m| m.owner.or(m.readers.first().copied()))
+            else {
                 return;
             };
             if o == tid {
@@ -2866,6 +2967,28 @@ impl<'t, O: Observer> Engine<'t, O> {
                 // (A request on its way is asked again when its outcome is known.)
                 let now = self.atomic_at(tid).max(self.threads[tid as usize].wake);
                 self.lock(tid, addr, now, order);
+            }
+            Marker::RwLock { addr, order, write } => {
+                // A call into the C library, as an interposed mutex lock (above): its code
+                // before the atomic costs `[locks] call`, once; then the request, decided in
+                // the order of the threads' clocks.
+                self.mutexes.entry(addr).or_default().called = true;
+                if !self.threads[tid as usize].rw_lock_paid && self.lock_call > 0.0 && self.timed()
+                {
+                    let th = &mut self.threads[tid as usize];
+                    th.rw_lock_paid = true;
+                    th.pending_marker = Some(m);
+                    let now = th.core.now;
+                    self.resume(tid, now + self.lock_call, Component::SyncCritSect);
+                    return;
+                }
+                if self.timed() && self.someone_earlier(tid, self.threads[tid as usize].key()) {
+                    self.threads[tid as usize].pending_marker = Some(m);
+                    return;
+                }
+                self.threads[tid as usize].rw_lock_paid = false;
+                let now = self.atomic_at(tid).max(self.threads[tid as usize].wake);
+                self.lock_as(tid, addr, now, order, Some(!write));
             }
             Marker::CondWait {
                 cond,

@@ -586,7 +586,18 @@ pub enum Marker {
         /// the stream.
         call: bool,
     },
-    /// Release a mutex.
+    /// Acquire a read/write lock (`pthread_rwlock_*`, an interposed call): for reading,
+    /// shared with other readers, or for writing, alone. Released by a
+    /// [`Marker::MutexUnlock`] of its address.
+    RwLock {
+        /// Lock address.
+        addr: u64,
+        /// Recorded order (the previous release of the lock), or [`Order::SIM`].
+        order: Order,
+        /// For writing (exclusive); else for reading (shared).
+        write: bool,
+    },
+    /// Release a mutex, or a read/write lock however the thread holds it.
     MutexUnlock {
         /// Mutex address.
         addr: u64,
@@ -656,7 +667,7 @@ pub enum Marker {
 
 impl Marker {
     /// Number of marker kinds (for per-kind counters).
-    pub const KINDS: usize = 17;
+    pub const KINDS: usize = 18;
 
     /// Dense kind index, 0..KINDS.
     pub fn kind_index(&self) -> usize {
@@ -678,6 +689,7 @@ impl Marker {
             Marker::FutexWait { .. } => 14,
             Marker::FutexWake { .. } => 15,
             Marker::Release { .. } => 16,
+            Marker::RwLock { .. } => 17,
         }
     }
 
@@ -700,6 +712,7 @@ impl Marker {
         "futex-wait",
         "futex-wake",
         "release",
+        "rw-lock",
     ];
 }
 

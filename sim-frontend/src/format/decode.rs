@@ -286,6 +286,15 @@ fn marker(
             },
             call: true,
         },
+        code::RW_LOCK => Marker::RwLock {
+            addr: arg("lock address")?,
+            order: order_or_sim(arg("lock order")?, at)?,
+            write: match arg("write flag")? {
+                0 => false,
+                1 => true,
+                v => return Err((at, format!("write flag {v} is neither 0 nor 1"))),
+            },
+        },
         code::COND_WAIT_ORDERED => Marker::CondWait {
             cond: arg("condition address")?,
             mutex: arg("mutex address")?,

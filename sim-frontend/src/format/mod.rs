@@ -26,8 +26,9 @@ pub const CHUNK_MAGIC: &[u8; 4] = b"ICHK";
 /// no version 1 or 2 writer wrote it, so one decoder reads all three. Version 4 adds one marker
 /// code ([`code::MUTEX_LOCK_SPINNING`]) that no earlier writer wrote, version 5 another
 /// ([`code::MUTEX_LOCK_CALL`]: an earlier trace's interposed lock calls read as locks whose
-/// code costs nothing, as they replayed when it was written).
-pub const VERSION: u16 = 5;
+/// code costs nothing, as they replayed when it was written), version 6 another
+/// ([`code::RW_LOCK`]: read/write locks, which earlier traces replayed through their futexes).
+pub const VERSION: u16 = 6;
 /// The oldest format version this code reads.
 pub const OLDEST_VERSION: u16 = 1;
 /// Prologue length: magic, version, flags, crc.
@@ -121,6 +122,9 @@ pub mod code {
     /// address, varint 0 (no recorded order) or a recorded order plus one, varint 1 if its
     /// implementation spins (else 0).
     pub const MUTEX_LOCK_CALL: u8 = 22;
+    /// Read/write lock by a library call (version 6): varint address, varint 0 (no recorded
+    /// order) or a recorded order plus one, varint 1 for writing (else 0: reading).
+    pub const RW_LOCK: u8 = 23;
     /// Control continues at a static index not implied by the previous instruction.
     pub const JUMP: u8 = 0x7f;
 }

@@ -224,6 +224,10 @@ impl ThreadEnc {
             Marker::MutexLock { addr, order, .. } => {
                 put(code::MUTEX_LOCK_SPINNING, &[addr, order_or_zero(order)])
             }
+            Marker::RwLock { addr, order, write } => put(
+                code::RW_LOCK,
+                &[addr, order_or_zero(order), u64::from(write)],
+            ),
             Marker::MutexUnlock { addr } => put(code::MUTEX_UNLOCK, &[addr]),
             Marker::CondWait {
                 cond,

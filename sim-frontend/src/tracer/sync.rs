@@ -131,6 +131,8 @@ pub fn plan(marks: &[Vec<RawMark>], simple: &mut Simple<'_>) -> Plan {
                 Op::Join
                 | Op::Barrier
                 | Op::MutexLock
+                | Op::RwRead
+                | Op::RwWrite
                 | Op::MutexUnlock
                 | Op::CondWait
                 | Op::CondSignal
@@ -174,7 +176,7 @@ pub fn plan(marks: &[Vec<RawMark>], simple: &mut Simple<'_>) -> Plan {
             let at = (t as u32, k as u32);
             let b = blocking(at);
             match m.op {
-                Op::MutexLock => {
+                Op::MutexLock | Op::RwRead | Op::RwWrite => {
                     if let Some(b) = b
                         && acquired(b.ret)
                     {
@@ -473,6 +475,17 @@ pub fn plan(marks: &[Vec<RawMark>], simple: &mut Simple<'_>) -> Plan {
                             order: order_of(lock_edge(at)),
                             spins: a1 != 0,
                             call: a2 == 0,
+                        });
+                    }
+                }
+                Op::RwRead | Op::RwWrite => {
+                    // As a mutex lock: one that failed (a timeout) or never returned is left
+                    // out.
+                    if b.is_some_and(|b| acquired(b.ret)) {
+                        v.push(Marker::RwLock {
+                            addr: a0,
+                            order: order_of(lock_edge(at)),
+                            write: m.op == Op::RwWrite,
                         });
                     }
                 }

@@ -520,6 +520,97 @@ pub unsafe extern "C" fn pthread_spin_trylock(l: *mut libc::pthread_spinlock_t) 
     r
 }
 
+// Read/write locks (`pthread_rwlock_*`, behind C++'s `std::shared_mutex`): several readers
+// hold one at once, so their acquisitions have markers of their own; replay arbitrates them in
+// simulated time. The unlock is a mutex unlock (the replay knows which way the thread holds it).
+one_object!(
+    pthread_rwlock_rdlock,
+    c"pthread_rwlock_rdlock",
+    libc::pthread_rwlock_t,
+    Op::RwRead,
+    0
+);
+one_object!(
+    pthread_rwlock_wrlock,
+    c"pthread_rwlock_wrlock",
+    libc::pthread_rwlock_t,
+    Op::RwWrite,
+    0
+);
+one_object!(
+    pthread_rwlock_unlock,
+    c"pthread_rwlock_unlock",
+    libc::pthread_rwlock_t,
+    Op::MutexUnlock,
+    0
+);
+
+/// `pthread_rwlock_tryrdlock` / `trywrlock`: a lock only when it succeeded.
+macro_rules! rwlock_try {
+    ($name:ident, $sym:literal, $op:expr) => {
+        #[unsafe(no_mangle)]
+        pub unsafe extern "C" fn $name(l: *mut libc::pthread_rwlock_t) -> c_int {
+            enter();
+            let real = real!(
+                $sym,
+                unsafe extern "C" fn(*mut libc::pthread_rwlock_t) -> c_int
+            );
+            let r = unsafe { real(l) };
+            if r == 0 {
+                magic($op, l as u64, 0);
+                done(r);
+            }
+            leave();
+            r
+        }
+    };
+}
+
+rwlock_try!(
+    pthread_rwlock_tryrdlock,
+    c"pthread_rwlock_tryrdlock",
+    Op::RwRead
+);
+rwlock_try!(
+    pthread_rwlock_trywrlock,
+    c"pthread_rwlock_trywrlock",
+    Op::RwWrite
+);
+
+/// `pthread_rwlock_timedrdlock` / `timedwrlock`: a lock whose failure (a timeout) the
+/// conversion drops by its result.
+macro_rules! rwlock_timed {
+    ($name:ident, $sym:literal, $op:expr) => {
+        #[unsafe(no_mangle)]
+        pub unsafe extern "C" fn $name(
+            l: *mut libc::pthread_rwlock_t,
+            t: *const libc::timespec,
+        ) -> c_int {
+            enter();
+            let real = real!(
+                $sym,
+                unsafe extern "C" fn(*mut libc::pthread_rwlock_t, *const libc::timespec) -> c_int
+            );
+            magic($op, l as u64, 0);
+            let r = unsafe { real(l, t) };
+            done(r);
+            leave();
+            r
+        }
+    };
+}
+
+rwlock_timed!(
+    pthread_rwlock_timedrdlock,
+    c"pthread_rwlock_timedrdlock",
+    Op::RwRead
+);
+rwlock_timed!(
+    pthread_rwlock_timedwrlock,
+    c"pthread_rwlock_timedwrlock",
+    Op::RwWrite
+);
+
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn pthread_mutex_trylock(m: *mut libc::pthread_mutex_t) -> c_int {
     enter();

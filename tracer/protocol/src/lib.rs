@@ -91,6 +91,13 @@ isim_names::indexed_enum! {
         /// It orders nothing; the converter reads it to tell a poller's looks across its
         /// yields (`sim_frontend::tracer::spinwait`).
         Yield = "yield",
+        /// Read (shared) lock of the read/write lock at `a1` (`pthread_rwlock_rdlock` and its
+        /// try and timed forms); untraced until [`Op::Resume`]. Its unlock is an
+        /// [`Op::MutexUnlock`].
+        RwRead = "rw-read",
+        /// Write (exclusive) lock of the read/write lock at `a1`; untraced until
+        /// [`Op::Resume`].
+        RwWrite = "rw-write",
     }
 }
 
@@ -107,7 +114,7 @@ impl Op {
             Op::Create | Op::Join => 1,
             Op::MainBegin => 2,
             Op::ThreadStart => 3,
-            Op::MutexUnlock | Op::CondSignal | Op::CondBroadcast => 1,
+            Op::MutexUnlock | Op::CondSignal | Op::CondBroadcast | Op::RwRead | Op::RwWrite => 1,
             Op::MutexLock | Op::Barrier | Op::CondWait | Op::OmpEnd | Op::OmpBarrier => 2,
             Op::Done | Op::FutexWait => 1,
             Op::FutexWake => 2,
@@ -127,6 +134,8 @@ impl Op {
                 | Op::Barrier
                 | Op::MutexLock
                 | Op::MutexUnlock
+                | Op::RwRead
+                | Op::RwWrite
                 | Op::CondWait
                 | Op::CondSignal
                 | Op::CondBroadcast
