@@ -457,6 +457,25 @@ macro_rules! one_object {
     };
 }
 
+/// A try-lock call: marked by `$op` (with `$a2`, as [`one_object!`]) only when it took the
+/// lock; a failed try takes nothing and leaves no marker.
+macro_rules! try_lock {
+    ($name:ident, $sym:literal, $ty:ty, $op:expr, $a2:expr) => {
+        #[unsafe(no_mangle)]
+        pub unsafe extern "C" fn $name(m: *mut $ty) -> c_int {
+            enter();
+            let real = real!($sym, unsafe extern "C" fn(*mut $ty) -> c_int);
+            let r = unsafe { real(m) };
+            if r == 0 {
+                magic($op, m as u64, $a2);
+                done(r);
+            }
+            leave();
+            r
+        }
+    };
+}
+
 one_object!(
     pthread_mutex_lock,
     c"pthread_mutex_lock",
@@ -504,21 +523,13 @@ one_object!(
     0
 );
 
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn pthread_spin_trylock(l: *mut libc::pthread_spinlock_t) -> c_int {
-    enter();
-    let real = real!(
-        c"pthread_spin_trylock",
-        unsafe extern "C" fn(*mut libc::pthread_spinlock_t) -> c_int
-    );
-    let r = unsafe { real(l) };
-    if r == 0 {
-        magic(Op::MutexLock, l as u64, 1);
-        done(r);
-    }
-    leave();
-    r
-}
+try_lock!(
+    pthread_spin_trylock,
+    c"pthread_spin_trylock",
+    libc::pthread_spinlock_t,
+    Op::MutexLock,
+    1
+);
 
 // Read/write locks (`pthread_rwlock_*`, behind C++'s `std::shared_mutex`): several readers
 // hold one at once, so their acquisitions have markers of their own; replay arbitrates them in
@@ -545,36 +556,19 @@ one_object!(
     0
 );
 
-/// `pthread_rwlock_tryrdlock` / `trywrlock`: a lock only when it succeeded.
-macro_rules! rwlock_try {
-    ($name:ident, $sym:literal, $op:expr) => {
-        #[unsafe(no_mangle)]
-        pub unsafe extern "C" fn $name(l: *mut libc::pthread_rwlock_t) -> c_int {
-            enter();
-            let real = real!(
-                $sym,
-                unsafe extern "C" fn(*mut libc::pthread_rwlock_t) -> c_int
-            );
-            let r = unsafe { real(l) };
-            if r == 0 {
-                magic($op, l as u64, 0);
-                done(r);
-            }
-            leave();
-            r
-        }
-    };
-}
-
-rwlock_try!(
+try_lock!(
     pthread_rwlock_tryrdlock,
     c"pthread_rwlock_tryrdlock",
-    Op::RwRead
+    libc::pthread_rwlock_t,
+    Op::RwRead,
+    0
 );
-rwlock_try!(
+try_lock!(
     pthread_rwlock_trywrlock,
     c"pthread_rwlock_trywrlock",
-    Op::RwWrite
+    libc::pthread_rwlock_t,
+    Op::RwWrite,
+    0
 );
 
 /// `pthread_rwlock_timedrdlock` / `timedwrlock`: a lock whose failure (a timeout) the
@@ -611,21 +605,13 @@ rwlock_timed!(
     Op::RwWrite
 );
 
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn pthread_mutex_trylock(m: *mut libc::pthread_mutex_t) -> c_int {
-    enter();
-    let real = real!(
-        c"pthread_mutex_trylock",
-        unsafe extern "C" fn(*mut libc::pthread_mutex_t) -> c_int
-    );
-    let r = unsafe { real(m) };
-    if r == 0 {
-        magic(Op::MutexLock, m as u64, 0);
-        done(r);
-    }
-    leave();
-    r
-}
+try_lock!(
+    pthread_mutex_trylock,
+    c"pthread_mutex_trylock",
+    libc::pthread_mutex_t,
+    Op::MutexLock,
+    0
+);
 
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn pthread_cond_wait(
