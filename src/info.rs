@@ -238,7 +238,7 @@ impl TraceInfo {
 
 /// The marker kinds (`Marker::KIND_NAMES`) the per-thread tables of `isim trace-info` and
 /// `isim trace` count, in their column order: one list, so both tables have the same columns.
-pub(crate) const TABLE_MARKERS: [&str; 14] = [
+pub(crate) const TABLE_MARKERS: [&str; 16] = [
     "barrier",
     "mutex-lock",
     "rw-lock",
@@ -246,6 +246,8 @@ pub(crate) const TABLE_MARKERS: [&str; 14] = [
     "cond-wait",
     "cond-signal",
     "cond-broadcast",
+    "sem-wait",
+    "sem-post",
     "futex-wait",
     "futex-wake",
     "create",
@@ -262,6 +264,8 @@ pub(crate) fn marker_heading(kind: &str) -> &str {
         "mutex-lock" => "lock",
         "mutex-unlock" => "unlock",
         "rw-lock" => "rwlock",
+        "sem-wait" => "swait",
+        "sem-post" => "spost",
         "cond-wait" => "cwait",
         "cond-signal" => "csig",
         "cond-broadcast" => "cbcast",

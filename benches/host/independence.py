@@ -60,6 +60,7 @@ CORPUS = [
     ("scope_owner", "examples/rust/scope_join.rs", "rust", ["10", "400000", "200000", "2000"], "static"),
     ("spin_counter", "examples/c/spin_counter.c", "c", ["-t", "4", "-w", "30", "-c", "20", "-i", "1000"], "static"),
     ("rw_table", "examples/cpp/rw_table.cpp", "c++", ["4", "2000", "300"], "static"),
+    ("sem_pipeline", "examples/c/sem_pipeline.c", "c", ["2", "200", "2000"], "static"),
     # Not recognised yet (docs/tracing.md): a hand-written test-and-set lock replays with the
     # traced run's order; kept in the table so that it shows it.
     ("spin_counter-tas", "examples/c/spin_counter.c", "c", ["-t", "4", "-w", "30", "-c", "20", "-i", "1000", "-x"], "static"),

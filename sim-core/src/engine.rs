@@ -597,6 +597,8 @@ enum State {
     Barrier(u64),
     Mutex(u64),
     Cond(u64),
+    /// Waiting for a unit of the semaphore at this address.
+    Sem(u64),
     /// Waiting to join the child since the given time.
     Join(u32, f64),
     /// Waiting for recorded release `k` (see [`Thread::pending`]).
@@ -870,6 +872,38 @@ struct MutexState {
     /// [`LockModel::Futex`]: a compare-and-swap on its way to the core that released the
     /// free lock ([`CasInFlight`]): it takes the lock unless a thread asks before it arrives.
     pending: Option<CasInFlight>,
+}
+
+/// A POSIX semaphore in simulated time: the units there for the taking, each with the time
+/// it became available (the initial ones at the start), and the threads waiting for one.
+struct SemState {
+    units: Vec<f64>,
+    /// (when it asked, thread), in the order they asked.
+    waiters: Vec<(f64, u32)>,
+}
+
+impl SemState {
+    fn new(init: u32) -> Self {
+        SemState {
+            units: vec![f64::NEG_INFINITY; init as usize],
+            waiters: Vec::new(),
+        }
+    }
+
+    /// Takes the unit that became available first, if any.
+    fn take(&mut self) -> Option<f64> {
+        let k = (0..self.units.len()).min_by(|&a, &b| self.units[a].total_cmp(&self.units[b]))?;
+        Some(self.units.swap_remove(k))
+    }
+
+    /// Removes the waiter that asked first (ties: the lower id).
+    fn first_waiter(&mut self) -> Option<(f64, u32)> {
+        let k = (0..self.waiters.len()).min_by(|&a, &b| {
+            let (x, y) = (self.waiters[a], self.waiters[b]);
+            x.0.total_cmp(&y.0).then(x.1.cmp(&y.1))
+        })?;
+        Some(self.waiters.remove(k))
+    }
 }
 
 /// A thread's compare-and-swap for a lock that was released while the request was on its way
@@ -1149,6 +1183,8 @@ pub struct Engine<'t, O: Observer> {
     touched: Vec<u32>,
     mutexes: HashMap<u64, MutexState>,
     conds: HashMap<u64, Vec<(f64, u32, u64)>>,
+    /// POSIX semaphores by address ([`Marker::SemWait`]).
+    sems: HashMap<u64, SemState>,
     obs: O,
     executed: u64,
     sync: SyncStats,
@@ -1259,6 +1295,7 @@ impl<'t, O: Observer> Engine<'t, O> {
             touched: Vec::new(),
             mutexes: HashMap::new(),
             conds: HashMap::new(),
+            sems: HashMap::new(),
             obs,
             executed: 0,
             sync: SyncStats::default(),
@@ -1722,6 +1759,7 @@ impl<'t, O: Observer> Engine<'t, O> {
                         .map_or("none".into(), |o| o.to_string())
                 ),
                 State::Cond(c) => format!("waits on condition {c:#x}"),
+                State::Sem(a) => format!("waits for semaphore {a:#x}"),
                 State::Join(c, _) => format!("waits to join thread {c}"),
                 State::Ordered(k) => format!(
                     "waits for recorded release #{k} ({} {:#x}), which no thread has reached",
@@ -2736,6 +2774,64 @@ impl<'t, O: Observer> Engine<'t, O> {
         Some(w)
     }
 
+    /// Thread `tid` asks at `now` for a unit of semaphore `addr`: it takes the one that came
+    /// first, once it is there, or waits for the next post. Its atomic on the word moves the
+    /// word's line as a lock's does.
+    fn sem_wait(&mut self, tid: u32, addr: u64, now: f64) {
+        let s = self.sems.get_mut(&addr).expect("made by the marker");
+        match s.take() {
+            Some(t) => {
+                let at = now.max(t);
+                let until = self.move_line(tid, addr, at);
+                self.sem_taken(tid, now, at, until);
+            }
+            None => {
+                s.waiters.push((now, tid));
+                self.threads[tid as usize].state = State::Sem(addr);
+                self.set_active(tid, now, false);
+            }
+        }
+    }
+
+    /// Thread `tid` posts semaphore `addr` at `now` (its atomic): the unit goes to the waiter
+    /// that asked first, if any, else it is there for the next wait.
+    fn sem_post(&mut self, tid: u32, addr: u64, now: f64) {
+        let freed = self.move_line(tid, addr, now);
+        if self.timed() {
+            let comp = self.line_comp;
+            self.threads[tid as usize].core.atomic(freed, comp);
+        }
+        let s = self.sems.get_mut(&addr).expect("made by the marker");
+        match s.first_waiter() {
+            Some((asked, w)) => {
+                let at = freed.max(asked);
+                let until = self.move_line(w, addr, at);
+                self.sem_taken(w, asked, at, until);
+            }
+            None => s.units.push(freed),
+        }
+    }
+
+    /// Thread `tid`, which asked for a semaphore's unit at `asked`, has it from `at` (a post,
+    /// or the request itself when a unit was there), its atomic done at `until`. Waiting for
+    /// the post is `sync-cond` (nothing after the call is dispatched before it); the atomic's
+    /// time is its line's, as a lock's.
+    fn sem_taken(&mut self, tid: u32, asked: f64, at: f64, until: f64) {
+        self.touched.push(tid);
+        if self.timed() {
+            let comp = self.line_comp;
+            let core = &mut self.threads[tid as usize].core;
+            if at > asked {
+                core.stall_until(asked);
+                core.wait_until(at, Component::SyncCond);
+                self.obs.wait(tid, Component::SyncCond, asked, at);
+            }
+            self.threads[tid as usize].core.atomic(until, comp);
+        }
+        self.threads[tid as usize].state = State::Runnable;
+        self.set_active(tid, until, true);
+    }
+
     /// Reports thread `tid`'s release of mutex `addr` at `at` (when timed).
     fn released(&mut self, tid: u32, addr: u64, at: f64, cost: f64) {
         if self.timed() {
@@ -2989,6 +3085,22 @@ impl<'t, O: Observer> Engine<'t, O> {
                 self.threads[tid as usize].rw_lock_paid = false;
                 let now = self.atomic_at(tid).max(self.threads[tid as usize].wake);
                 self.lock_as(tid, addr, now, order, Some(!write));
+            }
+            Marker::SemWait { addr, init } | Marker::SemPost { addr, init } => {
+                // Decided in the order of the threads' clocks, as a lock is: a post and a
+                // wait meet in simulated time.
+                if self.timed() && self.someone_earlier(tid, self.threads[tid as usize].key()) {
+                    self.threads[tid as usize].pending_marker = Some(m);
+                    return;
+                }
+                let now = self.atomic_at(tid).max(self.threads[tid as usize].wake);
+                self.touched.push(tid);
+                self.sems.entry(addr).or_insert_with(|| SemState::new(init));
+                if matches!(m, Marker::SemWait { .. }) {
+                    self.sem_wait(tid, addr, now);
+                } else {
+                    self.sem_post(tid, addr, now);
+                }
             }
             Marker::CondWait {
                 cond,

@@ -597,6 +597,21 @@ pub enum Marker {
         /// For writing (exclusive); else for reading (shared).
         write: bool,
     },
+    /// Take one unit of a POSIX semaphore (`sem_wait` and its timed and try forms: an
+    /// interposed call), waiting until one is there.
+    SemWait {
+        /// Semaphore address.
+        addr: u64,
+        /// Its initial value (units there before any post).
+        init: u32,
+    },
+    /// Give one unit of a POSIX semaphore (`sem_post`).
+    SemPost {
+        /// Semaphore address.
+        addr: u64,
+        /// Its initial value, as [`Marker::SemWait`].
+        init: u32,
+    },
     /// Release a mutex, or a read/write lock however the thread holds it.
     MutexUnlock {
         /// Mutex address.
@@ -667,7 +682,7 @@ pub enum Marker {
 
 impl Marker {
     /// Number of marker kinds (for per-kind counters).
-    pub const KINDS: usize = 18;
+    pub const KINDS: usize = 20;
 
     /// Dense kind index, 0..KINDS.
     pub fn kind_index(&self) -> usize {
@@ -690,6 +705,8 @@ impl Marker {
             Marker::FutexWake { .. } => 15,
             Marker::Release { .. } => 16,
             Marker::RwLock { .. } => 17,
+            Marker::SemWait { .. } => 18,
+            Marker::SemPost { .. } => 19,
         }
     }
 
@@ -713,6 +730,8 @@ impl Marker {
         "futex-wake",
         "release",
         "rw-lock",
+        "sem-wait",
+        "sem-post",
     ];
 }
 

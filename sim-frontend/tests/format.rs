@@ -120,6 +120,13 @@ fn arb_marker(threads: u32) -> impl Strategy<Value = Marker> {
         ),
         (any::<u64>(), order(), any::<bool>())
             .prop_map(|(addr, order, write)| { Marker::RwLock { addr, order, write } }),
+        (any::<u64>(), any::<u32>(), any::<bool>()).prop_map(|(addr, init, post)| {
+            if post {
+                Marker::SemPost { addr, init }
+            } else {
+                Marker::SemWait { addr, init }
+            }
+        }),
         any::<u64>().prop_map(|addr| Marker::MutexUnlock { addr }),
         (any::<u64>(), any::<u64>(), order(), order()).prop_map(|(cond, mutex, wake, relock)| {
             // A wait is either replayed by semantics or fully recorded.

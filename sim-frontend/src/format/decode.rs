@@ -295,6 +295,16 @@ fn marker(
                 v => return Err((at, format!("write flag {v} is neither 0 nor 1"))),
             },
         },
+        code::SEM_WAIT | code::SEM_POST => {
+            let addr = arg("semaphore address")?;
+            let init = u32::try_from(arg("initial value")?)
+                .map_err(|_| (at, "semaphore initial value above 2^32 - 1".to_string()))?;
+            if c == code::SEM_WAIT {
+                Marker::SemWait { addr, init }
+            } else {
+                Marker::SemPost { addr, init }
+            }
+        }
         code::COND_WAIT_ORDERED => Marker::CondWait {
             cond: arg("condition address")?,
             mutex: arg("mutex address")?,

@@ -27,7 +27,8 @@ pub const CHUNK_MAGIC: &[u8; 4] = b"ICHK";
 /// code ([`code::MUTEX_LOCK_SPINNING`]) that no earlier writer wrote, version 5 another
 /// ([`code::MUTEX_LOCK_CALL`]: an earlier trace's interposed lock calls read as locks whose
 /// code costs nothing, as they replayed when it was written), version 6 another
-/// ([`code::RW_LOCK`]: read/write locks, which earlier traces replayed through their futexes).
+/// ([`code::RW_LOCK`], [`code::SEM_WAIT`], [`code::SEM_POST`]: read/write locks and
+/// semaphores, which earlier traces replayed through their futexes).
 pub const VERSION: u16 = 6;
 /// The oldest format version this code reads.
 pub const OLDEST_VERSION: u16 = 1;
@@ -125,6 +126,10 @@ pub mod code {
     /// Read/write lock by a library call (version 6): varint address, varint 0 (no recorded
     /// order) or a recorded order plus one, varint 1 for writing (else 0: reading).
     pub const RW_LOCK: u8 = 23;
+    /// Semaphore wait (version 6): varint address, varint initial value.
+    pub const SEM_WAIT: u8 = 24;
+    /// Semaphore post (version 6): varint address, varint initial value.
+    pub const SEM_POST: u8 = 25;
     /// Control continues at a static index not implied by the previous instruction.
     pub const JUMP: u8 = 0x7f;
 }

@@ -228,6 +228,8 @@ impl ThreadEnc {
                 code::RW_LOCK,
                 &[addr, order_or_zero(order), u64::from(write)],
             ),
+            Marker::SemWait { addr, init } => put(code::SEM_WAIT, &[addr, u64::from(init)]),
+            Marker::SemPost { addr, init } => put(code::SEM_POST, &[addr, u64::from(init)]),
             Marker::MutexUnlock { addr } => put(code::MUTEX_UNLOCK, &[addr]),
             Marker::CondWait {
                 cond,

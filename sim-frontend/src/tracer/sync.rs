@@ -38,7 +38,7 @@
 
 use std::collections::HashMap;
 
-use super::raw::Op;
+use super::raw::{Op, SEM_UNKNOWN};
 use crate::model::{Marker, Order};
 
 /// One raw marker of a thread, as read from the capture.
@@ -133,6 +133,8 @@ pub fn plan(marks: &[Vec<RawMark>], simple: &mut Simple<'_>) -> Plan {
                 | Op::MutexLock
                 | Op::RwRead
                 | Op::RwWrite
+                | Op::SemWait
+                | Op::SemPost
                 | Op::MutexUnlock
                 | Op::CondWait
                 | Op::CondSignal
@@ -446,6 +448,39 @@ pub fn plan(marks: &[Vec<RawMark>], simple: &mut Simple<'_>) -> Plan {
         }
     };
 
+    // 5b. Semaphores whose initial value the interposer did not see (`sem_open`): the least
+    //     the traced run's order needs, every wait taking a unit a post or the initial value
+    //     gave before it.
+    let mut sem_events: Vec<(u64, u64, bool)> = Vec::new();
+    for (t, ms) in marks.iter().enumerate() {
+        for (k, m) in ms.iter().enumerate() {
+            if !matches!(m.op, Op::SemWait | Op::SemPost) || m.args[1] != SEM_UNKNOWN {
+                continue;
+            }
+            let b = blocking((t as u32, k as u32));
+            if m.op == Op::SemPost {
+                sem_events.push((m.args[0], m.seq, true));
+            } else if let Some(b) = b
+                && acquired(b.ret)
+            {
+                sem_events.push((m.args[0], b.done_seq, false));
+            }
+        }
+    }
+    sem_events.sort_unstable();
+    let mut sem_init: HashMap<u64, u32> = HashMap::new();
+    for run in sem_events.chunk_by(|a, b| a.0 == b.0) {
+        let (mut units, mut need) = (0i64, 0i64);
+        for &(_, _, post) in run {
+            units += if post { 1 } else { -1 };
+            need = need.max(-units);
+        }
+        sem_init.insert(run[0].0, u32::try_from(need).unwrap_or(u32::MAX));
+    }
+    let initial = |addr: u64, given: u64| {
+        u32::try_from(given).unwrap_or_else(|_| sem_init.get(&addr).copied().unwrap_or(0))
+    };
+
     // 6. The markers, thread by thread.
     let mut out = Plan {
         hand_barriers,
@@ -486,6 +521,24 @@ pub fn plan(marks: &[Vec<RawMark>], simple: &mut Simple<'_>) -> Plan {
                             addr: a0,
                             order: order_of(lock_edge(at)),
                             write: m.op == Op::RwWrite,
+                        });
+                    }
+                }
+                Op::SemWait => {
+                    // A wait that failed (a timeout, a failed try, EINTR) or never returned
+                    // took nothing.
+                    if b.is_some_and(|b| b.ret == 0) {
+                        v.push(Marker::SemWait {
+                            addr: a0,
+                            init: initial(a0, a1),
+                        });
+                    }
+                }
+                Op::SemPost => {
+                    if b.is_none_or(|b| b.ret == 0) {
+                        v.push(Marker::SemPost {
+                            addr: a0,
+                            init: initial(a0, a1),
                         });
                     }
                 }
@@ -622,6 +675,39 @@ mod tests {
         assert_eq!(p.at(0, 0), &[lock]);
         assert_eq!(p.at(0, 2), &[], "EDEADLK took nothing");
         assert_eq!(p.at(0, 6), &[lock], "EOWNERDEAD owns the mutex");
+    }
+
+    /// A semaphore whose `sem_init` the interposer saw keeps that initial value; one it did
+    /// not see gets the least the traced order needs: here thread 1 took two units before
+    /// thread 0's first post (and a third after it), so 2. A wait that failed (a try that
+    /// found no unit) takes nothing and is no marker.
+    #[test]
+    fn a_semaphore_without_its_initial_value_gets_the_least_the_traced_order_needs() {
+        const S: u64 = 0x30;
+        const T: u64 = 0x40;
+        const FAILED: u64 = u64::MAX; // -1
+        let t0 = vec![
+            mk(Op::SemPost, [S, SEM_UNKNOWN, 0], 4),
+            done(5),
+            mk(Op::SemPost, [T, 8, 0], 6),
+            done(7),
+        ];
+        let t1 = vec![
+            mk(Op::SemWait, [S, SEM_UNKNOWN, 0], 0),
+            done(1),
+            mk(Op::SemWait, [S, SEM_UNKNOWN, 0], 2),
+            done(3),
+            mk(Op::SemWait, [S, SEM_UNKNOWN, 0], 8),
+            mk(Op::Done, [FAILED, 0, 0], 9),
+            mk(Op::SemWait, [S, SEM_UNKNOWN, 0], 10),
+            done(11),
+        ];
+        let p = plan(&[t0, t1], &mut none);
+        assert_eq!(p.at(0, 0), &[Marker::SemPost { addr: S, init: 2 }]);
+        assert_eq!(p.at(0, 2), &[Marker::SemPost { addr: T, init: 8 }]);
+        assert_eq!(p.at(1, 0), &[Marker::SemWait { addr: S, init: 2 }]);
+        assert_eq!(p.at(1, 4), &[], "a failed wait took nothing");
+        assert_eq!(p.at(1, 6), &[Marker::SemWait { addr: S, init: 2 }]);
     }
 
     /// The classic barrier: thread 1 waits (releasing the mutex), thread 0 arrives last and

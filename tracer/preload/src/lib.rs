@@ -24,7 +24,7 @@ use std::io::Write;
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicU32, AtomicU64, AtomicUsize, Ordering};
 
-use isim_trace_protocol::{Op, SYS_BASE};
+use isim_trace_protocol::{Op, SEM_UNKNOWN, SYS_BASE};
 use libc::{pthread_attr_t, pthread_t};
 
 #[inline(always)]
@@ -121,6 +121,19 @@ static NEXT_SEQ: AtomicU32 = AtomicU32::new(1);
 static CREATED: Mutex<Vec<(pthread_t, u32)>> = Mutex::new(Vec::new());
 /// Participant count of each initialised barrier, by address.
 static BARRIERS: Mutex<Vec<(usize, u32)>> = Mutex::new(Vec::new());
+
+/// Semaphores `sem_init` initialized: (address, initial value).
+static SEMAPHORES: Mutex<Vec<(usize, u32)>> = Mutex::new(Vec::new());
+
+/// The initial value `sem_init` gave the semaphore at `s`, or [`SEM_UNKNOWN`].
+fn sem_initial(s: *mut libc::sem_t) -> u64 {
+    SEMAPHORES
+        .lock()
+        .unwrap()
+        .iter()
+        .find(|e| e.0 == s as usize)
+        .map_or(SEM_UNKNOWN, |e| u64::from(e.1))
+}
 
 thread_local! {
     static SEQ: Cell<u32> = const { Cell::new(0) };
@@ -530,6 +543,78 @@ try_lock!(
     Op::MutexLock,
     1
 );
+
+// POSIX semaphores (`sem_*`): a wait takes one unit, a post gives one; replay hands the units
+// out in simulated time, from the initial value `sem_init` gave.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn sem_init(
+    s: *mut libc::sem_t,
+    pshared: c_int,
+    value: libc::c_uint,
+) -> c_int {
+    enter();
+    let real = real!(
+        c"sem_init",
+        unsafe extern "C" fn(*mut libc::sem_t, c_int, libc::c_uint) -> c_int
+    );
+    let r = unsafe { real(s, pshared, value) };
+    if r == 0 {
+        let mut t = SEMAPHORES.lock().unwrap();
+        t.retain(|e| e.0 != s as usize);
+        t.push((s as usize, value));
+    }
+    leave();
+    r
+}
+
+/// `sem_wait` / `sem_post`: marked with the semaphore's initial value.
+macro_rules! semaphore {
+    ($name:ident, $sym:literal, $op:expr) => {
+        #[unsafe(no_mangle)]
+        pub unsafe extern "C" fn $name(s: *mut libc::sem_t) -> c_int {
+            enter();
+            let real = real!($sym, unsafe extern "C" fn(*mut libc::sem_t) -> c_int);
+            magic($op, s as u64, sem_initial(s));
+            let r = unsafe { real(s) };
+            done(r);
+            leave();
+            r
+        }
+    };
+}
+
+semaphore!(sem_wait, c"sem_wait", Op::SemWait);
+semaphore!(sem_post, c"sem_post", Op::SemPost);
+
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn sem_trywait(s: *mut libc::sem_t) -> c_int {
+    enter();
+    let real = real!(
+        c"sem_trywait",
+        unsafe extern "C" fn(*mut libc::sem_t) -> c_int
+    );
+    let r = unsafe { real(s) };
+    if r == 0 {
+        magic(Op::SemWait, s as u64, sem_initial(s));
+        done(r);
+    }
+    leave();
+    r
+}
+
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn sem_timedwait(s: *mut libc::sem_t, t: *const libc::timespec) -> c_int {
+    enter();
+    let real = real!(
+        c"sem_timedwait",
+        unsafe extern "C" fn(*mut libc::sem_t, *const libc::timespec) -> c_int
+    );
+    magic(Op::SemWait, s as u64, sem_initial(s));
+    let r = unsafe { real(s, t) };
+    done(r);
+    leave();
+    r
+}
 
 // Read/write locks (`pthread_rwlock_*`, behind C++'s `std::shared_mutex`): several readers
 // hold one at once, so their acquisitions have markers of their own; replay arbitrates them in

@@ -98,8 +98,20 @@ isim_names::indexed_enum! {
         /// Write (exclusive) lock of the read/write lock at `a1`; untraced until
         /// [`Op::Resume`].
         RwWrite = "rw-write",
+        /// `sem_wait` (and the timed and try forms) on the POSIX semaphore at `a1`, whose
+        /// initial value `sem_init` gave as `a2` ([`SEM_UNKNOWN`] if the interposer did not see
+        /// it); untraced until [`Op::Resume`].
+        SemWait = "sem-wait",
+        /// `sem_post` on the semaphore at `a1` (`a2` as [`Op::SemWait`]); untraced until
+        /// [`Op::Resume`].
+        SemPost = "sem-post",
     }
 }
+
+/// A semaphore's initial value that the interposer did not see (`sem_open`, or a semaphore
+/// initialized before the interposer was loaded): the conversion takes the least the traced
+/// run's order needs.
+pub const SEM_UNKNOWN: u64 = u64::MAX;
 
 impl Op {
     /// The operation of a system call number, if it is a magic one.
@@ -115,7 +127,13 @@ impl Op {
             Op::MainBegin => 2,
             Op::ThreadStart => 3,
             Op::MutexUnlock | Op::CondSignal | Op::CondBroadcast | Op::RwRead | Op::RwWrite => 1,
-            Op::MutexLock | Op::Barrier | Op::CondWait | Op::OmpEnd | Op::OmpBarrier => 2,
+            Op::MutexLock
+            | Op::SemWait
+            | Op::SemPost
+            | Op::Barrier
+            | Op::CondWait
+            | Op::OmpEnd
+            | Op::OmpBarrier => 2,
             Op::Done | Op::FutexWait => 1,
             Op::FutexWake => 2,
             Op::OmpBegin => 3,
@@ -136,6 +154,8 @@ impl Op {
                 | Op::MutexUnlock
                 | Op::RwRead
                 | Op::RwWrite
+                | Op::SemWait
+                | Op::SemPost
                 | Op::CondWait
                 | Op::CondSignal
                 | Op::CondBroadcast
