@@ -618,7 +618,11 @@ mod tests {
         assert_eq!(Op::MainBegin as u32, 0);
         assert_eq!(Op::OmpBarrier as u32, 24);
         assert_eq!(Op::Yield as u32, 25);
-        assert_eq!(Op::from_syscall(SYS_BASE + 26), None);
+        assert_eq!(Op::RwRead as u32, 26);
+        assert_eq!(Op::RwWrite as u32, 27);
+        assert_eq!(Op::SemWait as u32, 28);
+        assert_eq!(Op::SemPost as u32, 29);
+        assert_eq!(Op::from_syscall(SYS_BASE + 30), None);
         assert_eq!(Op::from_syscall(SYS_BASE - 1), None);
     }
 
