@@ -62,9 +62,27 @@ fn marked_lock_trace(path: &Path, p: u32, n: u32, w: u32, c: u32, spins: bool, c
 
 /// The lock program of [`lock_trace`] with thread `t`'s `i`-th acquisition `lock(t, i)`.
 fn locked_trace(path: &Path, p: u32, n: u32, w: u32, c: u32, lock: impl Fn(u32, u32) -> Marker) {
+    let name = format!("lock P={p} N={n} W={w} C={c}");
+    program_trace(path, p, &name, |t, tw, alu| {
+        for i in 0..n {
+            for _ in 0..w {
+                tw.inst(t, alu, false, &[]).unwrap();
+            }
+            tw.marker(t, lock(t, i)).unwrap();
+            for _ in 0..c {
+                tw.inst(t, alu, false, &[]).unwrap();
+            }
+            tw.marker(t, Marker::MutexUnlock { addr: LOCK }).unwrap();
+        }
+    })
+}
+
+/// A synthetic program `workload`: thread 0 creates threads 1..P, then each thread runs
+/// `body(t, writer, alu)` (`alu`: a one-cycle ALU instruction), then thread 0 joins them.
+fn program_trace(path: &Path, p: u32, workload: &str, body: impl Fn(u32, &mut TraceWriter, u32)) {
     let meta = TraceMeta {
         isa: "x86-64".into(),
-        workload: format!("lock P={p} N={n} W={w} C={c}"),
+        workload: workload.into(),
         params: vec![],
         producer: "tests/locks.rs".into(),
     };
@@ -79,16 +97,7 @@ fn locked_trace(path: &Path, p: u32, n: u32, w: u32, c: u32, lock: impl Fn(u32, 
         if t > 0 {
             tw.marker(t, Marker::ThreadStart).unwrap();
         }
-        for i in 0..n {
-            for _ in 0..w {
-                tw.inst(t, alu, false, &[]).unwrap();
-            }
-            tw.marker(t, lock(t, i)).unwrap();
-            for _ in 0..c {
-                tw.inst(t, alu, false, &[]).unwrap();
-            }
-            tw.marker(t, Marker::MutexUnlock { addr: LOCK }).unwrap();
-        }
+        body(t, &mut tw, alu);
         if t > 0 {
             tw.marker(t, Marker::ThreadEnd).unwrap();
         }
@@ -366,39 +375,6 @@ fn readers_of_a_read_write_lock_hold_it_together_and_writers_alone() {
     );
 }
 
-/// A semaphore program: thread 0 creates threads 1..P, then each thread runs `body(t, tw)`,
-/// then thread 0 joins them.
-fn sem_trace(path: &Path, p: u32, body: impl Fn(u32, &mut TraceWriter, u32)) {
-    let meta = TraceMeta {
-        isa: "x86-64".into(),
-        workload: format!("semaphores P={p}"),
-        params: vec![],
-        producer: "tests/locks.rs".into(),
-    };
-    let mut tw = TraceWriter::create(path, meta).unwrap();
-    let alu = common::alu_inst(&mut tw);
-    tw.marker(0, Marker::ThreadStart).unwrap();
-    tw.marker(0, Marker::RoiBegin).unwrap();
-    for t in 1..p {
-        tw.marker(0, Marker::ThreadCreate { child: t }).unwrap();
-    }
-    for t in 0..p {
-        if t > 0 {
-            tw.marker(t, Marker::ThreadStart).unwrap();
-        }
-        body(t, &mut tw, alu);
-        if t > 0 {
-            tw.marker(t, Marker::ThreadEnd).unwrap();
-        }
-    }
-    for t in 1..p {
-        tw.marker(0, Marker::ThreadJoin { child: t }).unwrap();
-    }
-    tw.marker(0, Marker::RoiEnd).unwrap();
-    tw.marker(0, Marker::ThreadEnd).unwrap();
-    tw.finish().unwrap();
-}
-
 /// POSIX semaphores in simulated time. A producer posting one item after each `2·w`
 /// instructions and a consumer taking each and then working `w` form a pipeline paced by the
 /// producer: the run is one consumer item more than the producer's work, (2·N + 1)·W / width,
@@ -411,7 +387,7 @@ fn semaphores_hand_units_to_waiters_in_simulated_time() {
     let dir = tempfile::tempdir().unwrap();
     let (n, w) = (200u32, 400u32);
     let trace = dir.path().join("pipe.itrace");
-    sem_trace(&trace, 2, |t, tw, alu| {
+    program_trace(&trace, 2, "semaphore pipeline", |t, tw, alu| {
         for _ in 0..n {
             if t == 1 {
                 tw.marker(t, Marker::SemWait { addr: S, init: 0 }).unwrap();
@@ -440,7 +416,7 @@ fn semaphores_hand_units_to_waiters_in_simulated_time() {
     );
     let c = 20_000u32;
     let trace = dir.path().join("count.itrace");
-    sem_trace(&trace, 4, |t, tw, alu| {
+    program_trace(&trace, 4, "semaphore of 2", |t, tw, alu| {
         tw.marker(t, Marker::SemWait { addr: S, init: 2 }).unwrap();
         for _ in 0..c {
             tw.inst(t, alu, false, &[]).unwrap();
