@@ -1119,6 +1119,17 @@ fn compile_cpp(dir: &Path, name: &str, std: &str) -> std::path::PathBuf {
     exe
 }
 
+/// `program args` traced normally, pinned and beside a hog (in that order) and simulated; the
+/// runs must agree ([`assert_same_runs`]).
+fn traced_three_ways(program: &Path, args: &[&str], dir: &Path, label: &str) -> Vec<Value> {
+    let runs: Vec<Value> = ["normal", "pinned", "hog"]
+        .iter()
+        .map(|way| trace_and_run(program, args, way, dir).0)
+        .collect();
+    assert_same_runs(&format!("{label} {args:?}"), &runs);
+    runs
+}
+
 /// The host-independence oracle: the runs of one program traced normally, pinned and beside a
 /// hog (in that order) agree within 1 % in run cycles, and every thread's sync share within 1
 /// point.
@@ -1193,11 +1204,7 @@ fn lock_programs_time_the_same_however_the_host_ran_the_traced_program() {
         (&omp_critical, vec!["-n", "1000"]),
         (&object_locks, vec!["4", "200"]),
     ] {
-        let runs: Vec<Value> = ["normal", "pinned", "hog"]
-            .iter()
-            .map(|way| trace_and_run(prog, &args, way, dir.path()).0)
-            .collect();
-        assert_same_runs(&format!("{prog:?} {args:?}"), &runs);
+        let runs = traced_three_ways(prog, &args, dir.path(), &format!("{prog:?}"));
         if prog == &rust_mutex {
             // Rust's lock: a contended acquisition's slow path and a contended release's
             // futex wake are left out with the lock word's instructions, so each thread
@@ -1221,11 +1228,7 @@ fn a_pthread_spin_lock_is_arbitrated_in_simulated_time() {
     let dir = tempfile::tempdir().unwrap();
     let prog = common::example(dir.path(), "spin_counter");
     let args = ["-t", "4", "-w", "30", "-c", "20", "-i", "1000"];
-    let runs: Vec<Value> = ["normal", "pinned", "hog"]
-        .iter()
-        .map(|way| trace_and_run(&prog, &args, way, dir.path()).0)
-        .collect();
-    assert_same_runs(&format!("spin_counter {args:?}"), &runs);
+    let runs = traced_three_ways(&prog, &args, dir.path(), "spin_counter");
     // The trace says the lock spins: under the futex model a waiter watches the held word
     // before it would sleep (glibc's mutex, which does not spin, sleeps at once).
     let futex = simulate_with(
@@ -1266,11 +1269,7 @@ fn a_read_write_lock_is_arbitrated_in_simulated_time() {
     let dir = tempfile::tempdir().unwrap();
     let prog = compile_cpp(dir.path(), "rw_table", "c++20");
     let args = ["4", "2000", "300"];
-    let runs: Vec<Value> = ["normal", "pinned", "hog"]
-        .iter()
-        .map(|way| trace_and_run(&prog, &args, way, dir.path()).0)
-        .collect();
-    assert_same_runs(&format!("rw_table {args:?}"), &runs);
+    let runs = traced_three_ways(&prog, &args, dir.path(), "rw_table");
     for r in &runs {
         assert_eq!(r["sync"]["lock_acquisitions"], 8000, "{}", r["sync"]);
     }
@@ -1303,11 +1302,7 @@ fn semaphores_hand_out_their_units_in_simulated_time() {
     let dir = tempfile::tempdir().unwrap();
     let prog = common::example(dir.path(), "sem_pipeline");
     let args = ["2", "200", "2000"];
-    let runs: Vec<Value> = ["normal", "pinned", "hog"]
-        .iter()
-        .map(|way| trace_and_run(&prog, &args, way, dir.path()).0)
-        .collect();
-    assert_same_runs(&format!("sem_pipeline {args:?}"), &runs);
+    let runs = traced_three_ways(&prog, &args, dir.path(), "sem_pipeline");
     for r in &runs {
         for t in 1..=4 {
             let share = sync_share(r, t);
