@@ -188,6 +188,8 @@ pub struct FutexLockLine {
     pub replaced_instructions: u64,
     /// Futex words updated atomically whose history is not a lock's (left alone).
     pub rejected: usize,
+    /// Of the lock words, test-and-set locks freed by a plain store.
+    pub test_and_set: usize,
 }
 
 /// A spin-wait loop of the summary.
@@ -587,6 +589,7 @@ fn report(
             spinning: s.futex_locks.spinning,
             replaced_instructions: s.futex_locks.replaced_instructions,
             rejected: s.futex_locks.rejected,
+            test_and_set: s.futex_locks.test_and_set,
         },
         spin_waits: SpinWaitLine {
             waits: s.spin_waits.waits,
@@ -681,10 +684,15 @@ impl TraceReport {
         if f.words > 0 {
             let _ = writeln!(
                 s,
-                "locks built on futexes: {} word(s), {} acquisitions ({} contended in the traced \
-                 run, {} of locks that spin before they sleep), replayed as mutexes; {} \
-                 instructions of attempts and releases replaced",
-                f.words, f.acquisitions, f.contended, f.spinning, f.replaced_instructions
+                "locks built on futexes and atomics: {} word(s) ({} test-and-set), {} \
+                 acquisitions ({} contended in the traced run, {} of locks that spin), \
+                 replayed as mutexes; {} instructions of attempts and releases replaced",
+                f.words,
+                f.test_and_set,
+                f.acquisitions,
+                f.contended,
+                f.spinning,
+                f.replaced_instructions
             );
         }
         let w = &self.spin_waits;

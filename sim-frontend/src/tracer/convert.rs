@@ -29,6 +29,7 @@ use super::raw::{self, Op, Word};
 use super::spinwait;
 use super::srcmap::{Resolver, parse_modules};
 use super::sync::{self, RawMark};
+use super::taslock;
 use crate::error::TraceError;
 use crate::format::writer::{ThreadEncoder, TraceWriter};
 use crate::model::{BranchKind, Marker, MemAccess, MemSpec, SrcLoc, StaticInst, TraceMeta};
@@ -135,6 +136,8 @@ pub struct FutexLocks {
     pub replaced_instructions: u64,
     /// Futex words updated atomically whose history is not a lock's (left alone).
     pub rejected: usize,
+    /// Of the lock words, test-and-set locks freed by a plain store (see `taslock.rs`).
+    pub test_and_set: usize,
     /// Waits for a counter that other threads counted down to zero (see `countdown.rs`),
     /// replayed as a wait for each of those threads.
     pub countdown_waits: u64,
@@ -566,6 +569,7 @@ fn first_pass(dir: &Path, t: u32, raw_tid: u32, hot: &[Hot]) -> Result<FirstPass
                         size: last_size,
                         value,
                         seq,
+                        plain: false,
                     });
                 } else {
                     out.spins.recorded(at, last_addr, last_store, value, seq);
@@ -654,6 +658,60 @@ fn unrecorded_stores(
         }
     }
     out.extend(pending);
+    if let Some(e) = rd.error.take() {
+        return Err(TraceError::at(&path, Some(t), rd.offset(), e));
+    }
+    Ok(out)
+}
+
+/// Reads thread `t`'s capture (raw id `raw_tid`) again for its plain (not atomic) stores to
+/// `addrs`, the candidate test-and-set lock words (`taslock.rs`), in program order, each with
+/// its value if the plugin recorded it.
+fn plain_stores(
+    dir: &Path,
+    t: u32,
+    raw_tid: u32,
+    hot: &[Hot],
+    addrs: &HashSet<u64>,
+) -> Result<Vec<taslock::PlainStore>, TraceError> {
+    let path = dir.join(format!("t{raw_tid}.raw"));
+    let file =
+        std::fs::File::open(&path).map_err(|e| TraceError::io(&path, 0, "cannot open", e))?;
+    let mut rd = raw::RawReader::new(file);
+    let mut out = Vec::new();
+    let (mut execs, mut last_raw) = (0u64, 0u32);
+    // The last store found, until the next word says whether its value was recorded.
+    let mut open = false;
+    while let Some(w) = rd.next_word() {
+        match w {
+            Word::Exec(raw) => {
+                execs += 1;
+                last_raw = raw;
+                open = false;
+            }
+            Word::Mem { addr, size, store } => {
+                open = false;
+                let atomic = hot.get(last_raw as usize).is_some_and(|h| h.atomic);
+                if store && !atomic && addrs.contains(&addr) {
+                    out.push(taslock::PlainStore {
+                        at: execs.saturating_sub(1),
+                        raw: last_raw,
+                        addr,
+                        size,
+                        value: None,
+                    });
+                    open = true;
+                }
+            }
+            Word::Value { value, .. } => {
+                if open && let Some(s) = out.last_mut() {
+                    s.value = Some(value);
+                }
+                open = false;
+            }
+            Word::Mark(_) => open = false,
+        }
+    }
     if let Some(e) = rd.error.take() {
         return Err(TraceError::at(&path, Some(t), rd.offset(), e));
     }
@@ -1267,6 +1325,17 @@ pub fn convert(dir: &Path, out: &Path, opts: &Options) -> Result<Summary, TraceE
         })?;
         spinwait::place_unrecorded(&spins, &mut stores, &found);
     }
+    // Test-and-set locks: the words every atomic instruction leaves at one value, and their
+    // plain stores, read from the captures again (only if there are such words).
+    let tas = taslock::candidates(&atomics);
+    let tas_found = if tas.addrs.is_empty() {
+        taslock::Found::default()
+    } else {
+        let plain = in_parallel(tids.len(), host, |t| {
+            plain_stores(dir, t as u32, tids[t], &hot, &tas.addrs)
+        })?;
+        taslock::find(&mut atomics, &plain, &tas)
+    };
     let stacks = Stacks::new(&marks);
     // Locks built on futexes become mutex markers, spin-waits waits for the stores that ended
     // them (futexlock.rs, spinwait.rs).
@@ -1440,6 +1509,7 @@ pub fn convert(dir: &Path, out: &Path, opts: &Options) -> Result<Summary, TraceE
     c.summary.futex_locks.contended = locks.contended;
     c.summary.futex_locks.spinning = locks.spinning;
     c.summary.futex_locks.rejected = locks.rejected;
+    c.summary.futex_locks.test_and_set = tas_found.words;
     // The spin-waits' looking was left out by the same edits as the locks' attempts.
     c.summary.futex_locks.replaced_instructions -= locks.spin_instructions;
     c.summary.spin_waits = SpinWaits {

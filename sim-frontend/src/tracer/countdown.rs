@@ -404,6 +404,7 @@ mod tests {
             size: 8,
             value,
             seq,
+            plain: false,
         }
     }
 

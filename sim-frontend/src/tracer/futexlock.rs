@@ -88,6 +88,9 @@ pub struct Atomic {
     pub value: u64,
     /// Its sequence number.
     pub seq: u64,
+    /// Not an atomic instruction: a plain store that releases a test-and-set lock
+    /// (`taslock.rs`), numbered as the word's next acquisition and ordered before it.
+    pub plain: bool,
 }
 
 /// Instructions of a thread to leave out, with the markers that replace them.
@@ -190,8 +193,43 @@ pub const EXIT_GAP: u64 = 65_536;
 /// thread's atomics).
 struct Episode {
     start: usize,
+    /// Where the attempt's instructions begin: the first try's, or, for a test-and-set
+    /// lock, the spin on the word just before it (test and test-and-set) when there is one.
+    begin: u64,
     acquire: usize,
     release: Option<usize>,
+}
+
+/// Whether a thread's spin on `w` (its `changes`, `spinwait.rs`) fills the gap between its
+/// failed attempt at `from` and its next attempt at `to`, but for a few instructions at each
+/// end (a test-and-set lock's `while (w) pause;` between two exchanges, however long the
+/// holder held it in the traced run).
+fn spun_between(changes: &[Change], w: u64, from: u64, to: u64) -> bool {
+    changes.iter().any(|c| {
+        c.addr == w
+            && c.spun()
+            && c.from > from
+            && c.from - from <= spinwait::PER_CHECK
+            && c.to < to
+            && to - c.to <= spinwait::PER_CHECK
+    })
+}
+
+/// Where a thread's spin on `w` that ends a few instructions before its try at `to` began
+/// (the first instruction after its first look), if the spin came after the thread's
+/// previous instruction on the word (at `prev`).
+fn spin_before(changes: &[Change], w: u64, prev: Option<u64>, to: u64) -> Option<u64> {
+    changes
+        .iter()
+        .filter(|c| {
+            c.addr == w
+                && c.spun()
+                && c.to < to
+                && to - c.to <= spinwait::PER_CHECK
+                && prev.is_none_or(|p| c.from > p)
+        })
+        .map(|c| c.from)
+        .min()
 }
 
 /// The role of each instruction of a word's history, or `None` if it is no lock's history.
@@ -265,8 +303,13 @@ pub fn find(
     }
     let mut words: Vec<u64> = by_word.keys().copied().collect();
     words.sort_unstable();
+    // A test-and-set lock's release (a plain store, `taslock.rs`) is numbered as the word's
+    // next acquisition and comes before it.
     for w in &words {
-        by_word.get_mut(w).expect("listed").sort_unstable();
+        by_word
+            .get_mut(w)
+            .expect("listed")
+            .sort_unstable_by_key(|&(seq, t, i)| (seq, !atomics[t as usize][i].plain, t, i));
     }
     let mut out = Locks::default();
     // Lock words with the role of each instruction of their history.
@@ -325,6 +368,7 @@ pub fn find(
     // Words no thread waited on: another instance of the same lock code, or a futex mutex's
     // signature (a 32-bit word freed by swapping in 0, as Rust's and glibc's mutexes are), so
     // that a lock is one whether or not it happened to block in the traced run.
+    let mut tas_words: HashSet<u64> = HashSet::new();
     for &w in words.iter().filter(|w| !futex.contains(w)) {
         let ev = &by_word[&w];
         let Some(r) = roles(ev, atomics).filter(|r| lock_like(w, r)) else {
@@ -340,7 +384,12 @@ pub fn find(
                 .iter()
                 .zip(&r)
                 .all(|(e, role)| *role != Role::Release || is_swap(at(e).raw));
-        if by_lock_code || signature {
+        // A test-and-set lock (`taslock.rs` found its releases).
+        let tas = ev.iter().any(|e| at(e).plain);
+        if tas {
+            tas_words.insert(w);
+        }
+        if tas || by_lock_code || signature {
             locks.push((w, r));
         }
     }
@@ -369,7 +418,10 @@ pub fn find(
                 .collect();
             let at = |i: usize| atomics[t][i].at;
             let mut failed: Vec<usize> = Vec::new();
+            // Positions of the thread's instructions on the word so far.
+            let mut seen: Vec<u64> = Vec::new();
             for &(i, role) in list {
+                seen.push(at(i));
                 match role {
                     Role::Failed => failed.push(i),
                     Role::Release => {
@@ -386,7 +438,14 @@ pub fn find(
                         let mut start = i;
                         let mut spun = false;
                         for &f in failed.iter().rev() {
-                            let near = at(start) - at(f) <= SPIN_GAP;
+                            let near = at(start) - at(f) <= SPIN_GAP
+                                || tas_words.contains(w)
+                                    && spun_between(
+                                        changes.get(t).map_or(&[], |c| c),
+                                        *w,
+                                        at(f),
+                                        at(start),
+                                    );
                             // A wait at a position in [at(f), at(start)] (positions sorted).
                             let k = waits.partition_point(|&x| x < at(f));
                             let waited = waits.get(k).is_some_and(|&x| x <= at(start));
@@ -400,6 +459,17 @@ pub fn find(
                             spun_words.insert(*w);
                             spun_code.insert(atomics[t][start].raw);
                         }
+                        // A test-and-set lock's attempt that looked at the word, spinning,
+                        // before its first try (after its previous instruction on the word):
+                        // the spin is part of the attempt.
+                        let prev = seen.iter().rev().find(|&&p| p < at(start)).copied();
+                        let begin = tas_words
+                            .contains(w)
+                            .then(|| {
+                                spin_before(changes.get(t).map_or(&[], |c| c), *w, prev, at(start))
+                            })
+                            .flatten()
+                            .unwrap_or(at(start));
                         out.acquisitions += 1;
                         out.contended += (start != i) as u64;
                         failed.clear();
@@ -407,6 +477,7 @@ pub fn find(
                             *w,
                             Episode {
                                 start,
+                                begin,
                                 acquire: i,
                                 release: None,
                             },
@@ -438,7 +509,7 @@ pub fn find(
             let a = &atomics[t];
             let mut r: Vec<(u64, u64)> = Vec::new();
             for (_, e) in &episodes[t] {
-                r.push((a[e.start].at, a[e.acquire].at + 1));
+                r.push((e.begin, a[e.acquire].at + 1));
                 if let Some(x) = e.release {
                     r.push((a[x].at, a[x].at + 1));
                 }
@@ -655,9 +726,11 @@ pub fn find(
                 }
             });
             // A lock whose code spins: its marker's second argument is 1. Seen spinning in
-            // the traced run, or its code's slow path is one that spins: a run in which the
-            // lock was never contended (one host CPU) replays as one in which it was.
+            // the traced run, or its code's slow path is one that spins, or a test-and-set
+            // lock: a run in which the lock was never contended (one host CPU) replays as one
+            // in which it was.
             let spins = spun_words.contains(w)
+                || tas_words.contains(w)
                 || spun_code.contains(&s.raw)
                 || *code_spins
                     .entry(s.raw)
@@ -670,8 +743,8 @@ pub fn find(
             };
             out.spinning += u64::from(spins);
             let added = [
-                Some((s.at, lock, q.at + 1)),
-                Some((s.at, mark(Op::Done, 0, q.seq), q.at + 1)),
+                Some((e.begin, lock, q.at + 1)),
+                Some((e.begin, mark(Op::Done, 0, q.seq), q.at + 1)),
                 rel.zip(rel_end)
                     .map(|(r, end)| (r.at, mark(Op::MutexUnlock, *w, r.seq), end)),
                 rel.zip(rel_end)
@@ -741,6 +814,7 @@ mod tests {
             size: 4,
             value,
             seq,
+            plain: false,
         }
     }
 
@@ -1017,5 +1091,106 @@ mod tests {
             .collect();
         assert_eq!(u, vec![(Op::FutexWake, COUNTDOWN, 12)]);
         assert_eq!((l.edits[1][0].start, l.edits[1][0].end), (71, 71));
+    }
+
+    /// A test-and-set lock: exchanges that all leave 1, freed by the holders' plain stores
+    /// (`taslock.rs` added them, numbered as the next acquisition). Its history reads as a
+    /// lock's, the tries made while it was held before the release; a waiter's tries far
+    /// apart are one attempt when its spin on the word fills the gap.
+    #[test]
+    fn a_test_and_set_lock_freed_by_plain_stores_is_a_lock_and_its_spin_one_attempt() {
+        const W: u64 = 0x100;
+        let xchg = |at, seq| atomic(at, 1, W, 1, seq);
+        let release = |at, seq| Atomic {
+            plain: true,
+            ..atomic(at, 5, W, 0, seq)
+        };
+        // Thread 0 takes it (seq 1), holds it long; thread 1 tries at 5 and 9,000 (seqs 2,
+        // 3), both while it is held; thread 0's release is numbered 4, thread 1's take.
+        let a0 = vec![xchg(10, 1), release(10_000, 4)];
+        let a1 = vec![
+            xchg(5, 2),
+            xchg(9_000, 3),
+            xchg(10_100, 4),
+            release(10_200, 5),
+        ];
+        let spin = Change {
+            addr: W,
+            from: 8,
+            to: 8_997,
+            value: 0,
+            seq: 3,
+            since: 2,
+            clean: true,
+            under_lock: None,
+            first: false,
+            after: None,
+            own: false,
+            polled: None,
+        };
+        let run = |changes: &[Vec<Change>]| {
+            find(
+                vec![vec![], vec![]],
+                &[vec![], vec![]],
+                &[a0.clone(), a1.clone()],
+                changes,
+                &[],
+                swap,
+                |_| false,
+                no_loads,
+            )
+        };
+        let l = run(&[vec![], vec![spin]]);
+        assert_eq!((l.words, l.acquisitions, l.contended), (1, 2, 1));
+        // Both threads' acquisitions spin (a test-and-set lock spins until it gets the word).
+        assert_eq!(lock_spins(&l), vec![1, 1]);
+        // Thread 1's attempt runs from its first try to its take, its release is one store.
+        let spans: Vec<(u64, u64)> = l.edits[1].iter().map(|e| (e.start, e.end)).collect();
+        assert_eq!(spans, vec![(5, 10_101), (10_200, 10_201)]);
+        assert_eq!((l.edits[0][1].start, l.edits[0][1].end), (10_000, 10_001));
+        // Without the spin between them, tries 9,000 instructions apart are not one attempt.
+        let l = run(&[vec![], vec![]]);
+        assert_eq!(l.edits[1][0].start, 9_000);
+    }
+
+    /// Test and test-and-set: a thread spins on the word before its first try; the spin is
+    /// part of its attempt, left out with it.
+    #[test]
+    fn a_spin_on_a_test_and_set_lock_before_its_first_try_is_part_of_the_attempt() {
+        const W: u64 = 0x100;
+        let release = |at, seq| Atomic {
+            plain: true,
+            ..atomic(at, 5, W, 0, seq)
+        };
+        let a0 = vec![atomic(10, 1, W, 1, 1), release(900, 2)];
+        let a1 = vec![atomic(1_000, 1, W, 1, 2), release(1_100, 3)];
+        let spin = Change {
+            addr: W,
+            from: 6,
+            to: 997,
+            value: 0,
+            seq: 2,
+            since: 1,
+            clean: true,
+            under_lock: None,
+            first: false,
+            after: None,
+            own: false,
+            polled: None,
+        };
+        let l = find(
+            vec![vec![], vec![]],
+            &[vec![], vec![]],
+            &[a0, a1],
+            &[vec![], vec![spin]],
+            &[],
+            swap,
+            |_| false,
+            no_loads,
+        );
+        assert_eq!((l.words, l.acquisitions), (1, 2));
+        assert_eq!((l.edits[1][0].start, l.edits[1][0].end), (6, 1_001));
+        // Thread 0 looked at the word once, with no spin: its attempt is its try.
+        assert_eq!((l.edits[0][0].start, l.edits[0][0].end), (10, 11));
     }
 }

@@ -14,3 +14,4 @@ pub use isim_trace_protocol as raw;
 pub mod spinwait;
 pub mod srcmap;
 pub mod sync;
+pub mod taslock;
