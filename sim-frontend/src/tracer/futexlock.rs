@@ -19,10 +19,11 @@
 //! in it) means the word is not such a lock, and it is left alone. A word is taken as a lock
 //! if its history reads so and it is a futex word (some thread waited on or woke it), or if an
 //! instruction that acquires a lock found that way also acquires it (another instance of the
-//! same lock type that never blocked in the traced run). Not recognised: locks released by a
-//! plain store (a test-and-set spin lock's `store(0)`), read/write locks and semaphores (whose
-//! free state is not 0, or which several threads hold at once), and words the untraced part
-//! of the program also updates.
+//! same lock type that never blocked in the traced run), or if `taslock.rs` found plain
+//! stores that release it (a test-and-set lock: those stores join the word's history as
+//! [`Atomic::plain`] entries). Not recognised: read/write locks and semaphores (whose free
+//! state is not 0, or which several threads hold at once), and words the untraced part of
+//! the program also updates.
 //!
 //! **Rewriting.** An acquisition becomes a `MutexLock` marker with its `Done`, placed where
 //! the thread's attempt began: the acquiring instruction and the failed attempts before it
