@@ -190,6 +190,8 @@ pub struct FutexLockLine {
     pub rejected: usize,
     /// Of the lock words, test-and-set locks freed by a plain store.
     pub test_and_set: usize,
+    /// Of the lock words, read/write locks.
+    pub read_write: usize,
 }
 
 /// A spin-wait loop of the summary.
@@ -590,6 +592,7 @@ fn report(
             replaced_instructions: s.futex_locks.replaced_instructions,
             rejected: s.futex_locks.rejected,
             test_and_set: s.futex_locks.test_and_set,
+            read_write: s.futex_locks.read_write,
         },
         spin_waits: SpinWaitLine {
             waits: s.spin_waits.waits,
@@ -684,11 +687,13 @@ impl TraceReport {
         if f.words > 0 {
             let _ = writeln!(
                 s,
-                "locks built on futexes and atomics: {} word(s) ({} test-and-set), {} \
-                 acquisitions ({} contended in the traced run, {} of locks that spin), \
-                 replayed as mutexes; {} instructions of attempts and releases replaced",
+                "locks built on futexes and atomics: {} word(s) ({} test-and-set, {} \
+                 read/write), {} acquisitions ({} contended in the traced run, {} of locks \
+                 that spin), replayed as mutexes; {} instructions of attempts and releases \
+                 replaced",
                 f.words,
                 f.test_and_set,
+                f.read_write,
                 f.acquisitions,
                 f.contended,
                 f.spinning,

@@ -138,6 +138,8 @@ pub struct FutexLocks {
     pub rejected: usize,
     /// Of the lock words, test-and-set locks freed by a plain store (see `taslock.rs`).
     pub test_and_set: usize,
+    /// Of the lock words, read/write locks (Rust's std `RwLock`).
+    pub read_write: usize,
     /// Waits for a counter that other threads counted down to zero (see `countdown.rs`),
     /// replayed as a wait for each of those threads.
     pub countdown_waits: u64,
@@ -1510,6 +1512,7 @@ pub fn convert(dir: &Path, out: &Path, opts: &Options) -> Result<Summary, TraceE
     c.summary.futex_locks.spinning = locks.spinning;
     c.summary.futex_locks.rejected = locks.rejected;
     c.summary.futex_locks.test_and_set = tas_found.words;
+    c.summary.futex_locks.read_write = locks.read_write;
     // The spin-waits' looking was left out by the same edits as the locks' attempts.
     c.summary.futex_locks.replaced_instructions -= locks.spin_instructions;
     c.summary.spin_waits = SpinWaits {

@@ -21,9 +21,14 @@
 //! instruction that acquires a lock found that way also acquires it (another instance of the
 //! same lock type that never blocked in the traced run), or if `taslock.rs` found plain
 //! stores that release it (a test-and-set lock: those stores join the word's history as
-//! [`Atomic::plain`] entries). Not recognised: read/write locks and semaphores (whose free
-//! state is not 0, or which several threads hold at once), and words the untraced part of
-//! the program also updates.
+//! [`Atomic::plain`] entries). Not recognised: semaphores and read/write locks other than
+//! Rust's (several threads hold them at once), and words the untraced part of the program
+//! also updates.
+//!
+//! **A read/write lock word** (Rust std's, [`rw_roles`]): a count of readers, the writer's
+//! value [`RW_MASK`], waiting flags; read and write acquisitions become read/write lock
+//! markers, releases unlocks, and the futex calls of its word and of the writers' word
+//! beside it go.
 //!
 //! **Rewriting.** An acquisition becomes a `MutexLock` marker with its `Done`, placed where
 //! the thread's attempt began: the acquiring instruction and the failed attempts before it
@@ -123,7 +128,10 @@ pub const WAKE_PATH: u64 = 64;
 /// Whether an edit replacing this marker unwinds (see [`Edit::unwind`]): a lock's
 /// acquisition and release do; a dependence's wait and wake remove no call of their own.
 fn unwinds(op: Op) -> bool {
-    matches!(op, Op::MutexLock | Op::MutexUnlock)
+    matches!(
+        op,
+        Op::MutexLock | Op::MutexUnlock | Op::RwRead | Op::RwWrite
+    )
 }
 
 /// What [`find`] returns.
@@ -138,6 +146,8 @@ pub struct Locks {
     pub edits: Vec<Vec<Edit>>,
     /// Lock words recognised.
     pub words: usize,
+    /// Of those, read/write locks (Rust's std `RwLock`, [`RW_MASK`]).
+    pub read_write: usize,
     /// Their acquisitions.
     pub acquisitions: u64,
     /// Acquisitions with at least one failed attempt before them.
@@ -199,6 +209,8 @@ struct Episode {
     begin: u64,
     acquire: usize,
     release: Option<usize>,
+    /// A read/write lock's: for writing (`Some(true)`) or reading.
+    rw: Option<bool>,
 }
 
 /// Whether a thread's spin on `w` (its `changes`, `spinwait.rs`) fills the gap between its
@@ -264,6 +276,65 @@ enum Role {
     Acquire,
     Release,
     Failed,
+    /// A read/write lock's acquisition for reading and its release ([`rw_roles`]).
+    ReadAcquire,
+    ReadRelease,
+    /// A read/write lock's waiting flags cleared by a thread that wakes waiters (part of a
+    /// release's wake path, not of an attempt).
+    Wake,
+}
+
+/// Rust std's futex read/write lock (`std::sys::sync::rwlock::futex`): its state word holds
+/// a 30-bit count of readers, or this value when a writer holds it, and two waiting flags
+/// above.
+pub const RW_MASK: u64 = (1 << 30) - 1;
+
+/// The role of each instruction of a read/write lock's state word history ([`RW_MASK`]), or
+/// `None` if it is not one: the count goes up by one (a read acquisition, the count not at
+/// the writer's value), down by one (a holding reader's release), from 0 to the writer's value
+/// (a write acquisition) and back (the writer's release); an instruction that leaves the
+/// count unchanged sets a waiting flag or failed (part of an attempt), or clears a flag (a
+/// releaser waking the waiters). The word must be written by a 32-bit instruction, never
+/// hold bits above the two flags, and be taken for writing at least once.
+fn rw_roles(events: &[(u64, u32, usize)], atomics: &[Vec<Atomic>]) -> Option<Vec<Role>> {
+    let mut writer: Option<u32> = None;
+    let mut readers: Vec<u32> = Vec::new();
+    let mut value = 0u64;
+    let mut wrote = false;
+    let mut out = Vec::with_capacity(events.len());
+    for &(_, t, i) in events {
+        let a = atomics[t as usize][i];
+        if a.size != 4 || a.plain {
+            return None;
+        }
+        let (before, after) = (value & RW_MASK, a.value & RW_MASK);
+        let role = if after == before {
+            if value & !a.value != 0 {
+                Role::Wake
+            } else {
+                Role::Failed
+            }
+        } else if before == 0 && after == RW_MASK {
+            writer = Some(t);
+            wrote = true;
+            Role::Acquire
+        } else if before == RW_MASK && after == 0 && writer == Some(t) {
+            writer = None;
+            Role::Release
+        } else if before != RW_MASK && after == before + 1 && after < RW_MASK {
+            readers.push(t);
+            Role::ReadAcquire
+        } else if before != RW_MASK && before == after + 1 {
+            let k = readers.iter().position(|&r| r == t)?;
+            readers.swap_remove(k);
+            Role::ReadRelease
+        } else {
+            return None;
+        };
+        value = a.value;
+        out.push(role);
+    }
+    wrote.then_some(out)
 }
 
 /// Finds the lock words and rewrites each thread's markers (see the module docs).
@@ -353,7 +424,34 @@ pub fn find(
             })
         })
     };
-    for &w in words.iter().filter(|w| futex.contains(w)) {
+    // Read/write lock words ([`rw_roles`]), taken by two threads or more, futex words or not
+    // (the writer's count is that lock's signature).
+    let mut rw_words: HashSet<u64> = HashSet::new();
+    let rw_lock = |w: u64| {
+        let ev = &by_word[&w];
+        let r = rw_roles(ev, atomics)?;
+        let mut takers: Vec<u32> = ev
+            .iter()
+            .zip(&r)
+            .filter(|(_, role)| matches!(role, Role::Acquire | Role::ReadAcquire))
+            .map(|(e, _)| e.1)
+            .collect();
+        takers.sort_unstable();
+        takers.dedup();
+        (takers.len() >= 2).then_some(r)
+    };
+    // A read/write lock first: one whose readers never overlapped in the traced run (one
+    // host CPU) would otherwise read as a mutex.
+    for &w in &words {
+        if let Some(r) = rw_lock(w) {
+            rw_words.insert(w);
+            locks.push((w, r));
+        }
+    }
+    for &w in words
+        .iter()
+        .filter(|w| futex.contains(w) && !rw_words.contains(w))
+    {
         match roles(&by_word[&w], atomics).filter(|r| lock_like(w, r)) {
             Some(r) => {
                 for (&(_, t, i), role) in by_word[&w].iter().zip(&r) {
@@ -370,7 +468,10 @@ pub fn find(
     // signature (a 32-bit word freed by swapping in 0, as Rust's and glibc's mutexes are), so
     // that a lock is one whether or not it happened to block in the traced run.
     let mut tas_words: HashSet<u64> = HashSet::new();
-    for &w in words.iter().filter(|w| !futex.contains(w)) {
+    for &w in words
+        .iter()
+        .filter(|w| !futex.contains(w) && !rw_words.contains(w))
+    {
         let ev = &by_word[&w];
         let Some(r) = roles(ev, atomics).filter(|r| lock_like(w, r)) else {
             continue;
@@ -395,6 +496,7 @@ pub fn find(
         }
     }
     out.words = locks.len();
+    out.read_write = rw_words.len();
 
     // Per thread: its episodes (word, episode), and the futex markers to remove.
     let mut episodes: Vec<Vec<(u64, Episode)>> = (0..n).map(|_| Vec::new()).collect();
@@ -403,6 +505,21 @@ pub fn find(
     let mut spun_words: HashSet<u64> = HashSet::new();
     let mut spun_code: HashSet<u32> = HashSet::new();
     let lock_set: HashSet<u64> = locks.iter().map(|l| l.0).collect();
+    // A read/write lock's writers wait on a futex word of their own beside the state word
+    // (Rust's `writer_notify`), which a releaser bumps and wakes: its futex calls go with
+    // the lock's.
+    let notify: HashMap<u64, u64> = rw_words
+        .iter()
+        .filter_map(|&w| {
+            [w + 4, w.wrapping_sub(4)]
+                .into_iter()
+                .find(|x| futex.contains(x) && !lock_set.contains(x))
+                .map(|x| (w, x))
+        })
+        .collect();
+    let lock_futex: HashSet<u64> = lock_set.iter().chain(notify.values()).copied().collect();
+    // The writers' words were counted as futex words that are not locks.
+    out.rejected -= notify.values().filter(|x| by_word.contains_key(x)).count();
     for (w, r) in &locks {
         // Each thread's instructions on the word, in its program order (= sequence order).
         let mut per: Vec<Vec<(usize, Role)>> = (0..n).map(|_| Vec::new()).collect();
@@ -414,7 +531,9 @@ pub fn find(
             let waits: Vec<u64> = marks[t]
                 .iter()
                 .zip(&mark_at[t])
-                .filter(|(m, _)| m.op == Op::FutexWait && m.args[0] == *w)
+                .filter(|(m, _)| {
+                    m.op == Op::FutexWait && (m.args[0] == *w || notify.get(w) == Some(&m.args[0]))
+                })
                 .map(|(_, &at)| at)
                 .collect();
             let at = |i: usize| atomics[t][i].at;
@@ -424,17 +543,22 @@ pub fn find(
             for &(i, role) in list {
                 seen.push(at(i));
                 match role {
+                    Role::Wake => {}
                     Role::Failed => failed.push(i),
-                    Role::Release => {
-                        if let Some(e) = episodes[t].last_mut()
-                            && e.0 == *w
-                            && e.1.release.is_none()
+                    Role::Release | Role::ReadRelease => {
+                        // The thread's last open episode of the word (a reader holding it
+                        // twice releases the inner one first).
+                        if let Some(e) = episodes[t]
+                            .iter_mut()
+                            .rev()
+                            .take_while(|e| e.0 == *w)
+                            .find(|e| e.1.release.is_none())
                         {
                             e.1.release = Some(i);
                         }
                         failed.clear();
                     }
-                    Role::Acquire => {
+                    Role::Acquire | Role::ReadAcquire => {
                         // Chain back the failed attempts that are part of this one.
                         let mut start = i;
                         let mut spun = false;
@@ -462,10 +586,11 @@ pub fn find(
                         }
                         // A test-and-set lock's attempt that looked at the word, spinning,
                         // before its first try (after its previous instruction on the word):
-                        // the spin is part of the attempt.
+                        // the spin is part of the attempt. So is a read/write lock's (Rust's
+                        // reader finds the word write-locked at its first load and spins
+                        // before any compare-and-swap).
                         let prev = seen.iter().rev().find(|&&p| p < at(start)).copied();
-                        let begin = tas_words
-                            .contains(w)
+                        let begin = (tas_words.contains(w) || rw_words.contains(w))
                             .then(|| {
                                 spin_before(changes.get(t).map_or(&[], |c| c), *w, prev, at(start))
                             })
@@ -481,6 +606,7 @@ pub fn find(
                                 begin,
                                 acquire: i,
                                 release: None,
+                                rw: rw_words.contains(w).then_some(role == Role::Acquire),
                             },
                         ));
                     }
@@ -666,7 +792,7 @@ pub fn find(
         let mut removed = vec![false; ms.len()];
         for (k, m) in ms.iter().enumerate() {
             let lock_futex =
-                matches!(m.op, Op::FutexWait | Op::FutexWake) && lock_set.contains(&m.args[0]);
+                matches!(m.op, Op::FutexWait | Op::FutexWake) && lock_futex.contains(&m.args[0]);
             let at = mark_at[t][k];
             let spun_wait =
                 m.op == Op::FutexWait && spun_ranges[t].iter().any(|&(s, e)| s <= at && at <= e);
@@ -713,6 +839,21 @@ pub fn find(
             let rel_end = e.release.map(|r| {
                 let at = a[r].at;
                 let k = mark_at[t].partition_point(|&x| x <= at);
+                if e.rw.is_some() {
+                    // A read/write lock's release wakes through a path of its own (clearing
+                    // the waiting flags, bumping the writers' word, a wake of each word):
+                    // the futex wakes of the lock's words that follow it, each within
+                    // `WAKE_PATH` instructions of the last, go with it.
+                    let mut end = at + 1;
+                    for (m, &x) in ms[k..].iter().zip(&mark_at[t][k..]) {
+                        let ours = m.args[0] == *w || notify.get(w) == Some(&m.args[0]);
+                        if m.op != Op::FutexWake || !ours || x - (end - 1) > WAKE_PATH {
+                            break;
+                        }
+                        end = x.max(end);
+                    }
+                    return end;
+                }
                 let next_atomic = a.get(r + 1).map_or(u64::MAX, |x| x.at);
                 match (ms.get(k), mark_at[t].get(k)) {
                     (Some(m), Some(&wake))
@@ -736,13 +877,21 @@ pub fn find(
                 || *code_spins
                     .entry(s.raw)
                     .or_insert_with(|| spinning_code(s.raw));
-            let lock = RawMark {
-                op: Op::MutexLock,
-                // Found in traced code: its instructions are in the stream (no call cost).
-                args: [*w, u64::from(spins), 1],
-                seq: s.seq,
+            let lock = match e.rw {
+                Some(write) => RawMark {
+                    op: if write { Op::RwWrite } else { Op::RwRead },
+                    args: [*w, 0, 0],
+                    seq: s.seq,
+                },
+                None => RawMark {
+                    op: Op::MutexLock,
+                    // Found in traced code: its instructions are in the stream (no call
+                    // cost).
+                    args: [*w, u64::from(spins), 1],
+                    seq: s.seq,
+                },
             };
-            out.spinning += u64::from(spins);
+            out.spinning += u64::from(spins && e.rw.is_none());
             let added = [
                 Some((e.begin, lock, q.at + 1)),
                 Some((e.begin, mark(Op::Done, 0, q.seq), q.at + 1)),
@@ -1193,5 +1342,73 @@ mod tests {
         assert_eq!((l.edits[1][0].start, l.edits[1][0].end), (6, 1_001));
         // Thread 0 looked at the word once, with no spin: its attempt is its try.
         assert_eq!((l.edits[0][0].start, l.edits[0][0].end), (10, 11));
+    }
+
+    /// Rust's futex read/write lock: a reader count in the state word, the writer's value
+    /// [`RW_MASK`], waiting flags above; writers wait on a word of their own beside it. Two
+    /// readers hold it together, a writer alone; the flags a waiter sets are part of its
+    /// attempt, those a releaser clears part of its release; every futex call of both words
+    /// goes, the markers taking their place.
+    #[test]
+    fn a_rust_read_write_lock_becomes_read_and_write_markers() {
+        const W: u64 = 0x100;
+        const N: u64 = 0x104; // writer_notify
+        const WW: u64 = 1 << 31; // writers waiting
+        let rw = |at, raw, value, seq| atomic(at, raw, W, value, seq);
+        // Thread 0 reads (1), thread 1 reads too (2); thread 2 tries to write (fails: 2),
+        // sets the writers' flag and waits on the notify word; both readers release, the
+        // last one clears the flag, bumps and wakes the notify word; thread 2 takes it
+        // (MASK), releases it.
+        let a0 = vec![rw(10, 1, 1, 1), rw(100, 2, WW | 1, 6)];
+        let a1 = vec![
+            rw(20, 1, 2, 2),
+            rw(200, 2, WW, 7),
+            rw(210, 3, 0, 8),
+            atomic(220, 4, N, 1, 9),
+        ];
+        let a2 = vec![
+            rw(30, 5, 2, 3),
+            rw(40, 6, WW | 2, 4),
+            rw(300, 5, RW_MASK, 11),
+            rw(400, 7, 0, 12),
+        ];
+        let m1 = vec![raw(Op::FutexWake, N, 10)];
+        let m2 = vec![raw(Op::FutexWait, N, 5), raw(Op::Done, 0, 10)];
+        let mark_at = vec![vec![], vec![230], vec![50, 290]];
+        let l = find_plain(vec![vec![], m1, m2], &mark_at, &[a0, a1, a2]);
+        assert_eq!((l.words, l.read_write, l.acquisitions), (1, 1, 3));
+        assert_eq!(l.rejected, 0, "the notify word is the lock's");
+        let ops = |t: usize| -> Vec<Op> { l.marks[t].iter().map(|m| m.op).collect() };
+        assert_eq!(
+            ops(0),
+            vec![Op::RwRead, Op::Done, Op::MutexUnlock, Op::Done]
+        );
+        // Thread 1's release takes its wake path with it: the flag, the bump, the wake.
+        assert_eq!(
+            ops(1),
+            vec![Op::RwRead, Op::Done, Op::MutexUnlock, Op::Done]
+        );
+        assert_eq!((l.edits[1][1].start, l.edits[1][1].end), (200, 230));
+        // Thread 2's attempt runs from its first try, across its wait, to its take.
+        assert_eq!(
+            ops(2),
+            vec![Op::RwWrite, Op::Done, Op::MutexUnlock, Op::Done]
+        );
+        assert_eq!((l.edits[2][0].start, l.edits[2][0].end), (30, 301));
+    }
+
+    #[test]
+    fn a_reader_count_that_is_never_taken_for_writing_is_no_read_write_lock() {
+        // 0 -> 1 -> 0 by two threads: a counter (or a mutex), never the writer's value.
+        let a0 = vec![atomic(10, 1, 0x100, 1, 1), atomic(20, 2, 0x100, 0, 2)];
+        let a1 = vec![atomic(10, 1, 0x100, 1, 3), atomic(20, 2, 0x100, 0, 4)];
+        let events = vec![(1, 0, 0), (2, 0, 1), (3, 1, 0), (4, 1, 1)];
+        assert!(rw_roles(&events, &[a0.clone(), a1.clone()]).is_none());
+        // A reader releasing a hold it does not have is no read/write lock either.
+        let mut a1 = a1;
+        a1[0].value = RW_MASK;
+        a1[1].value = 0;
+        let events = vec![(1, 0, 0), (2, 1, 1), (3, 1, 0)];
+        assert!(rw_roles(&events, &[a0, a1]).is_none());
     }
 }
