@@ -1199,20 +1199,7 @@ mod tests {
     fn a_dependence_on_a_store_numbered_after_its_load_is_paired() {
         use super::spinwait::{Change, Store};
         const A: u64 = 0x500;
-        let change = Change {
-            addr: A,
-            from: 11,
-            to: 50,
-            value: 1,
-            seq: 9,
-            since: 5,
-            clean: true,
-            under_lock: None,
-            first: false,
-            after: None,
-            own: false,
-            polled: None,
-        };
+        let change = Change::clean_spin(A, 11, 50, 1, 9, 5);
         let store = Store {
             at: 70,
             addr: A,
@@ -1264,20 +1251,7 @@ mod tests {
             xchg(10_100, 4),
             release(10_200, 5),
         ];
-        let spin = Change {
-            addr: W,
-            from: 8,
-            to: 8_997,
-            value: 0,
-            seq: 3,
-            since: 2,
-            clean: true,
-            under_lock: None,
-            first: false,
-            after: None,
-            own: false,
-            polled: None,
-        };
+        let spin = Change::clean_spin(W, 8, 8_997, 0, 3, 2);
         let run = |changes: &[Vec<Change>]| {
             find(
                 vec![vec![], vec![]],
@@ -1314,20 +1288,7 @@ mod tests {
         };
         let a0 = vec![atomic(10, 1, W, 1, 1), release(900, 2)];
         let a1 = vec![atomic(1_000, 1, W, 1, 2), release(1_100, 3)];
-        let spin = Change {
-            addr: W,
-            from: 6,
-            to: 997,
-            value: 0,
-            seq: 2,
-            since: 1,
-            clean: true,
-            under_lock: None,
-            first: false,
-            after: None,
-            own: false,
-            polled: None,
-        };
+        let spin = Change::clean_spin(W, 6, 997, 0, 2, 1);
         let l = find(
             vec![vec![], vec![]],
             &[vec![], vec![]],

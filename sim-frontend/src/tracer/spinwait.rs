@@ -125,6 +125,26 @@ pub struct Change {
 }
 
 impl Change {
+    /// A clean spin on `addr` (tests): its looks from `from` to the load at `to` that read
+    /// `value` (numbered `seq`), the thread's previous access there numbered `since`.
+    #[cfg(test)]
+    pub fn clean_spin(addr: u64, from: u64, to: u64, value: u64, seq: u64, since: u64) -> Change {
+        Change {
+            addr,
+            from,
+            to,
+            value,
+            seq,
+            since,
+            clean: true,
+            under_lock: None,
+            first: false,
+            after: None,
+            own: false,
+            polled: None,
+        }
+    }
+
     /// Whether a spin came before it.
     pub fn spun(&self) -> bool {
         self.from < self.to
@@ -981,23 +1001,7 @@ mod tests {
     fn a_pause_loop_that_only_looks_is_a_spin() {
         let mut d = Detector::default();
         flag_wait(&mut d);
-        assert_eq!(
-            d.changes,
-            vec![Change {
-                addr: A,
-                from: 11,
-                to: 50,
-                value: 1,
-                seq: 9,
-                since: 5,
-                clean: true,
-                under_lock: None,
-                first: false,
-                after: None,
-                own: false,
-                polled: None,
-            }]
-        );
+        assert_eq!(d.changes, vec![Change::clean_spin(A, 11, 50, 1, 9, 5)]);
     }
 
     /// A store outside the thread's stack, an atomic instruction or a synchronization call

@@ -249,6 +249,12 @@ mod tests {
         }
     }
 
+    /// No word found, one rejected.
+    const REJECTED: Found = Found {
+        words: 0,
+        rejected: 1,
+    };
+
     /// [`find`] on the candidates of `a`.
     fn found(a: &mut [Vec<Atomic>], s: &[Vec<PlainStore>]) -> Found {
         let c = candidates(a);
@@ -301,23 +307,11 @@ mod tests {
     fn a_store_without_an_attempt_before_it_or_a_non_zero_store_is_no_release() {
         let (mut a, mut s) = two();
         s[0].insert(0, store(2, None));
-        assert_eq!(
-            found(&mut a, &s),
-            Found {
-                words: 0,
-                rejected: 1
-            }
-        );
+        assert_eq!(found(&mut a, &s), REJECTED);
         assert!(a.iter().flatten().all(|x| !x.plain));
         let (mut a, mut s) = two();
         s[1][0].value = Some(2);
-        assert_eq!(
-            found(&mut a, &s),
-            Found {
-                words: 0,
-                rejected: 1
-            }
-        );
+        assert_eq!(found(&mut a, &s), REJECTED);
     }
 
     #[test]
@@ -330,13 +324,7 @@ mod tests {
             ..xchg(0, 0)
         });
         a[1][1].seq = 6;
-        assert_eq!(
-            found(&mut a, &s),
-            Found {
-                words: 0,
-                rejected: 1
-            }
-        );
+        assert_eq!(found(&mut a, &s), REJECTED);
     }
 
     #[test]
