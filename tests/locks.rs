@@ -1272,27 +1272,36 @@ fn a_pthread_spin_lock_is_arbitrated_in_simulated_time() {
     }
 }
 
-/// A hand-written test-and-set lock (`examples/c/spin_counter.c -x`: `xchg` until it reads 0,
-/// `while (word) pause;` between tries, a release `store(0)`, a plain `mov`) is a lock too:
-/// the conversion finds the word from its exchanges and the holders' stores, leaves out every
-/// try and the spinning between, and replay arbitrates it. Before, its spinning was traced
-/// and the waits followed the traced releases: 2.67 M, 1.27 M and 1.90 M cycles from a
-/// normal, a pinned and a hogged trace of one program (2026-12-05).
+/// Hand-written spin locks are locks too. A test-and-set lock (`examples/c/spin_counter.c
+/// -x`: `xchg` until it reads 0, `while (word) pause;` between tries, a release `store(0)`, a
+/// plain `mov`): the conversion finds the word from its exchanges and the holders' stores. A
+/// one-byte lock freed by a sequentially consistent store (`-b`: gcc compiles it to an
+/// exchange, as it does C++'s `std::atomic<bool>` lock's `store(false)`): a word of another
+/// size than a futex's, freed by swapping in 0, whose waiters can only spin. Every try and
+/// the spinning between are left out, and replay arbitrates the lock. Before, the spinning
+/// was traced and the waits followed the traced releases: 2.67 M, 1.27 M and 1.90 M cycles
+/// from a normal, a pinned and a hogged trace of `-x` (2026-12-05).
 #[test]
-fn a_test_and_set_lock_is_arbitrated_in_simulated_time() {
+fn hand_written_spin_locks_are_arbitrated_in_simulated_time() {
     if !common::tools_present(&["qemu-x86_64", "gcc", "taskset"]) {
         return;
     }
     let dir = tempfile::tempdir().unwrap();
     let prog = common::example(dir.path(), "spin_counter");
-    let args = ["-t", "4", "-w", "30", "-c", "20", "-i", "1000", "-x"];
-    let (runs, traces) = traced_three_ways_with_traces(&prog, &args, dir.path(), "spin_counter");
-    // The tries and the spinning between them are left out of every trace.
-    assert_same_instructions("spin_counter -x", &runs);
-    for (r, t) in runs.iter().zip(&traces) {
-        assert_eq!(t["futex_locks"]["test_and_set"], 1, "{}", t["futex_locks"]);
-        assert_eq!(r["sync"]["lock_acquisitions"], 4000, "{}", r["sync"]);
-        assert_workers_wait(r, 4);
+    for (lock, tas) in [("-x", 1), ("-b", 0)] {
+        let args = ["-t", "4", "-w", "30", "-c", "20", "-i", "1000", lock];
+        let sub = dir.path().join(lock);
+        std::fs::create_dir_all(&sub).unwrap();
+        let (runs, traces) = traced_three_ways_with_traces(&prog, &args, &sub, "spin_counter");
+        // The tries and the spinning between them are left out of every trace.
+        assert_same_instructions(&format!("spin_counter {lock}"), &runs);
+        for (r, t) in runs.iter().zip(&traces) {
+            let locks = &t["futex_locks"];
+            assert_eq!(locks["test_and_set"], tas, "{lock}: {locks}");
+            assert_eq!(locks["spinning"], 4000, "{lock}: {locks}");
+            assert_eq!(r["sync"]["lock_acquisitions"], 4000, "{}", r["sync"]);
+            assert_workers_wait(r, 4);
+        }
     }
 }
 

@@ -466,8 +466,12 @@ pub fn find(
     }
     // Words no thread waited on: another instance of the same lock code, or a futex mutex's
     // signature (a 32-bit word freed by swapping in 0, as Rust's and glibc's mutexes are), so
-    // that a lock is one whether or not it happened to block in the traced run.
-    let mut tas_words: HashSet<u64> = HashSet::new();
+    // that a lock is one whether or not it happened to block in the traced run; or a spin
+    // lock: a word of another size freed by swapping in 0 (no futex waits on anything but 32
+    // bits: a `std::atomic<bool>` lock whose release is a sequentially consistent store,
+    // which gcc compiles to an exchange), or a test-and-set lock freed by a plain store.
+    // Spin locks' waiters only spin (`spin_words`).
+    let mut spin_words: HashSet<u64> = HashSet::new();
     for &w in words
         .iter()
         .filter(|w| !futex.contains(w) && !rw_words.contains(w))
@@ -481,15 +485,15 @@ pub fn find(
             .iter()
             .zip(&r)
             .any(|(e, role)| *role == Role::Acquire && acquirers.contains(&at(e).raw));
-        let signature = ev.iter().all(|e| at(e).size == 4)
-            && ev
-                .iter()
-                .zip(&r)
-                .all(|(e, role)| *role != Role::Release || is_swap(at(e).raw));
+        let signature = ev
+            .iter()
+            .zip(&r)
+            .all(|(e, role)| *role != Role::Release || is_swap(at(e).raw));
+        let futex_size = ev.iter().all(|e| at(e).size == 4);
         // A test-and-set lock (`taslock.rs` found its releases).
         let tas = ev.iter().any(|e| at(e).plain);
-        if tas {
-            tas_words.insert(w);
+        if tas || signature && !futex_size {
+            spin_words.insert(w);
         }
         if tas || by_lock_code || signature {
             locks.push((w, r));
@@ -564,7 +568,7 @@ pub fn find(
                         let mut spun = false;
                         for &f in failed.iter().rev() {
                             let near = at(start) - at(f) <= SPIN_GAP
-                                || tas_words.contains(w)
+                                || spin_words.contains(w)
                                     && spun_between(
                                         changes.get(t).map_or(&[], |c| c),
                                         *w,
@@ -590,7 +594,7 @@ pub fn find(
                         // reader finds the word write-locked at its first load and spins
                         // before any compare-and-swap).
                         let prev = seen.iter().rev().find(|&&p| p < at(start)).copied();
-                        let begin = (tas_words.contains(w) || rw_words.contains(w))
+                        let begin = (spin_words.contains(w) || rw_words.contains(w))
                             .then(|| {
                                 spin_before(changes.get(t).map_or(&[], |c| c), *w, prev, at(start))
                             })
@@ -872,7 +876,7 @@ pub fn find(
             // lock: a run in which the lock was never contended (one host CPU) replays as one
             // in which it was.
             let spins = spun_words.contains(w)
-                || tas_words.contains(w)
+                || spin_words.contains(w)
                 || spun_code.contains(&s.raw)
                 || *code_spins
                     .entry(s.raw)
@@ -1371,5 +1375,55 @@ mod tests {
         a1[1].value = 0;
         let events = vec![(1, 0, 0), (2, 1, 1), (3, 1, 0)];
         assert!(rw_roles(&events, &[a0, a1]).is_none());
+    }
+
+    /// A one-byte lock freed by an exchange of 0 (a `std::atomic<bool>` lock's sequentially
+    /// consistent `store(false)`): no futex waits on a byte, so it is a spin lock; its tries
+    /// far apart are one attempt when the thread's spin fills the gap.
+    #[test]
+    fn a_byte_lock_freed_by_an_exchange_is_a_spin_lock() {
+        const W: u64 = 0x100;
+        let byte = |at, raw, value, seq| Atomic {
+            size: 1,
+            ..atomic(at, raw, W, value, seq)
+        };
+        let a0 = vec![byte(10, 1, 1, 1), byte(10_000, 2, 0, 4)];
+        let a1 = vec![
+            byte(5, 1, 1, 2),
+            byte(9_000, 1, 1, 3),
+            byte(10_100, 1, 1, 5),
+            byte(10_200, 2, 0, 6),
+        ];
+        let spin = Change::clean_spin(W, 8, 8_997, 0, 3, 2);
+        let l = find(
+            vec![vec![], vec![]],
+            &[vec![], vec![]],
+            &[a0.clone(), a1.clone()],
+            &[vec![], vec![spin]],
+            &[],
+            swap,
+            |_| false,
+            no_loads,
+        );
+        assert_eq!((l.words, l.acquisitions, l.contended), (1, 2, 1));
+        assert_eq!(lock_spins(&l), vec![1, 1]);
+        assert_eq!((l.edits[1][0].start, l.edits[1][0].end), (5, 10_101));
+        // The same history on a 32-bit word is a futex mutex's that never blocked: its tries
+        // 9,000 instructions apart are not one attempt (its waiters could have slept).
+        let four = |a: Vec<Atomic>| -> Vec<Atomic> {
+            a.into_iter().map(|x| Atomic { size: 4, ..x }).collect()
+        };
+        let l = find(
+            vec![vec![], vec![]],
+            &[vec![], vec![]],
+            &[four(a0), four(a1)],
+            &[vec![], vec![spin]],
+            &[],
+            swap,
+            |_| false,
+            no_loads,
+        );
+        assert_eq!(l.words, 1);
+        assert_eq!(l.edits[1][0].start, 9_000);
     }
 }

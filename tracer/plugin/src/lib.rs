@@ -162,9 +162,14 @@ static SEQ: AtomicU64 = AtomicU64::new(0);
 /// stop the others.
 static ATOMIC: AtomicBool = AtomicBool::new(false);
 /// How long an atomic instruction waits for [`ATOMIC`] before it runs without it (its value
-/// may then be another's: the converter checks every word's history and leaves alone a word
-/// whose history is not a lock's).
-const ATOMIC_PATIENCE: std::time::Duration = std::time::Duration::from_millis(20);
+/// may then be another's, and the sequence order of the two instructions is not theirs: the
+/// converter checks every word's history and leaves alone a word whose history is not a
+/// lock's). A bound, not a timeout expected to fire: the holder is between two callbacks of
+/// one instruction, and the wait yields after a few spins. It was 20 ms until 2026-12-06,
+/// and beside a CPU hog the host descheduled a holder for longer in 2 of 4 traces of a
+/// 4-thread spin-lock program (a release read back as the next try's value, the lock then
+/// not recognised); at 1 s, 6 of 6 such traces were whole.
+const ATOMIC_PATIENCE: std::time::Duration = std::time::Duration::from_millis(1000);
 /// Where QEMU keeps the host address of guest address 0 (its exported `guest_base`, set when
 /// it loads the program, after the plugin): user mode maps guest memory at one offset, so the
 /// plugin can read a guest word after an access. `None` if QEMU does not export it; then no
