@@ -1238,20 +1238,8 @@ mod tests {
             seq,
             arrival: true,
         };
-        let change = |from, to, value, seq, since| Change {
-            addr: A,
-            from,
-            to,
-            value,
-            seq,
-            since,
-            clean: true,
-            under_lock: None,
-            first: false,
-            after: None,
-            own: false,
-            polled: None,
-        };
+        let change =
+            |from, to, value, seq, since| Change::clean_spin(A, from, to, value, seq, since);
         let stores = vec![vec![store(100, 1, 10)], vec![store(300, 0, 20)], vec![]];
         let changes = vec![
             vec![change(250, 290, 0, 22, 10)],
