@@ -64,6 +64,7 @@ CORPUS = [
     # Not recognised yet (docs/tracing.md): a hand-written test-and-set lock replays with the
     # traced run's order; kept in the table so that it shows it.
     ("spin_counter-tas", "examples/c/spin_counter.c", "c", ["-t", "4", "-w", "30", "-c", "20", "-i", "1000", "-x"], "static"),
+    ("spin_counter-byte", "examples/c/spin_counter.c", "c", ["-t", "4", "-w", "30", "-c", "20", "-i", "1000", "-b"], "static"),
     ("rust-rw_table", "examples/rust/rw_table.rs", "rust", ["4", "2000", "40"], "static"),
     ("prodcons", "examples/c/prodcons.c", "c", ["-t", "4", "-n", "1000"], "dynamic"),
     ("taskqueue", "examples/c/taskqueue.c", "c", ["-t", "4"], "dynamic"),
