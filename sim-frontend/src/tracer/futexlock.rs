@@ -213,36 +213,33 @@ struct Episode {
     rw: Option<bool>,
 }
 
-/// Whether a thread's spin on `w` (its `changes`, `spinwait.rs`) fills the gap between its
+/// Whether a thread's spin on `w` (its `spins`, `spinwait.rs`) fills the gap between its
 /// failed attempt at `from` and its next attempt at `to`, but for a few instructions at each
 /// end (a test-and-set lock's `while (w) pause;` between two exchanges, however long the
 /// holder held it in the traced run).
-fn spun_between(changes: &[Change], w: u64, from: u64, to: u64) -> bool {
-    changes.iter().any(|c| {
-        c.addr == w
-            && c.spun()
-            && c.from > from
-            && c.from - from <= spinwait::PER_CHECK
-            && c.to < to
-            && to - c.to <= spinwait::PER_CHECK
-    })
+fn spun_between(spins: &[Change], w: u64, from: u64, to: u64) -> bool {
+    ending_before(spins, to)
+        .iter()
+        .any(|c| c.addr == w && c.from > from && c.from - from <= spinwait::PER_CHECK)
 }
 
 /// Where a thread's spin on `w` that ends a few instructions before its try at `to` began
 /// (the first instruction after its first look), if the spin came after the thread's
 /// previous instruction on the word (at `prev`).
-fn spin_before(changes: &[Change], w: u64, prev: Option<u64>, to: u64) -> Option<u64> {
-    changes
+fn spin_before(spins: &[Change], w: u64, prev: Option<u64>, to: u64) -> Option<u64> {
+    ending_before(spins, to)
         .iter()
-        .filter(|c| {
-            c.addr == w
-                && c.spun()
-                && c.to < to
-                && to - c.to <= spinwait::PER_CHECK
-                && prev.is_none_or(|p| c.from > p)
-        })
+        .filter(|c| c.addr == w && prev.is_none_or(|p| c.from > p))
         .map(|c| c.from)
         .min()
+}
+
+/// The spins of `spins` (a thread's, sorted by their end) that end within
+/// [`spinwait::PER_CHECK`] instructions before `to`.
+fn ending_before(spins: &[Change], to: u64) -> &[Change] {
+    let lo = spins.partition_point(|c| c.to < to.saturating_sub(spinwait::PER_CHECK));
+    let hi = spins.partition_point(|c| c.to < to);
+    &spins[lo..hi.max(lo)]
 }
 
 /// The role of each instruction of a word's history, or `None` if it is no lock's history.
@@ -509,6 +506,21 @@ pub fn find(
     let mut spun_words: HashSet<u64> = HashSet::new();
     let mut spun_code: HashSet<u32> = HashSet::new();
     let lock_set: HashSet<u64> = locks.iter().map(|l| l.0).collect();
+    // Each thread's spins (`spinwait.rs`), by their end: a spin lock's attempts chain
+    // through them.
+    let spins: Vec<Vec<Change>> = (0..n)
+        .map(|t| {
+            let mut v: Vec<Change> = changes
+                .get(t)
+                .into_iter()
+                .flatten()
+                .filter(|c| c.spun())
+                .copied()
+                .collect();
+            v.sort_by_key(|c| c.to);
+            v
+        })
+        .collect();
     // A read/write lock's writers wait on a futex word of their own beside the state word
     // (Rust's `writer_notify`), which a releaser bumps and wakes: its futex calls go with
     // the lock's.
@@ -569,12 +581,7 @@ pub fn find(
                         for &f in failed.iter().rev() {
                             let near = at(start) - at(f) <= SPIN_GAP
                                 || spin_words.contains(w)
-                                    && spun_between(
-                                        changes.get(t).map_or(&[], |c| c),
-                                        *w,
-                                        at(f),
-                                        at(start),
-                                    );
+                                    && spun_between(&spins[t], *w, at(f), at(start));
                             // A wait at a position in [at(f), at(start)] (positions sorted).
                             let k = waits.partition_point(|&x| x < at(f));
                             let waited = waits.get(k).is_some_and(|&x| x <= at(start));
@@ -593,11 +600,12 @@ pub fn find(
                         // the spin is part of the attempt. So is a read/write lock's (Rust's
                         // reader finds the word write-locked at its first load and spins
                         // before any compare-and-swap).
-                        let prev = seen.iter().rev().find(|&&p| p < at(start)).copied();
+                        let prev = seen
+                            .partition_point(|&p| p < at(start))
+                            .checked_sub(1)
+                            .map(|k| seen[k]);
                         let begin = (spin_words.contains(w) || rw_words.contains(w))
-                            .then(|| {
-                                spin_before(changes.get(t).map_or(&[], |c| c), *w, prev, at(start))
-                            })
+                            .then(|| spin_before(&spins[t], *w, prev, at(start)))
                             .flatten()
                             .unwrap_or(at(start));
                         out.acquisitions += 1;

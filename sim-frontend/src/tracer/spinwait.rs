@@ -1075,20 +1075,7 @@ mod tests {
             polled: None,
         };
         assert_eq!(d.first_looks.last(), Some(&look));
-        let spin = Change {
-            addr: A,
-            from: 11,
-            to: 50,
-            value: 2,
-            seq: 30,
-            since: 20,
-            clean: true,
-            under_lock: None,
-            first: false,
-            after: None,
-            own: false,
-            polled: None,
-        };
+        let spin = Change::clean_spin(A, 11, 50, 2, 30, 20);
         let changes = vec![vec![], vec![look], vec![spin]];
         let store = |at, value, seq| Store {
             at,

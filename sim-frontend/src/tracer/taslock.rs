@@ -103,9 +103,9 @@ pub fn candidates(atomics: &[Vec<Atomic>]) -> Candidates {
     out
 }
 
-/// An acquisition of a word: (its sequence number, thread, the thread's atomic index, the
-/// position of its release).
-type Acq = (u64, u32, usize, u64);
+/// An acquisition of a word: (its sequence number, thread, its release's index among the
+/// word's releases).
+type Acq = (u64, u32, usize);
 
 /// Adds the releases of the test-and-set lock words among the candidates to `atomics` (see
 /// the module docs). `stores[t]` are thread `t`'s plain stores of candidate words, in program
@@ -154,14 +154,10 @@ fn lock_releases(
     let mut acqs: Vec<Acq> = Vec::new();
     // Per thread, the sequence numbers of its atomics on the word (failed or not).
     let mut tries: Vec<Vec<u64>> = vec![Vec::new(); atomics.len()];
-    let mut releases: Vec<(u32, PlainStore)> = Vec::new();
+    let mut releases: Vec<PlainStore> = Vec::new();
     for (t, list) in atomics.iter().enumerate() {
-        let mine: Vec<(usize, &Atomic)> = list
-            .iter()
-            .enumerate()
-            .filter(|(_, a)| a.addr == w)
-            .collect();
-        tries[t] = mine.iter().map(|(_, a)| a.seq).collect();
+        let mine: Vec<&Atomic> = list.iter().filter(|a| a.addr == w).collect();
+        tries[t] = mine.iter().map(|a| a.seq).collect();
         let mut k = 0;
         // The thread's atomics on `w` are read in program order against its stores.
         let mut last: Option<usize> = None;
@@ -169,14 +165,14 @@ fn lock_releases(
             if s.value.is_some_and(|v| v != 0 && v != taken) {
                 return None;
             }
-            while k < mine.len() && mine[k].1.at < s.at {
+            while k < mine.len() && mine[k].at < s.at {
                 last = Some(k);
                 k += 1;
             }
             // A store with no attempt since the thread's previous store is no release.
             let i = last.take()?;
-            acqs.push((mine[i].1.seq, t as u32, mine[i].0, s.at));
-            releases.push((t as u32, *s));
+            acqs.push((mine[i].seq, t as u32, releases.len()));
+            releases.push(*s);
         }
     }
     let mut takers: Vec<u32> = acqs.iter().map(|a| a.1).collect();
@@ -195,7 +191,7 @@ fn lock_releases(
         .unwrap_or(0)
         + 1;
     let mut out = Vec::with_capacity(acqs.len());
-    for (k, &(seq, t, _, rel_at)) in acqs.iter().enumerate() {
+    for (k, &(seq, t, r)) in acqs.iter().enumerate() {
         let next = acqs.get(k + 1).map_or(end, |a| a.0);
         // The holder makes no attempt while it holds the word.
         let own = &tries[t as usize];
@@ -203,10 +199,7 @@ fn lock_releases(
         if own.get(from).is_some_and(|&s| s < next) {
             return None;
         }
-        let s = releases
-            .iter()
-            .find(|(u, s)| *u == t && s.at == rel_at)
-            .map(|x| x.1)?;
+        let s = releases[r];
         out.push((
             t,
             Atomic {
