@@ -192,6 +192,13 @@ pub struct FutexLockLine {
     pub test_and_set: usize,
     /// Of the lock words, read/write locks.
     pub read_write: usize,
+    /// Semaphores built on a futex word in the program's code (C++20's
+    /// `std::counting_semaphore`), replayed as semaphores.
+    pub semaphores: usize,
+    /// Their takes.
+    pub semaphore_takes: u64,
+    /// Their releases.
+    pub semaphore_gives: u64,
 }
 
 /// A spin-wait loop of the summary.
@@ -593,6 +600,9 @@ fn report(
             rejected: s.futex_locks.rejected,
             test_and_set: s.futex_locks.test_and_set,
             read_write: s.futex_locks.read_write,
+            semaphores: s.futex_locks.semaphores,
+            semaphore_takes: s.futex_locks.semaphore_takes,
+            semaphore_gives: s.futex_locks.semaphore_gives,
         },
         spin_waits: SpinWaitLine {
             waits: s.spin_waits.waits,
@@ -698,6 +708,14 @@ impl TraceReport {
                 f.contended,
                 f.spinning,
                 f.replaced_instructions
+            );
+        }
+        if f.semaphores > 0 {
+            let _ = writeln!(
+                s,
+                "semaphores built on futexes (C++20 std::counting_semaphore): {} word(s), {} \
+                 takes and {} releases, replayed as semaphores",
+                f.semaphores, f.semaphore_takes, f.semaphore_gives
             );
         }
         let w = &self.spin_waits;

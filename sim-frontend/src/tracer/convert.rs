@@ -140,6 +140,13 @@ pub struct FutexLocks {
     pub test_and_set: usize,
     /// Of the lock words, read/write locks (Rust's std `RwLock`).
     pub read_write: usize,
+    /// Semaphores built on a futex word in the program's code (`atomicsem.rs`: C++20's
+    /// `std::counting_semaphore`), replayed as semaphores.
+    pub semaphores: usize,
+    /// Their takes.
+    pub semaphore_takes: u64,
+    /// Their releases.
+    pub semaphore_gives: u64,
     /// Waits for a counter that other threads counted down to zero (see `countdown.rs`),
     /// replayed as a wait for each of those threads.
     pub countdown_waits: u64,
@@ -245,6 +252,10 @@ struct Hot {
     /// `cmpxchg` are not: a barrier's arrivals, not its release.
     swap: bool,
 }
+
+/// Most calls pass 1 follows at once (deeper, it forgets the oldest half: a thread that
+/// leaves functions without returning, by `longjmp` or an exception).
+const MAX_CALLS: usize = 1 << 16;
 
 /// Instructions between two `pause`s of a thread that count as one spin-wait loop.
 const SPIN_GAP: u64 = 64;
@@ -511,11 +522,26 @@ fn first_pass(dir: &Path, t: u32, raw_tid: u32, hot: &[Hot]) -> Result<FirstPass
     // The main thread's stack (its accesses are not moved, but they are its own business for
     // the spin-wait finder).
     let mut main_stack = OwnStack::NONE;
+    // Positions of the calls not yet returned from.
+    let mut calls: Vec<u64> = Vec::new();
     while let Some(w) = rd.next_word() {
         match w {
             Word::Exec(raw) => {
                 execs += 1;
                 last_raw = raw;
+                // The call stack, for the function an atomic instruction runs in.
+                match hot.get(raw as usize).map(|h| h.branch) {
+                    Some(BranchKind::DirectCall | BranchKind::IndirectCall) => {
+                        if calls.len() == MAX_CALLS {
+                            calls.drain(..MAX_CALLS / 2);
+                        }
+                        calls.push(execs - 1);
+                    }
+                    Some(BranchKind::Return) => {
+                        calls.pop();
+                    }
+                    _ => {}
+                }
                 let Some(h) = hot.get(raw as usize) else {
                     // Pass 2 reports it with its place.
                     collecting = None;
@@ -572,13 +598,14 @@ fn first_pass(dir: &Path, t: u32, raw_tid: u32, hot: &[Hot]) -> Result<FirstPass
                         value,
                         seq,
                         plain: false,
+                        frame: calls.last().copied().unwrap_or(futexlock::NO_FRAME),
                     });
                 } else {
                     out.spins.recorded(at, last_addr, last_store, value, seq);
                 }
                 out.spins.sequence(seq);
             }
-            Word::Mark(Op::Yield) => out.spins.yielded(rd.seq),
+            Word::Mark(Op::Yield) => out.spins.yielded(rd.seq, execs),
             Word::Mark(op) => {
                 out.spins.marker(execs, op, rd.args[0]);
                 if op == Op::ThreadStart {
@@ -1349,7 +1376,7 @@ pub fn convert(dir: &Path, out: &Path, opts: &Options) -> Result<Summary, TraceE
         &atomics,
         &spins,
         &stores,
-        |raw| raw::atomic_kind(&statics[raw as usize].code) == Some(raw::AtomicKind::Swap),
+        |raw| raw::atomic_kind(&statics[raw as usize].code),
         |raw| {
             resolver
                 .callees_after(statics[raw as usize].pc)
@@ -1513,6 +1540,9 @@ pub fn convert(dir: &Path, out: &Path, opts: &Options) -> Result<Summary, TraceE
     c.summary.futex_locks.rejected = locks.rejected;
     c.summary.futex_locks.test_and_set = tas_found.words;
     c.summary.futex_locks.read_write = locks.read_write;
+    c.summary.futex_locks.semaphores = locks.semaphores;
+    c.summary.futex_locks.semaphore_takes = locks.semaphore_takes;
+    c.summary.futex_locks.semaphore_gives = locks.semaphore_gives;
     // The spin-waits' looking was left out by the same edits as the locks' attempts.
     c.summary.futex_locks.replaced_instructions -= locks.spin_instructions;
     c.summary.spin_waits = SpinWaits {

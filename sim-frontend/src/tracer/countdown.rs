@@ -391,6 +391,7 @@ fn dep(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::tracer::futexlock::NO_FRAME;
 
     fn no_loads(q: &[LoadQuery]) -> Vec<Option<u64>> {
         vec![None; q.len()]
@@ -405,6 +406,7 @@ mod tests {
             value,
             seq,
             plain: false,
+            frame: NO_FRAME,
         }
     }
 

@@ -47,8 +47,9 @@
 
 use std::collections::{HashMap, HashSet};
 
+use super::atomicsem;
 use super::countdown;
-use super::raw::Op;
+use super::raw::{AtomicKind, Op};
 use super::spinwait::{self, Change, Store};
 use super::sync::RawMark;
 
@@ -97,7 +98,13 @@ pub struct Atomic {
     /// Not an atomic instruction: a plain store that releases a test-and-set lock
     /// (`taslock.rs`), numbered as the word's next acquisition and ordered before it.
     pub plain: bool,
+    /// The position of the call that entered the function it ran in ([`NO_FRAME`] if none
+    /// was seen): a semaphore's take leaves out the whole call when it can.
+    pub frame: u64,
 }
+
+/// [`Atomic::frame`] of an instruction whose function's call was not seen.
+pub const NO_FRAME: u64 = u64::MAX;
 
 /// Instructions of a thread to leave out, with the markers that replace them.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -118,6 +125,11 @@ pub struct Edit {
     pub unwind: bool,
 }
 
+/// Most instructions from the call that entered a semaphore's take to the attempt's first
+/// sign (the function's prologue and the first look at the count) for the take to be the
+/// whole call.
+pub const TAKE_ENTRY: u64 = 32;
+
 /// Most instructions an edit's `unwind` leaves out after its end (a slow path's epilogue,
 /// a wake's system call and return: a dozen or two).
 pub const UNWIND_MAX: u64 = 64;
@@ -130,7 +142,7 @@ pub const WAKE_PATH: u64 = 64;
 fn unwinds(op: Op) -> bool {
     matches!(
         op,
-        Op::MutexLock | Op::MutexUnlock | Op::RwRead | Op::RwWrite
+        Op::MutexLock | Op::MutexUnlock | Op::RwRead | Op::RwWrite | Op::SemWait | Op::SemPost
     )
 }
 
@@ -157,8 +169,15 @@ pub struct Locks {
     /// code spins: [`spinning_slow_path`]): their markers say so, and replay spins them
     /// before they sleep (`[locks] spin`).
     pub spinning: u64,
-    /// Futex words with atomic instructions whose history is not a lock's (left alone).
+    /// Futex words with atomic instructions whose history is not a lock's nor a
+    /// semaphore's (left alone).
     pub rejected: usize,
+    /// Semaphore words (`atomicsem.rs`), replaced by semaphore markers.
+    pub semaphores: usize,
+    /// Their takes.
+    pub semaphore_takes: u64,
+    /// Their releases.
+    pub semaphore_gives: u64,
     /// Waits for a counter counted down to zero (see `countdown.rs`).
     pub countdown_waits: u64,
     /// Their dependences (one per other thread of the counter's episode).
@@ -199,6 +218,19 @@ pub const COUNTDOWN: u64 = 0x636e_7400_0000_0000;
 /// exit (a Rust scoped thread's end: its packet dropped, thread-local destructors, the C
 /// library's thread exit).
 pub const EXIT_GAP: u64 = 65_536;
+
+/// A semaphore's take or release by a thread (`atomicsem.rs`): a semaphore marker with its
+/// `Done` in place of the instructions `begin..end`.
+struct SemEpisode {
+    word: u64,
+    initial: u64,
+    take: bool,
+    begin: u64,
+    end: u64,
+    /// The marker's sequence number (a take's first try) and its `Done`'s (the take).
+    seq: u64,
+    done: u64,
+}
 
 /// One lock episode of a thread: attempt start, acquisition, release (indices into the
 /// thread's atomics).
@@ -339,7 +371,7 @@ fn rw_roles(events: &[(u64, u32, usize)], atomics: &[Vec<Atomic>]) -> Option<Vec
 /// its atomic instructions in order, `changes[t]` and `stores[t]` its spin-waits and recorded
 /// plain stores (`spinwait.rs`), which it also turns into markers and edits, with the waits
 /// for counters counted down to zero (`countdown.rs`).
-/// `is_swap(raw)` says whether instruction `raw` is an `xchg`; `spinning_code(raw)` whether
+/// `kind(raw)` says what atomic instruction `raw` is (an `xchg`, a compare-and-swap, …); `spinning_code(raw)` whether
 /// the failure path of instruction `raw` (a lock call's first compare-and-swap) enters a lock
 /// slow path that spins ([`spinning_slow_path`]), read from the program's code;
 /// `first_loads` answers `countdown::find`'s questions about plain loads (from the capture).
@@ -350,7 +382,7 @@ pub fn find(
     atomics: &[Vec<Atomic>],
     changes: &[Vec<Change>],
     stores: &[Vec<Store>],
-    is_swap: impl Fn(u32) -> bool,
+    kind: impl Fn(u32) -> Option<AtomicKind>,
     mut spinning_code: impl FnMut(u32) -> bool,
     first_loads: impl FnOnce(&[countdown::LoadQuery]) -> Vec<Option<u64>>,
 ) -> Locks {
@@ -485,7 +517,7 @@ pub fn find(
         let signature = ev
             .iter()
             .zip(&r)
-            .all(|(e, role)| *role != Role::Release || is_swap(at(e).raw));
+            .all(|(e, role)| *role != Role::Release || kind(at(e).raw) == Some(AtomicKind::Swap));
         let futex_size = ev.iter().all(|e| at(e).size == 4);
         // A test-and-set lock (`taslock.rs` found its releases).
         let tas = ev.iter().any(|e| at(e).plain);
@@ -498,6 +530,33 @@ pub fn find(
     }
     out.words = locks.len();
     out.read_write = rw_words.len();
+    // Semaphores on futex words that are no lock (`atomicsem.rs`).
+    let mut sems: Vec<(u64, atomicsem::Semaphore)> = Vec::new();
+    {
+        let taken: HashSet<u64> = locks.iter().map(|l| l.0).collect();
+        let mut wake_at: HashMap<u64, Vec<(u32, u64, u64)>> = HashMap::new();
+        for (t, ms) in marks.iter().enumerate() {
+            for (m, &at) in ms.iter().zip(&mark_at[t]) {
+                if m.op == Op::FutexWake {
+                    wake_at
+                        .entry(m.args[0])
+                        .or_default()
+                        .push((t as u32, m.seq, at));
+                }
+            }
+        }
+        for &w in words
+            .iter()
+            .filter(|w| futex.contains(w) && !taken.contains(w) && !rw_words.contains(w))
+        {
+            let ws = wake_at.get(&w).map_or(&[][..], |v| &v[..]);
+            if let Some(s) = atomicsem::read(&by_word[&w], atomics, &kind, ws) {
+                sems.push((w, s));
+            }
+        }
+    }
+    out.semaphores = sems.len();
+    out.rejected -= sems.len();
 
     // Per thread: its episodes (word, episode), and the futex markers to remove.
     let mut episodes: Vec<Vec<(u64, Episode)>> = (0..n).map(|_| Vec::new()).collect();
@@ -505,7 +564,13 @@ pub fn find(
     // attempts (the lock call's first compare-and-swap, shared by every lock of its type).
     let mut spun_words: HashSet<u64> = HashSet::new();
     let mut spun_code: HashSet<u32> = HashSet::new();
-    let lock_set: HashSet<u64> = locks.iter().map(|l| l.0).collect();
+    // Lock and semaphore words: their futex calls go, and no count-down or spin is read on
+    // them.
+    let lock_set: HashSet<u64> = locks
+        .iter()
+        .map(|l| l.0)
+        .chain(sems.iter().map(|s| s.0))
+        .collect();
     // Each thread's spins (`spinwait.rs`), by their end: a spin lock's attempts chain
     // through them.
     let spins: Vec<Vec<Change>> = (0..n)
@@ -627,6 +692,134 @@ pub fn find(
         }
     }
 
+    // Semaphores: each take, from the start of its attempt (failed tries, futex waits and the
+    // spin on the word before it) to the compare-and-swap, and each release with its wake.
+    let mut sem_eps: Vec<Vec<SemEpisode>> = (0..n).map(|_| Vec::new()).collect();
+    // Each thread's recorded looks at semaphore words, by their end.
+    let sem_set: HashSet<u64> = sems.iter().map(|s| s.0).collect();
+    let looks: Vec<Vec<Change>> = (0..n)
+        .map(|t| {
+            let mut v: Vec<Change> = changes
+                .get(t)
+                .into_iter()
+                .flatten()
+                .filter(|c| sem_set.contains(&c.addr))
+                .copied()
+                .collect();
+            v.sort_by_key(|c| c.to);
+            v
+        })
+        .collect();
+    for (w, sem) in &sems {
+        let mut per: Vec<Vec<(usize, atomicsem::Role)>> = (0..n).map(|_| Vec::new()).collect();
+        for (&(_, t, i), &role) in by_word[w].iter().zip(&sem.roles) {
+            per[t as usize].push((i, role));
+        }
+        for (t, list) in per.iter().enumerate() {
+            let at = |i: usize| atomics[t][i].at;
+            let waits: Vec<u64> = marks[t]
+                .iter()
+                .zip(&mark_at[t])
+                .filter(|(m, _)| m.op == Op::FutexWait && m.args[0] == *w)
+                .map(|(_, &x)| x)
+                .collect();
+            let mut failed: Vec<usize> = Vec::new();
+            let mut prev: Option<u64> = None;
+            for &(i, role) in list {
+                match role {
+                    atomicsem::Role::Failed => failed.push(i),
+                    atomicsem::Role::Take => {
+                        let mut start = i;
+                        for &f in failed.iter().rev() {
+                            let k = waits.partition_point(|&x| x < at(f));
+                            let waited = waits.get(k).is_some_and(|&x| x <= at(start));
+                            if at(start) - at(f) > SPIN_GAP && !waited {
+                                break;
+                            }
+                            start = f;
+                        }
+                        // The attempt began at the first sign of it since the thread's
+                        // previous instruction on the word: a futex wait there, a recorded
+                        // look that found the count at 0, or a spin on the word (the program
+                        // reads a semaphore's count only to take a unit). A look that found
+                        // units stays: the uncontended take's few instructions.
+                        let after = prev.map_or(0, |p| p + 1);
+                        let k = waits.partition_point(|&x| x < after);
+                        let wait = waits.get(k).copied().filter(|&x| x <= at(start));
+                        let (lo, hi) = (
+                            looks[t].partition_point(|c| c.to < after),
+                            looks[t].partition_point(|c| c.to <= at(start)),
+                        );
+                        let look = looks[t][lo..hi.max(lo)]
+                            .iter()
+                            .filter(|c| {
+                                c.addr == *w && c.from >= after && (c.spun() || c.value == 0)
+                            })
+                            .map(|c| c.from.min(c.to))
+                            .min();
+                        let mut begin = wait.into_iter().chain(look).fold(at(start), u64::min);
+                        // A take made in a function of its own (libstdc++'s
+                        // `__atomic_wait_address_bare`, entered a few instructions before the
+                        // attempt's first sign, after the thread's previous instruction on the
+                        // word): the whole call goes, so that a contended take and an
+                        // uncontended one leave the same instructions (the edit unwinds to its
+                        // return).
+                        let frame = atomics[t][i].frame;
+                        if frame != NO_FRAME
+                            && frame <= begin
+                            && begin - frame <= TAKE_ENTRY
+                            && frame >= after
+                        {
+                            begin = frame;
+                        }
+                        out.semaphore_takes += 1;
+                        sem_eps[t].push(SemEpisode {
+                            word: *w,
+                            initial: sem.initial,
+                            take: true,
+                            begin,
+                            end: at(i) + 1,
+                            seq: atomics[t][start].seq,
+                            done: atomics[t][i].seq,
+                        });
+                        failed.clear();
+                    }
+                    atomicsem::Role::Give { .. } => {
+                        // The release's futex wake (the next marker, within the wake's path,
+                        // no atomic instruction between) goes with it.
+                        let x = at(i);
+                        let next_atomic = atomics[t].get(i + 1).map_or(u64::MAX, |a| a.at);
+                        let k = mark_at[t].partition_point(|&p| p <= x);
+                        let end = match (marks[t].get(k), mark_at[t].get(k)) {
+                            (Some(m), Some(&wake))
+                                if m.op == Op::FutexWake
+                                    && m.args[0] == *w
+                                    && wake - x <= atomicsem::WAKE_PATH
+                                    && next_atomic >= wake =>
+                            {
+                                wake.max(x + 1)
+                            }
+                            _ => x + 1,
+                        };
+                        out.semaphore_gives += 1;
+                        sem_eps[t].push(SemEpisode {
+                            word: *w,
+                            initial: sem.initial,
+                            take: false,
+                            begin: x,
+                            end,
+                            seq: atomics[t][i].seq,
+                            done: atomics[t][i].seq,
+                        });
+                    }
+                }
+                if role != atomicsem::Role::Failed {
+                    prev = Some(at(i));
+                }
+            }
+        }
+    }
+
     // Waits for counters counted down to zero, and spin-waits ended by another thread's
     // store: each dependence is a futex wait of the waiter paired with a wake after the other
     // thread's instruction, at an address of its own; barriers built on spun-on addresses
@@ -653,6 +846,7 @@ pub fn find(
                     r.push((a[x].at, a[x].at + 1));
                 }
             }
+            r.extend(sem_eps[t].iter().map(|e| (e.begin, e.end)));
             r
         })
         .collect();
@@ -671,7 +865,31 @@ pub fn find(
                 .collect()
         })
         .collect();
-    let spun = spinwait::find(changes, stores, &rmw, &lock_set, &taken);
+    // A look after a yield that was part of a lock's or a semaphore's attempt (libstdc++'s
+    // semaphore yields in its spin) is no poll: the thread waited for the lock, and what it
+    // read under it the lock ordered.
+    let changes: Vec<Vec<Change>> = changes
+        .iter()
+        .zip(&taken)
+        .map(|(cs, ranges)| {
+            let mut r = ranges.clone();
+            r.sort_unstable();
+            cs.iter()
+                .map(|c| {
+                    let mut c = *c;
+                    let inside = c.yield_at.is_some_and(|y| {
+                        let k = r.partition_point(|x| x.0 <= y);
+                        r[..k].iter().rev().take(4).any(|&(_, e)| y < e)
+                    });
+                    if inside {
+                        c.polled = None;
+                    }
+                    c
+                })
+                .collect()
+        })
+        .collect();
+    let spun = spinwait::find(&changes, stores, &rmw, &lock_set, &taken);
     out.spin_unmatched = spun.unmatched;
     out.spin_barrier_words = spun.barrier_words;
     // Per thread: (position, order, marker, end of the instructions left out).
@@ -918,6 +1136,23 @@ pub fn find(
                 }
             }
         }
+        let sk = 1 << 41;
+        for (j, e) in sem_eps[t].iter().enumerate() {
+            let op = if e.take { Op::SemWait } else { Op::SemPost };
+            let m = RawMark {
+                op,
+                args: [e.word, e.initial, 0],
+                seq: e.seq,
+            };
+            items.push((e.begin, ADDED, sk + 2 * j, m, e.end));
+            items.push((
+                e.begin,
+                ADDED,
+                sk + 2 * j + 1,
+                mark(Op::Done, 0, e.done),
+                e.end,
+            ));
+        }
         items.sort_unstable_by_key(|x| (x.0, x.1, x.2));
         let mut list = Vec::with_capacity(items.len());
         let mut index = vec![u32::MAX; ms.len()];
@@ -977,12 +1212,18 @@ mod tests {
             value,
             seq,
             plain: false,
+            frame: NO_FRAME,
         }
     }
 
-    /// Instruction 2 of the tests is the releasing swap.
-    fn swap(raw: u32) -> bool {
-        raw == 2
+    /// Instruction 2 of the tests is the releasing swap, 8 a `lock xadd`, the others
+    /// compare-and-swaps.
+    fn swap(raw: u32) -> Option<AtomicKind> {
+        Some(match raw {
+            2 => AtomicKind::Swap,
+            8 => AtomicKind::Locked,
+            _ => AtomicKind::CompareExchange,
+        })
     }
 
     /// The spin argument of every lock marker, thread by thread.
@@ -1252,6 +1493,7 @@ mod tests {
         let xchg = |at, seq| atomic(at, 1, W, 1, seq);
         let release = |at, seq| Atomic {
             plain: true,
+            frame: NO_FRAME,
             ..atomic(at, 5, W, 0, seq)
         };
         // Thread 0 takes it (seq 1), holds it long; thread 1 tries at 5 and 9,000 (seqs 2,
@@ -1296,6 +1538,7 @@ mod tests {
         const W: u64 = 0x100;
         let release = |at, seq| Atomic {
             plain: true,
+            frame: NO_FRAME,
             ..atomic(at, 5, W, 0, seq)
         };
         let a0 = vec![atomic(10, 1, W, 1, 1), release(900, 2)];
@@ -1368,6 +1611,61 @@ mod tests {
             vec![Op::RwWrite, Op::Done, Op::MutexUnlock, Op::Done]
         );
         assert_eq!((l.edits[2][0].start, l.edits[2][0].end), (30, 301));
+    }
+
+    /// A binary semaphore used as a lock (libstdc++'s: a compare-and-swap takes the unit
+    /// inside a call of its own, a `lock xadd` gives it back and the futex is woken): thread 0
+    /// takes it at once; thread 1 finds it taken, sleeps on the futex, and takes it after
+    /// thread 0's release. Both takes become semaphore waits replacing the whole call, both
+    /// releases posts with their wakes, and the futex calls go.
+    #[test]
+    fn a_semaphore_on_a_futex_word_becomes_semaphore_markers() {
+        const S: u64 = 0x100;
+        let take = |at, frame, value, seq| Atomic {
+            frame,
+            ..atomic(at, 1, S, value, seq)
+        };
+        let give = |at, value, seq| atomic(at, 8, S, value, seq);
+        let a0 = vec![take(10, 5, 0, 1), give(40, 1, 4)];
+        let a1 = vec![take(60, 15, 0, 7), give(90, 1, 8)];
+        let m0 = vec![raw(Op::FutexWake, S, 5)];
+        let m1 = vec![
+            raw(Op::FutexWait, S, 2),
+            raw(Op::Done, 0, 6),
+            raw(Op::FutexWake, S, 9),
+        ];
+        let mark_at = vec![vec![45], vec![20, 20, 95]];
+        let l = find_plain(vec![m0, m1], &mark_at, &[a0, a1]);
+        assert_eq!((l.words, l.semaphores), (0, 1));
+        assert_eq!((l.semaphore_takes, l.semaphore_gives), (2, 2));
+        assert_eq!(l.rejected, 0);
+        for t in 0..2 {
+            let ops: Vec<Op> = l.marks[t].iter().map(|m| m.op).collect();
+            assert_eq!(ops, vec![Op::SemWait, Op::Done, Op::SemPost, Op::Done]);
+            assert_eq!(l.marks[t][0].args[..2], [S, 1], "the initial count");
+        }
+        let spans = |t: usize| -> Vec<(u64, u64, bool)> {
+            l.edits[t]
+                .iter()
+                .map(|e| (e.start, e.end, e.unwind))
+                .collect()
+        };
+        assert_eq!(spans(0), vec![(5, 11, true), (40, 45, true)]);
+        // Thread 1's take runs from its call, across its futex wait, to its compare-and-swap.
+        assert_eq!(spans(1), vec![(15, 61, true), (90, 95, true)]);
+        // A call entered long before the attempt's first sign is not the take's.
+        let a1 = vec![take(60, 15, 0, 7), give(90, 1, 8)];
+        let a0 = vec![take(10, 5, 0, 1), give(40, 1, 4)];
+        let m0 = vec![raw(Op::FutexWake, S, 5)];
+        let m1 = vec![
+            raw(Op::FutexWait, S, 2),
+            raw(Op::Done, 0, 6),
+            raw(Op::FutexWake, S, 9),
+        ];
+        let late = 15 + TAKE_ENTRY + 1;
+        let mark_at = vec![vec![45], vec![late, late, 95]];
+        let l = find_plain(vec![m0, m1], &mark_at, &[a0, a1]);
+        assert_eq!((l.edits[1][0].start, l.edits[1][0].end), (late, 61));
     }
 
     #[test]

@@ -3,6 +3,7 @@
 //! ([`decode`]), the DWARF source map ([`srcmap`]) and the conversion of a capture into a trace
 //! v1 ([`convert`]). Running QEMU is the `isim` package's job (`src/trace.rs`).
 
+pub mod atomicsem;
 pub mod convert;
 pub mod countdown;
 pub mod decode;

@@ -122,6 +122,10 @@ pub struct Change {
     /// access there, or, at a first look, its yield before last (its previous turn's look,
     /// unrecorded, came after that).
     pub polled: Option<u64>,
+    /// The position of the thread's last `sched_yield` before the look, if it yielded: a
+    /// yield inside a lock's or a semaphore's attempt was waiting for that, not polling
+    /// (`futexlock.rs`).
+    pub yield_at: Option<u64>,
 }
 
 impl Change {
@@ -142,6 +146,7 @@ impl Change {
             after: None,
             own: false,
             polled: None,
+            yield_at: None,
         }
     }
 
@@ -213,6 +218,8 @@ pub struct Detector {
     /// The thread's `sched_yield` calls so far, and the sequence numbers of its last two.
     yields: u64,
     yield_seqs: [u64; 2],
+    /// The position of its last yield.
+    yield_at: Option<u64>,
 }
 
 impl Detector {
@@ -251,8 +258,9 @@ impl Detector {
     /// The thread called `sched_yield` (its marker numbered `seq`): polling, part of looking
     /// (a spin's run goes on), and what it looks at again afterwards it polls
     /// ([`Change::polled`]).
-    pub fn yielded(&mut self, seq: u64) {
+    pub fn yielded(&mut self, seq: u64, at: u64) {
         self.yields += 1;
+        self.yield_at = Some(at);
         self.yield_seqs = [self.yield_seqs[1], seq];
     }
 
@@ -374,6 +382,7 @@ impl Detector {
                         after,
                         own: self.last_own,
                         polled: (self.yields > yields).then_some(since),
+                        yield_at: self.yield_at,
                     });
                     self.event_change =
                         arrived.then_some(((self.changes.len() - 1) as u32, self.last_event));
@@ -395,6 +404,7 @@ impl Detector {
                         after: None,
                         own: self.last_own,
                         polled: (self.yields > 0).then_some(self.yield_seqs[0]),
+                        yield_at: self.yield_at,
                     });
                 }
                 self.open.push(Open {
@@ -455,6 +465,7 @@ impl Detector {
                 after: if spun { None } else { after },
                 own: self.last_own,
                 polled,
+                yield_at: self.yield_at,
             });
             self.event_change =
                 (!spun && arrived).then_some(((self.changes.len() - 1) as u32, self.last_event));
@@ -928,7 +939,7 @@ mod tests {
             // A steal attempt's atomic on another word between the looks.
             worker.access(20, A + 512, true, false, true);
             if yielded {
-                worker.yielded(12);
+                worker.yielded(12, 0);
             }
             worker.access(40, A, false, false, false);
             worker.recorded(40, A, false, 1, 25);
@@ -957,7 +968,7 @@ mod tests {
         for (yields, seq, dep) in [(2, 20, true), (2, 2, false), (0, 20, false)] {
             let mut worker = Detector::default();
             for k in 0..yields {
-                worker.yielded(3 + 5 * k);
+                worker.yielded(3 + 5 * k, 0);
             }
             worker.access(40, A, false, false, false);
             worker.recorded(40, A, false, 1, 25);
@@ -1073,6 +1084,7 @@ mod tests {
             after: None,
             own: false,
             polled: None,
+            yield_at: None,
         };
         assert_eq!(d.first_looks.last(), Some(&look));
         let spin = Change::clean_spin(A, 11, 50, 2, 30, 20);

@@ -29,7 +29,7 @@
 
 use std::collections::{HashMap, HashSet};
 
-use super::futexlock::Atomic;
+use super::futexlock::{Atomic, NO_FRAME};
 
 /// A plain store of a candidate word, read from its thread's capture.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -210,6 +210,7 @@ fn lock_releases(
                 value: 0,
                 seq: next,
                 plain: true,
+                frame: NO_FRAME,
             },
         ));
     }
@@ -229,6 +230,7 @@ mod tests {
             value: 1,
             seq,
             plain: false,
+            frame: NO_FRAME,
         }
     }
 

@@ -209,7 +209,10 @@ pub mod word {
 pub enum AtomicKind {
     /// `xchg` with a memory operand (atomic without a prefix, with one too).
     Swap,
-    /// Another `lock`-prefixed instruction (`cmpxchg`, `xadd`, `add`, `bts`, …).
+    /// A `lock cmpxchg` (a compare-and-swap: it changes the word only if it found the value it
+    /// expected).
+    CompareExchange,
+    /// Another `lock`-prefixed instruction (`xadd`, `add`, `bts`, `cmpxchg16b`, …).
     Locked,
 }
 
@@ -222,6 +225,9 @@ pub fn atomic_kind(code: &[u8]) -> Option<AtomicKind> {
             0x26 | 0x2e | 0x36 | 0x3e | 0x64 | 0x65 | 0x66 | 0x67 | 0xf2 | 0xf3 | 0x40..=0x4f => {}
             0x86 | 0x87 if code.get(i + 1).is_some_and(|m| m >> 6 != 3) => {
                 return Some(AtomicKind::Swap);
+            }
+            0x0f if locked && matches!(code.get(i + 1), Some(0xb0 | 0xb1)) => {
+                return Some(AtomicKind::CompareExchange);
             }
             _ => return locked.then_some(AtomicKind::Locked),
         }
@@ -632,7 +638,7 @@ mod tests {
         // mov [rdi], eax; lock-prefixed xchg; a cut prefix run.
         assert_eq!(
             atomic_kind(&[0xf0, 0x0f, 0xb1, 0x0f]),
-            Some(AtomicKind::Locked)
+            Some(AtomicKind::CompareExchange)
         );
         assert_eq!(
             atomic_kind(&[0xf0, 0x48, 0x0f, 0xc1, 0x07]),
