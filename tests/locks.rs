@@ -1389,6 +1389,56 @@ fn semaphores_hand_out_their_units_in_simulated_time() {
     }
 }
 
+/// C++20 semaphores (`examples/cpp/semaphores.cpp`; libstdc++ builds them on a futex word in
+/// the program's code, not on `sem_t`) are semaphores in replay. A `std::binary_semaphore`
+/// used as a lock by 4 threads × 1,000 rounds of 30 steps of work and 20 under it: the
+/// critical sections exclude each other in simulated time (20 steps of a multiply-add chain,
+/// 4 cycles a step on `default.toml`, make at least 4 × 1,000 × 80 cycles in a row; without
+/// the semaphore the threads overlap and the run takes ~200,000), and the run is the same
+/// however the host ran the traced program. Producer/consumer pairs through two
+/// `std::counting_semaphore<4>` with equal work on both sides keep both busy. Before, no take
+/// that did not block under QEMU waited in replay: the lock's run took 204,290 cycles, its
+/// workers 0-2 % sync.
+#[test]
+fn cpp_semaphores_are_arbitrated_in_simulated_time() {
+    if !common::tools_present(&["qemu-x86_64", "g++", "taskset"]) {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let prog = compile_cpp(dir.path(), "semaphores", "c++20");
+    let lock = dir.path().join("lock");
+    std::fs::create_dir(&lock).unwrap();
+    let args = ["lock", "4", "1000", "30", "20"];
+    let (runs, traces) = traced_three_ways_with_traces(&prog, &args, &lock, "semaphores");
+    for (r, tr) in runs.iter().zip(&traces) {
+        let f = &tr["futex_locks"];
+        assert_eq!(f["semaphores"], 1, "{f}");
+        assert_eq!(
+            (&f["semaphore_takes"], &f["semaphore_gives"]),
+            (&4000.into(), &4000.into())
+        );
+        assert!(cycles(r) >= 4.0 * 1000.0 * 80.0, "{} cycles", cycles(r));
+        assert_workers_wait(r, 4);
+    }
+    assert_same_instructions("semaphores lock", &runs);
+    let pipe = dir.path().join("pipe");
+    std::fs::create_dir(&pipe).unwrap();
+    let args = ["pipe", "4", "2000", "200"];
+    let (runs, traces) = traced_three_ways_with_traces(&prog, &args, &pipe, "semaphores");
+    for (r, tr) in runs.iter().zip(&traces) {
+        assert_eq!(tr["futex_locks"]["semaphores"], 4, "{}", tr["futex_locks"]);
+        for t in 1..=4 {
+            let share = sync_share(r, t);
+            assert!(
+                share < 0.1,
+                "thread {t} sync share {share:.3}: {}",
+                r["threads"]
+            );
+        }
+    }
+    assert_same_instructions("semaphores pipe", &runs);
+}
+
 /// Every worker of each run replays the instructions of the first run's, within 0.1 % (a
 /// contended acquisition's unwinding leaves one jump back from the slow path: a few hundred
 /// instructions per thread). The main thread is left out: whether its scope's end found the
@@ -1866,8 +1916,11 @@ fn pickups_after_polling(trace: &Path, function: &str) -> Vec<(u32, u32)> {
 /// the replay's timing followed how often the host let the pollers poll — 2.75-2.90 M
 /// simulated cycles for three traces under `taskset -c 0` against 3.75-4.55 M for three
 /// normal ones — and a worker ran a round's items before `main`'s call into the pool
-/// (LIME: a piece in no pool section). Now every pickup after polling waits, and the
-/// traces agree.
+/// (LIME: a piece in no pool section). Now every pickup after polling waits, and the pinned
+/// trace no longer runs shorter. The traces still differ as a dynamic schedule does (which
+/// worker stole which job is the traced run's: the busiest worker replays 2.4-4.8 M
+/// instructions): pinned against normal 0.92-1.23 over eight pairs on 2026-12-06, four on
+/// this build and four on the one before it; the bound catches the old 0.60-0.77.
 #[test]
 fn a_rayon_workers_job_waits_for_the_push_that_made_it_available() {
     if !common::tools_present(&["qemu-x86_64", "cargo", "taskset"]) {
@@ -1913,7 +1966,7 @@ fn a_rayon_workers_job_waits_for_the_push_that_made_it_available() {
     }
     let r = spans[1] / spans[0];
     assert!(
-        (0.9..=1.1).contains(&r),
+        (0.85..=1.35).contains(&r),
         "pinned {} against normal {} cycles: {r:.4}",
         spans[1],
         spans[0]
