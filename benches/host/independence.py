@@ -61,8 +61,8 @@ CORPUS = [
     ("spin_counter", "examples/c/spin_counter.c", "c", ["-t", "4", "-w", "30", "-c", "20", "-i", "1000"], "static"),
     ("rw_table", "examples/cpp/rw_table.cpp", "c++", ["4", "2000", "300"], "static"),
     ("sem_pipeline", "examples/c/sem_pipeline.c", "c", ["2", "200", "2000"], "static"),
-    # Not recognised yet (docs/tracing.md): a hand-written test-and-set lock replays with the
-    # traced run's order; kept in the table so that it shows it.
+    ("cpp-semaphore-lock", "examples/cpp/semaphores.cpp", "c++", ["lock", "4", "1000", "30", "20"], "static"),
+    ("cpp-semaphore-pipe", "examples/cpp/semaphores.cpp", "c++", ["pipe", "4", "2000", "200"], "static"),
     ("spin_counter-tas", "examples/c/spin_counter.c", "c", ["-t", "4", "-w", "30", "-c", "20", "-i", "1000", "-x"], "static"),
     ("spin_counter-byte", "examples/c/spin_counter.c", "c", ["-t", "4", "-w", "30", "-c", "20", "-i", "1000", "-b"], "static"),
     ("rust-rw_table", "examples/rust/rw_table.rs", "rust", ["4", "2000", "40"], "static"),
