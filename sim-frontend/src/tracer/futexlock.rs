@@ -21,9 +21,13 @@
 //! instruction that acquires a lock found that way also acquires it (another instance of the
 //! same lock type that never blocked in the traced run), or if `taslock.rs` found plain
 //! stores that release it (a test-and-set lock: those stores join the word's history as
-//! [`Atomic::plain`] entries). Not recognised: semaphores and read/write locks other than
-//! Rust's (several threads hold them at once), and words the untraced part of the program
-//! also updates.
+//! [`Atomic::plain`] entries). Not recognised: read/write locks other than Rust's (several
+//! threads hold them at once), and words the untraced part of the program also updates.
+//!
+//! **A semaphore word** (C++20's `std::counting_semaphore`, read by `atomicsem.rs`): its
+//! takes become semaphore waits placed where the attempt began (the whole call it ran in,
+//! when [`Atomic::frame`] shows one entered just before), its releases posts with their
+//! futex wakes.
 //!
 //! **A read/write lock word** (Rust std's, [`rw_roles`]): a count of readers, the writer's
 //! value [`RW_MASK`], waiting flags; read and write acquisitions become read/write lock
@@ -371,8 +375,8 @@ fn rw_roles(events: &[(u64, u32, usize)], atomics: &[Vec<Atomic>]) -> Option<Vec
 /// its atomic instructions in order, `changes[t]` and `stores[t]` its spin-waits and recorded
 /// plain stores (`spinwait.rs`), which it also turns into markers and edits, with the waits
 /// for counters counted down to zero (`countdown.rs`).
-/// `kind(raw)` says what atomic instruction `raw` is (an `xchg`, a compare-and-swap, …); `spinning_code(raw)` whether
-/// the failure path of instruction `raw` (a lock call's first compare-and-swap) enters a lock
+/// `kind(raw)` says what atomic instruction `raw` is (an `xchg`, a compare-and-swap, …);
+/// `spinning_code(raw)` whether the failure path of instruction `raw` (a lock call's first compare-and-swap) enters a lock
 /// slow path that spins ([`spinning_slow_path`]), read from the program's code;
 /// `first_loads` answers `countdown::find`'s questions about plain loads (from the capture).
 #[allow(clippy::too_many_arguments)]
@@ -1626,16 +1630,20 @@ mod tests {
             ..atomic(at, 1, S, value, seq)
         };
         let give = |at, value, seq| atomic(at, 8, S, value, seq);
-        let a0 = vec![take(10, 5, 0, 1), give(40, 1, 4)];
-        let a1 = vec![take(60, 15, 0, 7), give(90, 1, 8)];
-        let m0 = vec![raw(Op::FutexWake, S, 5)];
-        let m1 = vec![
-            raw(Op::FutexWait, S, 2),
-            raw(Op::Done, 0, 6),
-            raw(Op::FutexWake, S, 9),
+        let atomics = [
+            vec![take(10, 5, 0, 1), give(40, 1, 4)],
+            vec![take(60, 15, 0, 7), give(90, 1, 8)],
+        ];
+        let marks = vec![
+            vec![raw(Op::FutexWake, S, 5)],
+            vec![
+                raw(Op::FutexWait, S, 2),
+                raw(Op::Done, 0, 6),
+                raw(Op::FutexWake, S, 9),
+            ],
         ];
         let mark_at = vec![vec![45], vec![20, 20, 95]];
-        let l = find_plain(vec![m0, m1], &mark_at, &[a0, a1]);
+        let l = find_plain(marks.clone(), &mark_at, &atomics);
         assert_eq!((l.words, l.semaphores), (0, 1));
         assert_eq!((l.semaphore_takes, l.semaphore_gives), (2, 2));
         assert_eq!(l.rejected, 0);
@@ -1654,17 +1662,9 @@ mod tests {
         // Thread 1's take runs from its call, across its futex wait, to its compare-and-swap.
         assert_eq!(spans(1), vec![(15, 61, true), (90, 95, true)]);
         // A call entered long before the attempt's first sign is not the take's.
-        let a1 = vec![take(60, 15, 0, 7), give(90, 1, 8)];
-        let a0 = vec![take(10, 5, 0, 1), give(40, 1, 4)];
-        let m0 = vec![raw(Op::FutexWake, S, 5)];
-        let m1 = vec![
-            raw(Op::FutexWait, S, 2),
-            raw(Op::Done, 0, 6),
-            raw(Op::FutexWake, S, 9),
-        ];
         let late = 15 + TAKE_ENTRY + 1;
         let mark_at = vec![vec![45], vec![late, late, 95]];
-        let l = find_plain(vec![m0, m1], &mark_at, &[a0, a1]);
+        let l = find_plain(marks, &mark_at, &atomics);
         assert_eq!((l.edits[1][0].start, l.edits[1][0].end), (late, 61));
     }
 
