@@ -643,6 +643,41 @@ fn first_pass(dir: &Path, t: u32, raw_tid: u32, hot: &[Hot]) -> Result<FirstPass
     Ok(out)
 }
 
+/// The warnings that `threads.tsv`'s summary lines call for: child processes (not traced),
+/// an exec (the trace ends there), atomic instructions that ran without the plugin's lock
+/// around them (their words' histories may be out of order).
+fn capture_warnings(threads_tsv: &str) -> Vec<String> {
+    let field = |key: &str| {
+        threads_tsv
+            .lines()
+            .find_map(|l| l.strip_prefix(key)?.strip_prefix('\t'))
+    };
+    let count = |key: &str| -> u64 { field(key).and_then(|v| v.parse().ok()).unwrap_or(0) };
+    let mut out = Vec::new();
+    let forks = count("forks");
+    if forks > 0 {
+        out.push(format!(
+            "the program made {forks} child process(es) (fork): only the original process is traced"
+        ));
+    }
+    if field("end") == Some("exec") {
+        out.push(
+            "the program called exec: the trace ends there (the new program is not traced)".into(),
+        );
+    }
+    let impatient = count("impatient");
+    if impatient > 0 {
+        out.push(format!(
+            "{impatient} atomic instruction(s) ran without the tracer's lock around atomics (the \
+             host held up another thread inside one for over a second): the values and order \
+             recorded for their words may be another instruction's, and a lock or semaphore on \
+             such a word may not be recognised and replay as traced; trace again on a less \
+             loaded host"
+        ));
+    }
+    out
+}
+
 /// Reads thread `t`'s capture again (raw id `raw_tid`) for its plain stores to `addrs` whose
 /// values were not recorded (`spinwait::unrecorded_wanted`): rare, and only then.
 fn unrecorded_stores(
@@ -1259,11 +1294,6 @@ pub fn convert(dir: &Path, out: &Path, opts: &Options) -> Result<Summary, TraceE
         .map(|(i, &t)| (t as u64, i as u32))
         .collect();
     let threads_tsv = std::fs::read_to_string(dir.join("threads.tsv")).unwrap_or_default();
-    let field = |key: &str| {
-        threads_tsv
-            .lines()
-            .find_map(|l| l.strip_prefix(key)?.strip_prefix('\t'))
-    };
     let states: HashMap<u32, String> = threads_tsv
         .lines()
         .filter_map(|l| {
@@ -1271,17 +1301,7 @@ pub fn convert(dir: &Path, out: &Path, opts: &Options) -> Result<Summary, TraceE
             Some((a.parse().ok()?, b.to_string()))
         })
         .collect();
-    let forks: u64 = field("forks").and_then(|v| v.parse().ok()).unwrap_or(0);
-    if forks > 0 {
-        warnings.push(format!(
-            "the program made {forks} child process(es) (fork): only the original process is traced"
-        ));
-    }
-    if field("end") == Some("exec") {
-        warnings.push(
-            "the program called exec: the trace ends there (the new program is not traced)".into(),
-        );
-    }
+    warnings.extend(capture_warnings(&threads_tsv));
 
     let mut params = vec![("roi".to_string(), opts.roi.name().to_string())];
     params.extend(
@@ -1697,6 +1717,21 @@ mod tests {
     /// Many queries of one thread (a count per round of a loop, asked of a long capture) get
     /// the answers of the definition: per query, a scan for the first plain access of its word
     /// in its range — a load gives its position, a store none — with atomic accesses skipped.
+    /// `threads.tsv`'s summary lines: forks, an exec and atomics that ran without the
+    /// plugin's lock each get a warning with their count; an ordinary ending none.
+    #[test]
+    fn the_capture_summary_warns_of_forks_execs_and_unguarded_atomics() {
+        let plain = "0\tflushed\n1\tflushed\nend\texit\nforks\t0\nimpatient\t0\n";
+        assert!(capture_warnings(plain).is_empty());
+        // A capture from before the count was written.
+        assert!(capture_warnings("0\tflushed\nend\texit\nforks\t0\n").is_empty());
+        let w = capture_warnings("0\tflushed\nend\texec\nforks\t2\nimpatient\t3\n");
+        assert_eq!(w.len(), 3, "{w:?}");
+        assert!(w[0].starts_with("the program made 2 child process(es)"));
+        assert!(w[1].contains("called exec"));
+        assert!(w[2].starts_with("3 atomic instruction(s) ran without the tracer's lock"));
+    }
+
     #[test]
     fn first_plain_loads_answer_each_query_as_a_scan_would() {
         let hot: Vec<Hot> = (0..4)

@@ -131,6 +131,9 @@ static MAIN_SEEN: AtomicBool = AtomicBool::new(false);
 static FORKED_CHILD: AtomicBool = AtomicBool::new(false);
 /// Child processes the traced process made (they are not traced).
 static FORKS: AtomicU32 = AtomicU32::new(0);
+/// Atomic instructions that ran without [`ATOMIC`] ([`ATOMIC_PATIENCE`] ran out), said in
+/// `threads.tsv` so that the converter warns.
+static IMPATIENT: AtomicU64 = AtomicU64::new(0);
 
 const SYS_EXIT: i64 = 60;
 const SYS_KILL: i64 = 62;
@@ -164,7 +167,8 @@ static ATOMIC: AtomicBool = AtomicBool::new(false);
 /// How long an atomic instruction waits for [`ATOMIC`] before it runs without it (its value
 /// may then be another's, and the sequence order of the two instructions is not theirs: the
 /// converter checks every word's history and leaves alone a word whose history is not a
-/// lock's). A bound, not a timeout expected to fire: the holder is between two callbacks of
+/// lock's; `threads.tsv` counts them and `isim trace` warns). A bound, not a timeout expected
+/// to fire: the holder is between two callbacks of
 /// one instruction, and the wait yields after a few spins. It was 20 ms until 2026-12-06,
 /// and beside a CPU hog the host descheduled a holder for longer in 2 of 4 traces of a
 /// 4-thread spin-lock program (a release read back as the next try's value, the lock then
@@ -273,6 +277,7 @@ fn atomic_lock(t: &mut ThreadState) {
         }
         let start = *since.get_or_insert_with(std::time::Instant::now);
         if start.elapsed() > ATOMIC_PATIENCE {
+            IMPATIENT.fetch_add(1, Ordering::Relaxed);
             return;
         }
         std::thread::yield_now();
@@ -972,8 +977,9 @@ fn write_failed(msg: String) {
     }
 }
 
-/// Writes `threads.tsv`: each thread's state, then how the process ended and its forks, then
-/// one `error` line per failed write of the capture.
+/// Writes `threads.tsv`: each thread's state, then how the process ended, its forks and the
+/// atomic instructions that ran without the lock around them, then one `error` line per
+/// failed write of the capture.
 fn write_threads_file(end: &str) {
     let Some(g) = GLOBAL.get() else { return };
     let mut s = String::new();
@@ -981,8 +987,9 @@ fn write_threads_file(end: &str) {
         s.push_str(&format!("{tid}\t{state}\n"));
     }
     s.push_str(&format!(
-        "end\t{end}\nforks\t{}\n",
-        FORKS.load(Ordering::Relaxed)
+        "end\t{end}\nforks\t{}\nimpatient\t{}\n",
+        FORKS.load(Ordering::Relaxed),
+        IMPATIENT.load(Ordering::Relaxed)
     ));
     for e in g.errors.lock().unwrap().iter() {
         s.push_str(&format!("error\t{e}\n"));
