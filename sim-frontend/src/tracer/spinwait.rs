@@ -728,10 +728,29 @@ pub fn find(
         let c = &changes[w][k];
         c.clean || c.after.is_some_and(|j| read[w][j as usize].is_none())
     };
+    // Each thread's ranges by start, with the largest end so far: a range that starts by
+    // `at` and ends after `from` exists iff the largest end among those starting by `at`
+    // does (a search, not a scan: a semaphore's thousands of takes are ranges too).
+    let by_start: Vec<(Vec<u64>, Vec<u64>)> = taken
+        .iter()
+        .map(|r| {
+            let mut r = r.clone();
+            r.sort_unstable();
+            let ends = r
+                .iter()
+                .scan(0u64, |m, &(_, e)| {
+                    *m = (*m).max(e);
+                    Some(*m)
+                })
+                .collect();
+            (r.into_iter().map(|x| x.0).collect(), ends)
+        })
+        .collect();
     let overlaps = |t: u32, from: u64, at: u64| {
-        taken
-            .get(t as usize)
-            .is_some_and(|r| r.iter().any(|&(s, e)| s <= at && from < e))
+        by_start.get(t as usize).is_some_and(|(starts, ends)| {
+            let k = starts.partition_point(|&s| s <= at);
+            k > 0 && from < ends[k - 1]
+        })
     };
     let mut out = SpinWaits::default();
     let mut barrier_words: HashSet<u64> = HashSet::new();
