@@ -270,6 +270,27 @@ fn spin_before(spins: &[Change], w: u64, prev: Option<u64>, to: u64) -> Option<u
         .min()
 }
 
+/// Per thread (of `n`), its changes (`spinwait.rs`) that `keep` keeps, sorted by their end.
+fn changes_by_end(
+    changes: &[Vec<Change>],
+    n: usize,
+    keep: impl Fn(&Change) -> bool,
+) -> Vec<Vec<Change>> {
+    (0..n)
+        .map(|t| {
+            let mut v: Vec<Change> = changes
+                .get(t)
+                .into_iter()
+                .flatten()
+                .filter(|c| keep(c))
+                .copied()
+                .collect();
+            v.sort_by_key(|c| c.to);
+            v
+        })
+        .collect()
+}
+
 /// The spins of `spins` (a thread's, sorted by their end) that end within
 /// [`spinwait::PER_CHECK`] instructions before `to`.
 fn ending_before(spins: &[Change], to: u64) -> &[Change] {
@@ -577,19 +598,7 @@ pub fn find(
         .collect();
     // Each thread's spins (`spinwait.rs`), by their end: a spin lock's attempts chain
     // through them.
-    let spins: Vec<Vec<Change>> = (0..n)
-        .map(|t| {
-            let mut v: Vec<Change> = changes
-                .get(t)
-                .into_iter()
-                .flatten()
-                .filter(|c| c.spun())
-                .copied()
-                .collect();
-            v.sort_by_key(|c| c.to);
-            v
-        })
-        .collect();
+    let spins = changes_by_end(changes, n, |c| c.spun());
     // A read/write lock's writers wait on a futex word of their own beside the state word
     // (Rust's `writer_notify`), which a releaser bumps and wakes: its futex calls go with
     // the lock's.
@@ -701,19 +710,7 @@ pub fn find(
     let mut sem_eps: Vec<Vec<SemEpisode>> = (0..n).map(|_| Vec::new()).collect();
     // Each thread's recorded looks at semaphore words, by their end.
     let sem_set: HashSet<u64> = sems.iter().map(|s| s.0).collect();
-    let looks: Vec<Vec<Change>> = (0..n)
-        .map(|t| {
-            let mut v: Vec<Change> = changes
-                .get(t)
-                .into_iter()
-                .flatten()
-                .filter(|c| sem_set.contains(&c.addr))
-                .copied()
-                .collect();
-            v.sort_by_key(|c| c.to);
-            v
-        })
-        .collect();
+    let looks = changes_by_end(changes, n, |c| sem_set.contains(&c.addr));
     for (w, sem) in &sems {
         let mut per: Vec<Vec<(usize, atomicsem::Role)>> = (0..n).map(|_| Vec::new()).collect();
         for (&(_, t, i), &role) in by_word[w].iter().zip(&sem.roles) {
