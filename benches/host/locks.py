@@ -3,7 +3,7 @@
 program natively (median of REPS runs of the whole process) and in isim on CONFIG (run cycles),
 for the same total work split over 1 and 2 threads.
 
-    benches/host/locks.py [--reps N] [--only NAME,...] [--config-transfer] [--unbound]
+    benches/host/locks.py [--reps N] [--only NAME,...] [--config-transfer] [--config-clock] [--unbound]
 
 Environment: ISIM (the isim binary; the tracer libraries beside it), CONFIG (the machine,
 default configs/host-xeon.toml), SETS (`--set KEY=VALUE` overrides of CONFIG, separated by
@@ -33,7 +33,11 @@ with the lock model CONFIG says (`[locks]`, docs/tracing.md).
 The hand-over of a contended lock is a move of its word's cache line between the cores, and
 on this VM that move's latency changes from day to day (a round trip of 66 ns one day, 110-135 ns
 on others, 111 and 122 ns in two passes an hour apart), enough to move a lock program from one
-regime to another. So the script first measures the day's transfer with kernels.c's `pingpong`
+regime to another. The guest's clock changes too (2.5 to 4.0 GHz from day to day, and the
+guest is sometimes another processor: `lscpu`'s model is printed first), so the script first
+measures the day's clock with kernels.c's `add-chain` and simulates CONFIG at that clock
+(`system.frequency`; `--config-clock` keeps CONFIG's): its latencies in nanoseconds (DRAM)
+become the day's cycles. Then it measures the day's transfer with kernels.c's `pingpong`
 (median of REPS runs; one-way time = half a round trip) and simulates with the
 `coherence.snoop_latency` that gives CONFIG that transfer (the config's other terms of a
 transfer from another core's L1, as its comment lists them: L1 tag, L2 tag, bus slot, L3 tag,
@@ -230,14 +234,50 @@ def kernels():
     return binary
 
 
-def day_snoop_latency(reps):
-    """The day's core-to-core transfer (pingpong, median of `reps` runs): the one-way time in
-    CONFIG's cycles and the `coherence.snoop_latency` that gives it."""
+def config_ghz():
+    """CONFIG's clock in GHz."""
     import tomllib
     with open(CONFIG, "rb") as f:
         cfg = tomllib.load(f)
     freq = cfg["system"]["frequency"].lower()
-    ghz = float(freq.removesuffix("ghz")) if freq.endswith("ghz") else float(freq.removesuffix("mhz")) / 1e3
+    return float(freq.removesuffix("ghz")) if freq.endswith("ghz") else float(freq.removesuffix("mhz")) / 1e3
+
+
+def day_clock(reps):
+    """The day's clock in GHz: kernels.c's `add-chain` (8 dependent adds an iteration, one a
+    cycle on every x86 core these guests have had), median of `reps` runs. The guests'
+    clocks have been 2.5 to 4.0 GHz from day to day (boost, another host); CONFIG's is the
+    day its latencies were measured, and a transfer or a DRAM access in nanoseconds is a
+    different number of cycles of work at another clock."""
+    binary = kernels()
+    n, runs = 50_000_000, []
+    for _ in range(reps):
+        cmd = [binary, "add-chain", str(n)]
+        if LOCK:
+            cmd = ["flock", LOCK] + cmd
+        out = subprocess.run(cmd, capture_output=True, text=True, check=True).stdout
+        runs.append(8 * n / float(out.split()[1]))
+    return statistics.median(runs)
+
+
+def host_model():
+    """lscpu's model name, printed beside the results: the config should describe it."""
+    try:
+        out = subprocess.run(["lscpu"], capture_output=True, text=True).stdout
+    except FileNotFoundError:
+        return "unknown (no lscpu)"
+    for line in out.splitlines():
+        if line.startswith("Model name:"):
+            return line.split(":", 1)[1].strip()
+    return "unknown"
+
+
+def day_snoop_latency(reps, ghz):
+    """The day's core-to-core transfer (pingpong, median of `reps` runs): the one-way time in
+    cycles at `ghz` and the `coherence.snoop_latency` that gives it."""
+    import tomllib
+    with open(CONFIG, "rb") as f:
+        cfg = tomllib.load(f)
     c = cfg["cache"]
     base = (c["l1d"]["tag_latency"] + c["l2"]["tag_latency"] + 1 + c["l3"]["tag_latency"]
             + c["l1d"]["data_latency"])
@@ -285,7 +325,7 @@ def native_acquisitions(name, args):
 
 
 def main():
-    reps, only, transfer, bound = 9, None, True, True
+    reps, only, transfer, bound, clock = 9, None, True, True, True
     argv = sys.argv[1:]
     while argv:
         a = argv.pop(0)
@@ -297,11 +337,21 @@ def main():
             transfer = False
         elif a == "--unbound":
             bound = False
+        elif a == "--config-clock":
+            clock = False
         else:
             sys.exit(__doc__)
     os.makedirs(WORK, exist_ok=True)
+    print(f"host: {host_model()}")
+    if clock and not any(kv.startswith("system.frequency=") for kv in SETS):
+        ghz = day_clock(reps)
+        print(f"clock: {ghz:.2f} GHz (add-chain), CONFIG's {config_ghz():.2f}: system.frequency={ghz:.2f}GHz")
+        SETS.append(f"system.frequency={ghz:.2f}GHz")
+    else:
+        ghz = next((float(kv.split("=", 1)[1].lower().removesuffix("ghz")) for kv in SETS
+                    if kv.startswith("system.frequency=")), None) or config_ghz()
     if transfer and not any(kv.startswith("coherence.snoop_latency=") for kv in SETS):
-        round_trip, one_way, snoop = day_snoop_latency(reps)
+        round_trip, one_way, snoop = day_snoop_latency(reps, ghz)
         print(f"pingpong: {round_trip:.0f} ns per round trip, {one_way:.0f} cycles one way: "
               f"coherence.snoop_latency={snoop}")
         SETS.append(f"coherence.snoop_latency={snoop}")
