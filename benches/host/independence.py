@@ -66,6 +66,7 @@ CORPUS = [
     ("spin_counter-tas", "examples/c/spin_counter.c", "c", ["-t", "4", "-w", "30", "-c", "20", "-i", "1000", "-x"], "static"),
     ("spin_counter-byte", "examples/c/spin_counter.c", "c", ["-t", "4", "-w", "30", "-c", "20", "-i", "1000", "-b"], "static"),
     ("rust-rw_table", "examples/rust/rw_table.rs", "rust", ["4", "2000", "40"], "static"),
+    ("timed_sync", "examples/cpp/timed_sync.cpp", "c++", ["timed", "4", "200", "300"], "static"),
     ("prodcons", "examples/c/prodcons.c", "c", ["-t", "4", "-n", "1000"], "dynamic"),
     ("taskqueue", "examples/c/taskqueue.c", "c", ["-t", "4"], "dynamic"),
     ("tree_locks", "examples/c/tree_locks.c", "c", ["-t", "4", "-n", "2000"], "dynamic"),

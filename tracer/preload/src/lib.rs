@@ -616,6 +616,25 @@ pub unsafe extern "C" fn sem_timedwait(s: *mut libc::sem_t, t: *const libc::time
     r
 }
 
+/// `sem_clockwait` (glibc 2.30): `sem_timedwait` on a given clock.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn sem_clockwait(
+    s: *mut libc::sem_t,
+    clock: libc::clockid_t,
+    t: *const libc::timespec,
+) -> c_int {
+    enter();
+    let real = real!(
+        c"sem_clockwait",
+        unsafe extern "C" fn(*mut libc::sem_t, libc::clockid_t, *const libc::timespec) -> c_int
+    );
+    magic(Op::SemWait, s as u64, sem_initial(s));
+    let r = unsafe { real(s, clock, t) };
+    done(r);
+    leave();
+    r
+}
+
 // Read/write locks (`pthread_rwlock_*`, behind C++'s `std::shared_mutex`): several readers
 // hold one at once, so their acquisitions have markers of their own; replay arbitrates them in
 // simulated time. The unlock is a mutex unlock (the replay knows which way the thread holds it).
@@ -656,19 +675,18 @@ try_lock!(
     0
 );
 
-/// `pthread_rwlock_timedrdlock` / `timedwrlock`: a lock whose failure (a timeout) the
-/// conversion drops by its result.
-macro_rules! rwlock_timed {
-    ($name:ident, $sym:literal, $op:expr) => {
+/// A lock call with a timeout, marked by `$op` before the call: the conversion drops one that
+/// failed (timed out) by its result. `timedlock` forms take the object and an absolute time on
+/// the realtime clock; `clock` forms (glibc 2.30, behind C++'s `std::timed_mutex::try_lock_for`
+/// and `std::shared_timed_mutex`, which libstdc++ times on the steady clock) a clock between.
+macro_rules! timed_lock {
+    ($name:ident, $sym:literal, $ty:ty, $op:expr) => {
         #[unsafe(no_mangle)]
-        pub unsafe extern "C" fn $name(
-            l: *mut libc::pthread_rwlock_t,
-            t: *const libc::timespec,
-        ) -> c_int {
+        pub unsafe extern "C" fn $name(l: *mut $ty, t: *const libc::timespec) -> c_int {
             enter();
             let real = real!(
                 $sym,
-                unsafe extern "C" fn(*mut libc::pthread_rwlock_t, *const libc::timespec) -> c_int
+                unsafe extern "C" fn(*mut $ty, *const libc::timespec) -> c_int
             );
             magic($op, l as u64, 0);
             let r = unsafe { real(l, t) };
@@ -677,17 +695,65 @@ macro_rules! rwlock_timed {
             r
         }
     };
+    ($name:ident, $sym:literal, $ty:ty, $op:expr, clock) => {
+        #[unsafe(no_mangle)]
+        pub unsafe extern "C" fn $name(
+            l: *mut $ty,
+            clock: libc::clockid_t,
+            t: *const libc::timespec,
+        ) -> c_int {
+            enter();
+            let real = real!(
+                $sym,
+                unsafe extern "C" fn(*mut $ty, libc::clockid_t, *const libc::timespec) -> c_int
+            );
+            magic($op, l as u64, 0);
+            let r = unsafe { real(l, clock, t) };
+            done(r);
+            leave();
+            r
+        }
+    };
 }
 
-rwlock_timed!(
+timed_lock!(
     pthread_rwlock_timedrdlock,
     c"pthread_rwlock_timedrdlock",
+    libc::pthread_rwlock_t,
     Op::RwRead
 );
-rwlock_timed!(
+timed_lock!(
     pthread_rwlock_timedwrlock,
     c"pthread_rwlock_timedwrlock",
+    libc::pthread_rwlock_t,
     Op::RwWrite
+);
+timed_lock!(
+    pthread_rwlock_clockrdlock,
+    c"pthread_rwlock_clockrdlock",
+    libc::pthread_rwlock_t,
+    Op::RwRead,
+    clock
+);
+timed_lock!(
+    pthread_rwlock_clockwrlock,
+    c"pthread_rwlock_clockwrlock",
+    libc::pthread_rwlock_t,
+    Op::RwWrite,
+    clock
+);
+timed_lock!(
+    pthread_mutex_timedlock,
+    c"pthread_mutex_timedlock",
+    libc::pthread_mutex_t,
+    Op::MutexLock
+);
+timed_lock!(
+    pthread_mutex_clocklock,
+    c"pthread_mutex_clocklock",
+    libc::pthread_mutex_t,
+    Op::MutexLock,
+    clock
 );
 
 try_lock!(
@@ -732,6 +798,32 @@ pub unsafe extern "C" fn pthread_cond_timedwait(
     );
     magic(Op::CondWait, c as u64, m as u64);
     let r = unsafe { real(c, m, t) };
+    done(r);
+    leave();
+    r
+}
+
+/// `pthread_cond_clockwait` (glibc 2.30): `pthread_cond_timedwait` on a given clock, which
+/// libstdc++'s `std::condition_variable::wait_for` and `wait_until` call on the steady clock.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn pthread_cond_clockwait(
+    c: *mut libc::pthread_cond_t,
+    m: *mut libc::pthread_mutex_t,
+    clock: libc::clockid_t,
+    t: *const libc::timespec,
+) -> c_int {
+    enter();
+    let real = real!(
+        c"pthread_cond_clockwait",
+        unsafe extern "C" fn(
+            *mut libc::pthread_cond_t,
+            *mut libc::pthread_mutex_t,
+            libc::clockid_t,
+            *const libc::timespec,
+        ) -> c_int
+    );
+    magic(Op::CondWait, c as u64, m as u64);
+    let r = unsafe { real(c, m, clock, t) };
     done(r);
     leave();
     r
