@@ -644,8 +644,8 @@ fn first_pass(dir: &Path, t: u32, raw_tid: u32, hot: &[Hot]) -> Result<FirstPass
 }
 
 /// The warnings that `threads.tsv`'s summary lines call for: child processes (not traced),
-/// an exec (the trace ends there), atomic instructions that ran without the plugin's lock
-/// around them (their words' histories may be out of order).
+/// an exec (the trace ends there), threads that ran untraced, atomic instructions that ran
+/// without the plugin's lock around them (their words' histories may be out of order).
 fn capture_warnings(threads_tsv: &str) -> Vec<String> {
     let field = |key: &str| {
         threads_tsv
@@ -664,6 +664,19 @@ fn capture_warnings(threads_tsv: &str) -> Vec<String> {
         out.push(
             "the program called exec: the trace ends there (the new program is not traced)".into(),
         );
+    }
+    // `stray THREADS INSTRUCTIONS`: threads that never had a trace thread number.
+    let stray: Vec<u64> = field("stray")
+        .map(|v| v.split('\t').filter_map(|x| x.parse().ok()).collect())
+        .unwrap_or_default();
+    if let [threads, insns] = stray[..]
+        && threads > 0
+    {
+        out.push(format!(
+            "{threads} thread(s) ran {insns} instruction(s) untraced: they were not created \
+             through pthread_create (a raw clone, a thread a library starts with its own internal \
+             calls); their work and synchronization are not in the trace"
+        ));
     }
     let impatient = count("impatient");
     if impatient > 0 {
@@ -1717,8 +1730,9 @@ mod tests {
     /// Many queries of one thread (a count per round of a loop, asked of a long capture) get
     /// the answers of the definition: per query, a scan for the first plain access of its word
     /// in its range — a load gives its position, a store none — with atomic accesses skipped.
-    /// `threads.tsv`'s summary lines: forks, an exec and atomics that ran without the
-    /// plugin's lock each get a warning with their count; an ordinary ending none.
+    /// `threads.tsv`'s summary lines: forks, an exec, threads that ran untraced and atomics
+    /// that ran without the plugin's lock each get a warning with their count; an ordinary
+    /// ending none.
     #[test]
     fn the_capture_summary_warns_of_forks_execs_and_unguarded_atomics() {
         let plain = "0\tflushed\n1\tflushed\nend\texit\nforks\t0\nimpatient\t0\n";
@@ -1730,6 +1744,10 @@ mod tests {
         assert!(w[0].starts_with("the program made 2 child process(es)"));
         assert!(w[1].contains("called exec"));
         assert!(w[2].starts_with("3 atomic instruction(s) ran without the tracer's lock"));
+        let w = capture_warnings("0\tflushed\nend\texit\nforks\t0\nstray\t4\t9000\n");
+        assert_eq!(w.len(), 1, "{w:?}");
+        assert!(w[0].starts_with("4 thread(s) ran 9000 instruction(s) untraced"));
+        assert!(capture_warnings("end\texit\nstray\t0\t0\n").is_empty());
     }
 
     #[test]

@@ -134,6 +134,13 @@ static FORKS: AtomicU32 = AtomicU32::new(0);
 /// Atomic instructions that ran without [`ATOMIC`] ([`ATOMIC_PATIENCE`] ran out), said in
 /// `threads.tsv` so that the converter warns.
 static IMPATIENT: AtomicU64 = AtomicU64::new(0);
+/// Threads that ran instructions after `main` began without ever being given a trace thread
+/// number (created other than through the interposed `pthread_create`: a raw `clone`, a
+/// library's internal call), and their instructions: none of them is in the trace, so
+/// `threads.tsv` says so and the converter warns. A created thread runs the C library's
+/// start code before its `ThreadStart`; those instructions are taken back at the start.
+static STRAY_THREADS: AtomicU64 = AtomicU64::new(0);
+static STRAY_INSNS: AtomicU64 = AtomicU64::new(0);
 
 const SYS_EXIT: i64 = 60;
 const SYS_KILL: i64 = 62;
@@ -362,6 +369,12 @@ struct ThreadState {
     enc: RawEncoder,
     file: Option<File>,
     failed: bool,
+    /// Instructions it ran after `main` began while it had no trace thread number
+    /// ([`STRAY_INSNS`]).
+    stray: u64,
+    /// It has had a trace thread number (its code after its end is the C library's exit
+    /// path, not a stray thread's); cleared when the host thread exits.
+    traced: bool,
 }
 
 impl ThreadState {
@@ -385,6 +398,8 @@ impl ThreadState {
             enc: RawEncoder::new(),
             file: None,
             failed: false,
+            stray: 0,
+            traced: false,
         }
     }
 
@@ -402,6 +417,13 @@ impl ThreadState {
 
     fn start(&mut self, tid: u32) {
         let Some(g) = GLOBAL.get() else { return };
+        if self.stray > 0 {
+            // The C library's start code of a thread that is traced from here on.
+            STRAY_INSNS.fetch_sub(self.stray, Ordering::Relaxed);
+            STRAY_THREADS.fetch_sub(1, Ordering::Relaxed);
+            self.stray = 0;
+        }
+        self.traced = true;
         self.tid = tid;
         self.recording = true;
         self.enc = RawEncoder::new();
@@ -574,6 +596,12 @@ extern "C" fn on_exec(vcpu: c_uint, udata: *mut c_void) {
         {
             t.start(0);
             t.exec(udata as usize as u32);
+        } else if t.tid == u32::MAX && !t.traced && MAIN_SEEN.load(Ordering::Relaxed) {
+            if t.stray == 0 {
+                STRAY_THREADS.fetch_add(1, Ordering::Relaxed);
+            }
+            t.stray += 1;
+            STRAY_INSNS.fetch_add(1, Ordering::Relaxed);
         }
     })
 }
@@ -816,6 +844,11 @@ fn syscall_entry(vcpu: c_uint, num: i64, args: [u64; 6]) {
             } else {
                 t.flush();
             }
+            if num == SYS_EXIT {
+                // An untraced thread's count stays counted; a later thread on this vCPU
+                // starts its own.
+                (t.stray, t.traced) = (0, false);
+            }
         });
         if num == SYS_EXIT_GROUP && !FORKED_CHILD.load(Ordering::Relaxed) {
             // The threads parked in untraced calls are written out here; those still running
@@ -977,9 +1010,10 @@ fn write_failed(msg: String) {
     }
 }
 
-/// Writes `threads.tsv`: each thread's state, then how the process ended, its forks and the
-/// atomic instructions that ran without the lock around them, then one `error` line per
-/// failed write of the capture.
+/// Writes `threads.tsv`: each thread's state, then how the process ended, its forks, the
+/// atomic instructions that ran without the lock around them and the threads (and their
+/// instructions) that ran untraced ([`STRAY_THREADS`]), then one `error` line per failed
+/// write of the capture.
 fn write_threads_file(end: &str) {
     let Some(g) = GLOBAL.get() else { return };
     let mut s = String::new();
@@ -987,9 +1021,11 @@ fn write_threads_file(end: &str) {
         s.push_str(&format!("{tid}\t{state}\n"));
     }
     s.push_str(&format!(
-        "end\t{end}\nforks\t{}\nimpatient\t{}\n",
+        "end\t{end}\nforks\t{}\nimpatient\t{}\nstray\t{}\t{}\n",
         FORKS.load(Ordering::Relaxed),
-        IMPATIENT.load(Ordering::Relaxed)
+        IMPATIENT.load(Ordering::Relaxed),
+        STRAY_THREADS.load(Ordering::Relaxed),
+        STRAY_INSNS.load(Ordering::Relaxed)
     ));
     for e in g.errors.lock().unwrap().iter() {
         s.push_str(&format!("error\t{e}\n"));

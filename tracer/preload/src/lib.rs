@@ -830,6 +830,123 @@ pub unsafe extern "C" fn pthread_cond_clockwait(
 }
 
 // ---------------------------------------------------------------------------------------------
+// C11 threads (`<threads.h>`): glibc implements them on its internal pthread functions, which
+// the wrappers above never see (a program of `thrd_create` threads traced as its main thread
+// alone, the workers' instructions lost). They are wrapped here as the pthread calls they are:
+// `thrd_t` is a `pthread_t`, `mtx_t` and `cnd_t` hold a pthread mutex and condition at their
+// own address. Their results are C11's `thrd_*` codes: 0 is success, as for pthread calls, so
+// the conversion reads a failed lock (busy, timed out) the same way.
+
+/// C11's result for a pthread error code, as glibc maps them.
+fn c11_result(r: c_int) -> c_int {
+    const THRD_SUCCESS: c_int = 0;
+    const THRD_BUSY: c_int = 1;
+    const THRD_ERROR: c_int = 2;
+    const THRD_NOMEM: c_int = 3;
+    const THRD_TIMEDOUT: c_int = 4;
+    match r {
+        0 => THRD_SUCCESS,
+        libc::EBUSY => THRD_BUSY,
+        libc::ENOMEM => THRD_NOMEM,
+        libc::ETIMEDOUT => THRD_TIMEDOUT,
+        _ => THRD_ERROR,
+    }
+}
+
+/// A C11 thread's start routine and argument, for [`c11_start`].
+struct C11Start {
+    f: extern "C" fn(*mut c_void) -> c_int,
+    arg: *mut c_void,
+}
+
+/// Runs a C11 start routine as a POSIX one: its `int` result travels in the `void *` that
+/// `pthread_join` returns, as in glibc.
+extern "C" fn c11_start(p: *mut c_void) -> *mut c_void {
+    // SAFETY: `p` is the Box leaked by thrd_create below, received exactly once.
+    let s = unsafe { Box::from_raw(p as *mut C11Start) };
+    (s.f)(s.arg) as isize as *mut c_void
+}
+
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn thrd_create(
+    thr: *mut pthread_t,
+    f: extern "C" fn(*mut c_void) -> c_int,
+    arg: *mut c_void,
+) -> c_int {
+    let boxed = Box::into_raw(Box::new(C11Start { f, arg })) as *mut c_void;
+    // SAFETY: the wrapper above, with the caller's handle and no attributes.
+    let r = unsafe { pthread_create(thr, std::ptr::null(), c11_start, boxed) };
+    if r != 0 {
+        // SAFETY: the thread was not created, so the box is still ours.
+        drop(unsafe { Box::from_raw(boxed as *mut C11Start) });
+    }
+    c11_result(r)
+}
+
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn thrd_join(thr: pthread_t, res: *mut c_int) -> c_int {
+    let mut v: *mut c_void = std::ptr::null_mut();
+    // SAFETY: the wrapper above, with a local for the result.
+    let r = unsafe { pthread_join(thr, &mut v) };
+    if r == 0 && !res.is_null() {
+        // SAFETY: the caller's result slot.
+        unsafe { *res = v as isize as c_int };
+    }
+    c11_result(r)
+}
+
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn thrd_exit(res: c_int) -> ! {
+    // SAFETY: the wrapper above.
+    unsafe { pthread_exit(res as isize as *mut c_void) }
+}
+
+one_object!(mtx_lock, c"mtx_lock", c_void, Op::MutexLock, 0);
+one_object!(mtx_unlock, c"mtx_unlock", c_void, Op::MutexUnlock, 0);
+try_lock!(mtx_trylock, c"mtx_trylock", c_void, Op::MutexLock, 0);
+timed_lock!(mtx_timedlock, c"mtx_timedlock", c_void, Op::MutexLock);
+one_object!(cnd_signal, c"cnd_signal", c_void, Op::CondSignal, 0);
+one_object!(
+    cnd_broadcast,
+    c"cnd_broadcast",
+    c_void,
+    Op::CondBroadcast,
+    0
+);
+
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn cnd_wait(c: *mut c_void, m: *mut c_void) -> c_int {
+    enter();
+    let real = real!(
+        c"cnd_wait",
+        unsafe extern "C" fn(*mut c_void, *mut c_void) -> c_int
+    );
+    magic(Op::CondWait, c as u64, m as u64);
+    let r = unsafe { real(c, m) };
+    done(r);
+    leave();
+    r
+}
+
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn cnd_timedwait(
+    c: *mut c_void,
+    m: *mut c_void,
+    t: *const libc::timespec,
+) -> c_int {
+    enter();
+    let real = real!(
+        c"cnd_timedwait",
+        unsafe extern "C" fn(*mut c_void, *mut c_void, *const libc::timespec) -> c_int
+    );
+    magic(Op::CondWait, c as u64, m as u64);
+    let r = unsafe { real(c, m, t) };
+    done(r);
+    leave();
+    r
+}
+
+// ---------------------------------------------------------------------------------------------
 // OpenMP (gcc's libgomp): the entry points the compiler emits. A parallel region's outlined
 // function is wrapped so that every team thread marks where the region's body begins (the
 // team's fork, replayed as a barrier of the team: a pool thread's idle time before it is
