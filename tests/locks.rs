@@ -2025,7 +2025,10 @@ fn pickups_after_polling(trace: &Path, function: &str) -> Vec<(u32, u32)> {
 /// trace no longer runs shorter. The traces still differ as a dynamic schedule does (which
 /// worker stole which job is the traced run's: the busiest worker replays 2.4-4.8 M
 /// instructions): pinned against normal 0.92-1.23 over eight pairs on 2026-12-06, four on
-/// this build and four on the one before it; the bound catches the old 0.60-0.77.
+/// this build and four on the one before it, 1.04-1.12 in three more, and 1.47 once with
+/// the host loaded by other work besides the test suite (a pinned trace whose first worker
+/// took most jobs). The lower bound catches the old 0.60-0.77 (the defect made pinned traces
+/// shorter); the upper one only a replay gone wrong, not the schedule's spread.
 #[test]
 fn a_rayon_workers_job_waits_for_the_push_that_made_it_available() {
     if !common::tools_present(&["qemu-x86_64", "cargo", "taskset"]) {
@@ -2071,7 +2074,7 @@ fn a_rayon_workers_job_waits_for_the_push_that_made_it_available() {
     }
     let r = spans[1] / spans[0];
     assert!(
-        (0.85..=1.35).contains(&r),
+        (0.85..=2.0).contains(&r),
         "pinned {} against normal {} cycles: {r:.4}",
         spans[1],
         spans[0]
