@@ -320,6 +320,44 @@ fn producer_consumer_and_task_queue_replay_to_the_end() {
     }
 }
 
+/// glibc's joins that may fail (`pthread_timedjoin_np`, `pthread_clockjoin_np`, a
+/// `pthread_tryjoin_np` loop: `examples/c/timed_join.c`) are joins: `main` has a join marker
+/// for each worker, and waits for the longest one (3 × 100,000 steps) in simulated time, so
+/// the run is as long as that worker and `main` spends nearly all of it joining. Before they
+/// were interposed `main` had no join marker: it returned at once and the workers ran after
+/// the region of interest, untimed (10 M of 12.9 M instructions at 400,000 steps; 536,967
+/// cycles against 4,832,895).
+#[test]
+fn joins_that_may_fail_are_joins_when_they_join() {
+    if !tools() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let exe = common::example(dir.path(), "timed_join");
+    let r = replay(&exe, &["100000"]);
+    assert_eq!(
+        counts(&r.summary, "join")[0],
+        3,
+        "{}",
+        r.summary["threads"][0]
+    );
+    let s: Value =
+        serde_json::from_str(&std::fs::read_to_string(r.run.join("summary.json")).unwrap())
+            .unwrap();
+    let run = s["cycles"].as_f64().unwrap();
+    let longest = &s["threads"][3];
+    let busy = longest["cycles"].as_f64().unwrap()
+        - longest["stack"]["imbalance-start"].as_f64().unwrap()
+        - longest["stack"]["imbalance-end"].as_f64().unwrap();
+    assert!(
+        busy >= 0.95 * run,
+        "worker 3 busy {busy:.0} of {run:.0} cycles"
+    );
+    let main = &s["threads"][0];
+    let joined = main["stack"]["sync-join"].as_f64().unwrap() / main["cycles"].as_f64().unwrap();
+    assert!(joined > 0.9, "main joins {joined:.3} of the run: {main}");
+}
+
 /// OpenMP: each kernel at 2, 4 and 8 threads; barriers and locks per team thread as the
 /// header of omp_kernels.c states; LIME finds the triangular loop of the static schedule.
 #[test]

@@ -363,6 +363,26 @@ pub unsafe extern "C" fn pthread_create(
     r
 }
 
+/// The thread number of the thread `handle` names: the C library reuses a joined thread's
+/// handle for a later thread, so the handle names the latest thread created with it.
+fn created_seq(handle: pthread_t) -> Option<u32> {
+    CREATED
+        .lock()
+        .unwrap()
+        .iter()
+        .rev()
+        .find(|e| e.0 == handle)
+        .map(|e| e.1)
+}
+
+/// A successful join forgets the handle's thread.
+fn forget_joined(seq: u32) {
+    let mut created = CREATED.lock().unwrap();
+    if let Some(i) = created.iter().rposition(|e| e.1 == seq) {
+        created.remove(i);
+    }
+}
+
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn pthread_join(thread: pthread_t, retval: *mut *mut c_void) -> c_int {
     enter();
@@ -370,15 +390,7 @@ pub unsafe extern "C" fn pthread_join(thread: pthread_t, retval: *mut *mut c_voi
         c"pthread_join",
         unsafe extern "C" fn(pthread_t, *mut *mut c_void) -> c_int
     );
-    // The C library reuses a joined thread's handle for a later thread: the handle names the
-    // latest thread created with it, and a successful join forgets it.
-    let seq = CREATED
-        .lock()
-        .unwrap()
-        .iter()
-        .rev()
-        .find(|e| e.0 == thread)
-        .map(|e| e.1);
+    let seq = created_seq(thread);
     if let Some(s) = seq {
         magic(Op::Join, s as u64, 0);
     }
@@ -386,14 +398,74 @@ pub unsafe extern "C" fn pthread_join(thread: pthread_t, retval: *mut *mut c_voi
     if let Some(s) = seq {
         done(r);
         if r == 0 {
-            let mut created = CREATED.lock().unwrap();
-            if let Some(i) = created.iter().rposition(|e| e.1 == s) {
-                created.remove(i);
-            }
+            forget_joined(s);
         }
     }
     leave();
     r
+}
+
+/// A join that may fail (a try that found the thread running, a timeout): marked after the
+/// call, and only when it joined (the thread had ended: replay waits for its end in
+/// simulated time); a failed one joined nothing. `$call` runs the real function.
+macro_rules! join_if_joined {
+    ($thread:expr, $call:expr) => {{
+        enter();
+        let r = $call;
+        if r == 0
+            && let Some(s) = created_seq($thread)
+        {
+            magic(Op::Join, s as u64, 0);
+            done(r);
+            forget_joined(s);
+        }
+        leave();
+        r
+    }};
+}
+
+/// glibc's `pthread_tryjoin_np` (a join that does not wait).
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn pthread_tryjoin_np(thread: pthread_t, retval: *mut *mut c_void) -> c_int {
+    let real = real!(
+        c"pthread_tryjoin_np",
+        unsafe extern "C" fn(pthread_t, *mut *mut c_void) -> c_int
+    );
+    join_if_joined!(thread, unsafe { real(thread, retval) })
+}
+
+/// glibc's `pthread_timedjoin_np` (a join with a timeout on the realtime clock).
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn pthread_timedjoin_np(
+    thread: pthread_t,
+    retval: *mut *mut c_void,
+    t: *const libc::timespec,
+) -> c_int {
+    let real = real!(
+        c"pthread_timedjoin_np",
+        unsafe extern "C" fn(pthread_t, *mut *mut c_void, *const libc::timespec) -> c_int
+    );
+    join_if_joined!(thread, unsafe { real(thread, retval, t) })
+}
+
+/// glibc's `pthread_clockjoin_np` (2.31: a join with a timeout on a given clock).
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn pthread_clockjoin_np(
+    thread: pthread_t,
+    retval: *mut *mut c_void,
+    clock: libc::clockid_t,
+    t: *const libc::timespec,
+) -> c_int {
+    let real = real!(
+        c"pthread_clockjoin_np",
+        unsafe extern "C" fn(
+            pthread_t,
+            *mut *mut c_void,
+            libc::clockid_t,
+            *const libc::timespec,
+        ) -> c_int
+    );
+    join_if_joined!(thread, unsafe { real(thread, retval, clock, t) })
 }
 
 #[unsafe(no_mangle)]
