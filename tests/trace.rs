@@ -958,3 +958,55 @@ int main(void) {
     let said = ok(&o, "isim trace of mutex_counter") + &String::from_utf8_lossy(&o.stderr);
     assert!(!said.contains("untraced"), "{said}");
 }
+
+/// Threads that pass data through a pipe wait in `read` for another thread's `write`, which
+/// the trace does not record: `isim trace` says how many pipes, eventfds and socket pairs the
+/// program made.
+#[test]
+fn pipes_between_threads_are_reported() {
+    if !common::tools_present(&["qemu-x86_64", "gcc"]) {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let src = dir.path().join("pipe_pair.c");
+    std::fs::write(
+        &src,
+        r#"#include <pthread.h>
+#include <stdio.h>
+#include <sys/eventfd.h>
+#include <unistd.h>
+static int fds[2];
+static void *producer(void *arg) {
+    for (long i = 0; i < 100; i++)
+        if (write(fds[1], &i, sizeof i) != sizeof i) return arg;
+    return NULL;
+}
+int main(void) {
+    if (pipe(fds) || eventfd(0, 0) < 0) return 1;
+    pthread_t p;
+    pthread_create(&p, NULL, producer, NULL);
+    long v, sum = 0;
+    for (int i = 0; i < 100; i++)
+        if (read(fds[0], &v, sizeof v) == sizeof v) sum += v;
+    pthread_join(p, NULL);
+    printf("%ld\n", sum);
+    return 0;
+}
+"#,
+    )
+    .unwrap();
+    let exe = common::compile(dir.path(), "pipe_pair", &src, &[]);
+    let t = dir.path().join("pipe_pair.itrace");
+    let o = isim(&[
+        "trace",
+        "-o",
+        t.to_str().unwrap(),
+        "--",
+        exe.to_str().unwrap(),
+    ]);
+    let said = ok(&o, "isim trace of a pipe pair") + &String::from_utf8_lossy(&o.stderr);
+    assert!(
+        said.contains("warning: the program made 2 pipe(s), eventfd(s) or socket pair(s)"),
+        "{said}"
+    );
+}

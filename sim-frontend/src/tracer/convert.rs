@@ -644,8 +644,9 @@ fn first_pass(dir: &Path, t: u32, raw_tid: u32, hot: &[Hot]) -> Result<FirstPass
 }
 
 /// The warnings that `threads.tsv`'s summary lines call for: child processes (not traced),
-/// an exec (the trace ends there), threads that ran untraced, atomic instructions that ran
-/// without the plugin's lock around them (their words' histories may be out of order).
+/// an exec (the trace ends there), threads that ran untraced, pipes and like channels (their
+/// waits are not recorded), atomic instructions that ran without the plugin's lock around
+/// them (their words' histories may be out of order).
 fn capture_warnings(threads_tsv: &str) -> Vec<String> {
     let field = |key: &str| {
         threads_tsv
@@ -676,6 +677,14 @@ fn capture_warnings(threads_tsv: &str) -> Vec<String> {
             "{threads} thread(s) ran {insns} instruction(s) untraced: they were not created \
              through pthread_create (a raw clone, a thread a library starts with its own internal \
              calls); their work and synchronization are not in the trace"
+        ));
+    }
+    let channels = count("channels");
+    if channels > 0 {
+        out.push(format!(
+            "the program made {channels} pipe(s), eventfd(s) or socket pair(s): a thread's \
+             blocking read of data another thread writes through one is not replayed as a wait \
+             (the reader runs on as if the data were there)"
         ));
     }
     let impatient = count("impatient");
@@ -1747,7 +1756,12 @@ mod tests {
         let w = capture_warnings("0\tflushed\nend\texit\nforks\t0\nstray\t4\t9000\n");
         assert_eq!(w.len(), 1, "{w:?}");
         assert!(w[0].starts_with("4 thread(s) ran 9000 instruction(s) untraced"));
-        assert!(capture_warnings("end\texit\nstray\t0\t0\n").is_empty());
+        assert!(capture_warnings("end\texit\nstray\t0\t0\nchannels\t0\n").is_empty());
+        let w = capture_warnings("end\texit\nchannels\t2\n");
+        assert!(
+            w.len() == 1 && w[0].starts_with("the program made 2 pipe(s)"),
+            "{w:?}"
+        );
     }
 
     #[test]

@@ -140,6 +140,8 @@ static IMPATIENT: AtomicU64 = AtomicU64::new(0);
 /// `threads.tsv` says so and the converter warns. A created thread runs the C library's
 /// start code before its `ThreadStart`; those instructions are taken back at the start.
 static STRAY_THREADS: AtomicU64 = AtomicU64::new(0);
+/// Pipes, eventfds and socket pairs the program made ([`Op::Channel`]).
+static CHANNELS: AtomicU64 = AtomicU64::new(0);
 static STRAY_INSNS: AtomicU64 = AtomicU64::new(0);
 
 const SYS_EXIT: i64 = 60;
@@ -864,6 +866,10 @@ fn syscall_entry(vcpu: c_uint, num: i64, args: [u64; 6]) {
     let Some(op) = Op::from_syscall(num) else {
         return;
     };
+    if op == Op::Channel {
+        CHANNELS.fetch_add(1, Ordering::Relaxed);
+        return;
+    }
     if STOPPED.load(Ordering::Relaxed) {
         // `main` has returned, but a thread that was still finishing (a scoped Rust thread
         // runs its exit path after telling its scope it is done) still ends whole.
@@ -1011,9 +1017,9 @@ fn write_failed(msg: String) {
 }
 
 /// Writes `threads.tsv`: each thread's state, then how the process ended, its forks, the
-/// atomic instructions that ran without the lock around them and the threads (and their
-/// instructions) that ran untraced ([`STRAY_THREADS`]), then one `error` line per failed
-/// write of the capture.
+/// atomic instructions that ran without the lock around them, the threads (and their
+/// instructions) that ran untraced ([`STRAY_THREADS`]) and the pipes and like channels made
+/// ([`CHANNELS`]), then one `error` line per failed write of the capture.
 fn write_threads_file(end: &str) {
     let Some(g) = GLOBAL.get() else { return };
     let mut s = String::new();
@@ -1021,11 +1027,12 @@ fn write_threads_file(end: &str) {
         s.push_str(&format!("{tid}\t{state}\n"));
     }
     s.push_str(&format!(
-        "end\t{end}\nforks\t{}\nimpatient\t{}\nstray\t{}\t{}\n",
+        "end\t{end}\nforks\t{}\nimpatient\t{}\nstray\t{}\t{}\nchannels\t{}\n",
         FORKS.load(Ordering::Relaxed),
         IMPATIENT.load(Ordering::Relaxed),
         STRAY_THREADS.load(Ordering::Relaxed),
-        STRAY_INSNS.load(Ordering::Relaxed)
+        STRAY_INSNS.load(Ordering::Relaxed),
+        CHANNELS.load(Ordering::Relaxed)
     ));
     for e in g.errors.lock().unwrap().iter() {
         s.push_str(&format!("error\t{e}\n"));

@@ -902,6 +902,69 @@ pub unsafe extern "C" fn pthread_cond_clockwait(
 }
 
 // ---------------------------------------------------------------------------------------------
+// Pipes, eventfds and socket pairs: threads that pass data through one wait in `read` for
+// another's `write`, which the trace does not record (replay lets the reader run on as if the
+// data were there). They are counted, so that `isim trace` warns.
+
+/// Counts a channel the program made (`kind`: 0 pipe, 1 eventfd, 2 socket pair).
+fn channel_made(r: c_int, kind: u64) {
+    if r >= 0 {
+        magic(Op::Channel, kind, 0);
+    }
+}
+
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn pipe(fds: *mut c_int) -> c_int {
+    enter();
+    let real = real!(c"pipe", unsafe extern "C" fn(*mut c_int) -> c_int);
+    let r = unsafe { real(fds) };
+    channel_made(r, 0);
+    leave();
+    r
+}
+
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn pipe2(fds: *mut c_int, flags: c_int) -> c_int {
+    enter();
+    let real = real!(c"pipe2", unsafe extern "C" fn(*mut c_int, c_int) -> c_int);
+    let r = unsafe { real(fds, flags) };
+    channel_made(r, 0);
+    leave();
+    r
+}
+
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn eventfd(init: libc::c_uint, flags: c_int) -> c_int {
+    enter();
+    let real = real!(
+        c"eventfd",
+        unsafe extern "C" fn(libc::c_uint, c_int) -> c_int
+    );
+    let r = unsafe { real(init, flags) };
+    channel_made(r, 1);
+    leave();
+    r
+}
+
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn socketpair(
+    domain: c_int,
+    ty: c_int,
+    protocol: c_int,
+    sv: *mut c_int,
+) -> c_int {
+    enter();
+    let real = real!(
+        c"socketpair",
+        unsafe extern "C" fn(c_int, c_int, c_int, *mut c_int) -> c_int
+    );
+    let r = unsafe { real(domain, ty, protocol, sv) };
+    channel_made(r, 2);
+    leave();
+    r
+}
+
+// ---------------------------------------------------------------------------------------------
 // C11 threads (`<threads.h>`): glibc implements them on its internal pthread functions, which
 // the wrappers above never see (a program of `thrd_create` threads traced as its main thread
 // alone, the workers' instructions lost). They are wrapped here as the pthread calls they are:

@@ -105,6 +105,10 @@ isim_names::indexed_enum! {
         /// `sem_post` on the semaphore at `a1` (`a2` as [`Op::SemWait`]); untraced until
         /// [`Op::Resume`].
         SemPost = "sem-post",
+        /// The program made a pipe, an eventfd or a socket pair (`a1` = 0, 1, 2): counted for
+        /// the capture's summary (threads that talk through one wait for each other in ways
+        /// the trace does not record); no marker.
+        Channel = "channel",
     }
 }
 
