@@ -879,6 +879,21 @@ fn atomic_values_are_those_left_before_the_first_thread_too() {
     assert_eq!(values, vec![1000, 2000, 3000, 4000]);
 }
 
+/// `source` (C) built as `name` in `dir` and traced: what `isim trace` printed, standard
+/// output and error together (its warnings are on standard output). The trace must succeed.
+fn trace_saying(dir: &Path, name: &str, source: &Path) -> String {
+    let exe = common::compile(dir, name, source, &[]);
+    let t = dir.join(format!("{name}.itrace"));
+    let o = isim(&[
+        "trace",
+        "-o",
+        t.to_str().unwrap(),
+        "--",
+        exe.to_str().unwrap(),
+    ]);
+    ok(&o, &format!("isim trace of {name}")) + &String::from_utf8_lossy(&o.stderr)
+}
+
 /// A thread the tracer does not see created (here glibc's `clone` with a stack of its own and
 /// a thread's flags, not `pthread_create`) is not traced, and `isim trace` says so: how many such threads ran
 /// and how many instructions, which the capture counts from `main`'s start (a created
@@ -921,16 +936,7 @@ int main(void) {
 "#,
     )
     .unwrap();
-    let exe = common::compile(dir.path(), "raw_clone", &src, &[]);
-    let t = dir.path().join("raw_clone.itrace");
-    let o = isim(&[
-        "trace",
-        "-o",
-        t.to_str().unwrap(),
-        "--",
-        exe.to_str().unwrap(),
-    ]);
-    let said = ok(&o, "isim trace of a raw clone") + &String::from_utf8_lossy(&o.stderr);
+    let said = trace_saying(dir.path(), "raw_clone", &src);
     let line = said
         .lines()
         .find(|l| l.contains("untraced"))
@@ -995,16 +1001,7 @@ int main(void) {
 "#,
     )
     .unwrap();
-    let exe = common::compile(dir.path(), "pipe_pair", &src, &[]);
-    let t = dir.path().join("pipe_pair.itrace");
-    let o = isim(&[
-        "trace",
-        "-o",
-        t.to_str().unwrap(),
-        "--",
-        exe.to_str().unwrap(),
-    ]);
-    let said = ok(&o, "isim trace of a pipe pair") + &String::from_utf8_lossy(&o.stderr);
+    let said = trace_saying(dir.path(), "pipe_pair", &src);
     assert!(
         said.contains("warning: the program made 2 pipe(s), eventfd(s) or socket pair(s)"),
         "{said}"

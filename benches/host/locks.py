@@ -234,6 +234,19 @@ def kernels():
     return binary
 
 
+def kernel_times(args, reps):
+    """kernels.c run `reps` times with `args`: the nanoseconds each run printed."""
+    binary = kernels()
+    times = []
+    for _ in range(reps):
+        cmd = [binary] + args
+        if LOCK:
+            cmd = ["flock", LOCK] + cmd
+        out = subprocess.run(cmd, capture_output=True, text=True, check=True).stdout
+        times.append(float(out.split()[1]))
+    return times
+
+
 def config_ghz():
     """CONFIG's clock in GHz."""
     import tomllib
@@ -249,15 +262,8 @@ def day_clock(reps):
     clocks have been 2.5 to 4.0 GHz from day to day (boost, another host); CONFIG's is the
     day its latencies were measured, and a transfer or a DRAM access in nanoseconds is a
     different number of cycles of work at another clock."""
-    binary = kernels()
-    n, runs = 50_000_000, []
-    for _ in range(reps):
-        cmd = [binary, "add-chain", str(n)]
-        if LOCK:
-            cmd = ["flock", LOCK] + cmd
-        out = subprocess.run(cmd, capture_output=True, text=True, check=True).stdout
-        runs.append(8 * n / float(out.split()[1]))
-    return statistics.median(runs)
+    n = 50_000_000
+    return statistics.median(8 * n / ns for ns in kernel_times(["add-chain", str(n)], reps))
 
 
 def host_model():
@@ -281,15 +287,8 @@ def day_snoop_latency(reps, ghz):
     c = cfg["cache"]
     base = (c["l1d"]["tag_latency"] + c["l2"]["tag_latency"] + 1 + c["l3"]["tag_latency"]
             + c["l1d"]["data_latency"])
-    binary = kernels()
-    n, runs = 200000, []
-    for _ in range(reps):
-        cmd = [binary, "pingpong", str(n)]
-        if LOCK:
-            cmd = ["flock", LOCK] + cmd
-        out = subprocess.run(cmd, capture_output=True, text=True, check=True).stdout
-        runs.append(float(out.split()[1]) / n)
-    round_trip = statistics.median(runs)
+    n = 200000
+    round_trip = statistics.median(ns / n for ns in kernel_times(["pingpong", str(n)], reps))
     one_way = round_trip / 2 * ghz
     return round_trip, one_way, max(0, round(one_way - base))
 
