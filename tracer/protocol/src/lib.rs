@@ -632,7 +632,8 @@ mod tests {
         assert_eq!(Op::RwWrite as u32, 27);
         assert_eq!(Op::SemWait as u32, 28);
         assert_eq!(Op::SemPost as u32, 29);
-        assert_eq!(Op::from_syscall(SYS_BASE + 30), None);
+        assert_eq!(Op::Channel as u32, 30);
+        assert_eq!(Op::from_syscall(SYS_BASE + 31), None);
         assert_eq!(Op::from_syscall(SYS_BASE - 1), None);
     }
 
