@@ -1157,15 +1157,9 @@ fn assert_workers_wait(r: &Value, workers: usize) {
 /// hog (in that order) agree within 1 % in run cycles, and every thread's sync share within 1
 /// point.
 fn assert_same_runs(label: &str, runs: &[Value]) {
+    assert_same_cycles(label, runs);
     let base = &runs[0];
     for (way, r) in ["pinned", "hog"].iter().zip(&runs[1..]) {
-        let ratio = cycles(r) / cycles(base);
-        assert!(
-            (0.99..=1.01).contains(&ratio),
-            "{label}: {way} run {} cycles against {}: ratio {ratio:.4}",
-            cycles(r),
-            cycles(base)
-        );
         for t in 0..base["threads"].as_array().unwrap().len() {
             let (a, b) = (sync_share(base, t), sync_share(r, t));
             assert!(
@@ -1176,6 +1170,31 @@ fn assert_same_runs(label: &str, runs: &[Value]) {
             );
         }
     }
+}
+
+/// The runs of one program traced normally, pinned and beside a hog (in that order, the last
+/// ones optional) agree within 1 % in run cycles.
+fn assert_same_cycles(label: &str, runs: &[Value]) {
+    let base = &runs[0];
+    for (way, r) in ["pinned", "hog"].iter().zip(&runs[1..]) {
+        let ratio = cycles(r) / cycles(base);
+        assert!(
+            (0.99..=1.01).contains(&ratio),
+            "{label}: {way} run {} cycles against {}: ratio {ratio:.4}",
+            cycles(r),
+            cycles(base)
+        );
+    }
+}
+
+/// Thread `t`'s count of marker `kind` in an `isim trace --json` summary.
+fn marker_count(trace: &Value, t: usize, kind: &str) -> u64 {
+    trace["threads"][t]["markers"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|m| m[0] == kind)
+        .map_or(0, |m| m[1].as_u64().unwrap())
 }
 
 /// Share of a thread's cycles in the sync components.
@@ -1461,14 +1480,6 @@ fn timed_waits_are_marked_as_their_untimed_twins() {
     }
     let dir = tempfile::tempdir().unwrap();
     let prog = compile_cpp(dir.path(), "timed_sync", "c++20");
-    let count = |trace: &Value, t: usize, kind: &str| -> u64 {
-        trace["threads"][t]["markers"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .find(|m| m[0] == kind)
-            .map_or(0, |m| m[1].as_u64().unwrap())
-    };
     let plain = dir.path().join("plain");
     std::fs::create_dir(&plain).unwrap();
     let (_, twin) = trace_and_run(&prog, &["plain", "4", "100", "300"], "normal", &plain);
@@ -1479,27 +1490,19 @@ fn timed_waits_are_marked_as_their_untimed_twins() {
         .iter()
         .map(|way| trace_and_run(&prog, &args, way, &timed))
         .unzip();
-    for (way, r) in ["pinned", "hog"].iter().zip(&runs[1..]) {
-        let ratio = cycles(r) / cycles(&runs[0]);
-        assert!(
-            (0.99..=1.01).contains(&ratio),
-            "{way}: {} cycles against {} normally",
-            cycles(r),
-            cycles(&runs[0])
-        );
-    }
+    assert_same_cycles("timed_sync", &runs);
     for (r, tr) in runs.iter().zip(&traces) {
         for t in 1..=4 {
             for (kind, n) in [("mutex-lock", 200), ("rw-lock", 100), ("sem-wait", 100)] {
                 assert_eq!(
-                    count(tr, t, kind),
+                    marker_count(tr, t, kind),
                     n,
                     "thread {t} {kind}: {}",
                     tr["threads"][t]
                 );
-                assert_eq!(count(&twin, t, kind), n, "plain thread {t} {kind}");
+                assert_eq!(marker_count(&twin, t, kind), n, "plain thread {t} {kind}");
             }
-            assert!(count(tr, t, "cond-wait") > 0, "{}", tr["threads"][t]);
+            assert!(marker_count(tr, t, "cond-wait") > 0, "{}", tr["threads"][t]);
         }
         assert_eq!(
             r["sync"]["lock_cycles_resolved"].as_u64().unwrap_or(0),
@@ -1536,27 +1539,19 @@ fn c11_threads_are_traced_whole() {
         normal["threads"]
     );
     for t in 1..=4 {
-        let count = |kind: &str| {
-            traced["threads"][t]["markers"]
-                .as_array()
-                .unwrap()
-                .iter()
-                .find(|m| m[0] == kind)
-                .map_or(0, |m| m[1].as_u64().unwrap())
-        };
-        assert_eq!(count("mutex-lock"), 300, "{}", traced["threads"][t]);
-        assert_eq!(count("mutex-unlock"), 300, "{}", traced["threads"][t]);
+        for kind in ["mutex-lock", "mutex-unlock"] {
+            assert_eq!(
+                marker_count(&traced, t, kind),
+                300,
+                "{}",
+                traced["threads"][t]
+            );
+        }
         // 100 rounds of 300 steps of private work, five instructions a step.
         let ins = normal["threads"][t]["instructions"].as_f64().unwrap();
         assert!(ins > 150_000.0, "thread {t}: {ins} instructions");
     }
-    let ratio = cycles(&pinned) / cycles(&normal);
-    assert!(
-        (0.99..=1.01).contains(&ratio),
-        "pinned {} cycles, normal {}",
-        cycles(&pinned),
-        cycles(&normal)
-    );
+    assert_same_cycles("c11_threads", &[normal, pinned]);
 }
 
 /// Every worker of each run replays the instructions of the first run's, within 0.1 % (a

@@ -525,16 +525,19 @@ pub unsafe extern "C" fn pthread_barrier_wait(b: *mut libc::pthread_barrier_t) -
     r
 }
 
-/// A call on one object (a mutex, a condition, a spin lock) marked by `$op` with the object's
-/// address and `$a2` (for a lock: 1 if its implementation spins on a held word).
+/// A call on one object (a mutex, a condition, a spin lock, a semaphore) marked before it
+/// runs by `$op` with the object's address and `$a2` (for a lock: 1 if its implementation
+/// spins on a held word; for a semaphore its initial value; for a condition wait its mutex),
+/// and by its result after it (the conversion drops a call that failed: a timeout, an error).
+/// `$arg: $aty` are the call's other parameters, passed through.
 macro_rules! one_object {
-    ($name:ident, $sym:literal, $ty:ty, $op:expr, $a2:expr) => {
+    ($name:ident, $sym:literal, $obj:ident: $ty:ty, $op:expr, $a2:expr $(, $arg:ident: $aty:ty)*) => {
         #[unsafe(no_mangle)]
-        pub unsafe extern "C" fn $name(m: *mut $ty) -> c_int {
+        pub unsafe extern "C" fn $name($obj: *mut $ty $(, $arg: $aty)*) -> c_int {
             enter();
-            let real = real!($sym, unsafe extern "C" fn(*mut $ty) -> c_int);
-            magic($op, m as u64, $a2);
-            let r = unsafe { real(m) };
+            let real = real!($sym, unsafe extern "C" fn(*mut $ty $(, $aty)*) -> c_int);
+            magic($op, $obj as u64, $a2);
+            let r = unsafe { real($obj $(, $arg)*) };
             done(r);
             leave();
             r
@@ -545,14 +548,14 @@ macro_rules! one_object {
 /// A try-lock call: marked by `$op` (with `$a2`, as [`one_object!`]) only when it took the
 /// lock; a failed try takes nothing and leaves no marker.
 macro_rules! try_lock {
-    ($name:ident, $sym:literal, $ty:ty, $op:expr, $a2:expr) => {
+    ($name:ident, $sym:literal, $obj:ident: $ty:ty, $op:expr, $a2:expr) => {
         #[unsafe(no_mangle)]
-        pub unsafe extern "C" fn $name(m: *mut $ty) -> c_int {
+        pub unsafe extern "C" fn $name($obj: *mut $ty) -> c_int {
             enter();
             let real = real!($sym, unsafe extern "C" fn(*mut $ty) -> c_int);
-            let r = unsafe { real(m) };
+            let r = unsafe { real($obj) };
             if r == 0 {
-                magic($op, m as u64, $a2);
+                magic($op, $obj as u64, $a2);
                 done(r);
             }
             leave();
@@ -564,28 +567,28 @@ macro_rules! try_lock {
 one_object!(
     pthread_mutex_lock,
     c"pthread_mutex_lock",
-    libc::pthread_mutex_t,
+    m: libc::pthread_mutex_t,
     Op::MutexLock,
     0
 );
 one_object!(
     pthread_mutex_unlock,
     c"pthread_mutex_unlock",
-    libc::pthread_mutex_t,
+    m: libc::pthread_mutex_t,
     Op::MutexUnlock,
     0
 );
 one_object!(
     pthread_cond_signal,
     c"pthread_cond_signal",
-    libc::pthread_cond_t,
+    m: libc::pthread_cond_t,
     Op::CondSignal,
     0
 );
 one_object!(
     pthread_cond_broadcast,
     c"pthread_cond_broadcast",
-    libc::pthread_cond_t,
+    m: libc::pthread_cond_t,
     Op::CondBroadcast,
     0
 );
@@ -596,14 +599,14 @@ one_object!(
 one_object!(
     pthread_spin_lock,
     c"pthread_spin_lock",
-    libc::pthread_spinlock_t,
+    m: libc::pthread_spinlock_t,
     Op::MutexLock,
     1
 );
 one_object!(
     pthread_spin_unlock,
     c"pthread_spin_unlock",
-    libc::pthread_spinlock_t,
+    m: libc::pthread_spinlock_t,
     Op::MutexUnlock,
     0
 );
@@ -611,7 +614,7 @@ one_object!(
 try_lock!(
     pthread_spin_trylock,
     c"pthread_spin_trylock",
-    libc::pthread_spinlock_t,
+    m: libc::pthread_spinlock_t,
     Op::MutexLock,
     1
 );
@@ -639,73 +642,30 @@ pub unsafe extern "C" fn sem_init(
     r
 }
 
-/// `sem_wait` / `sem_post`: marked with the semaphore's initial value.
-macro_rules! semaphore {
-    ($name:ident, $sym:literal, $op:expr) => {
-        #[unsafe(no_mangle)]
-        pub unsafe extern "C" fn $name(s: *mut libc::sem_t) -> c_int {
-            enter();
-            let real = real!($sym, unsafe extern "C" fn(*mut libc::sem_t) -> c_int);
-            magic($op, s as u64, sem_initial(s));
-            let r = unsafe { real(s) };
-            done(r);
-            leave();
-            r
-        }
-    };
-}
+one_object!(sem_wait, c"sem_wait", s: libc::sem_t, Op::SemWait, sem_initial(s));
+one_object!(sem_post, c"sem_post", s: libc::sem_t, Op::SemPost, sem_initial(s));
 
-semaphore!(sem_wait, c"sem_wait", Op::SemWait);
-semaphore!(sem_post, c"sem_post", Op::SemPost);
+try_lock!(sem_trywait, c"sem_trywait", s: libc::sem_t, Op::SemWait, sem_initial(s));
 
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn sem_trywait(s: *mut libc::sem_t) -> c_int {
-    enter();
-    let real = real!(
-        c"sem_trywait",
-        unsafe extern "C" fn(*mut libc::sem_t) -> c_int
-    );
-    let r = unsafe { real(s) };
-    if r == 0 {
-        magic(Op::SemWait, s as u64, sem_initial(s));
-        done(r);
-    }
-    leave();
-    r
-}
+one_object!(
+    sem_timedwait,
+    c"sem_timedwait",
+    s: libc::sem_t,
+    Op::SemWait,
+    sem_initial(s),
+    t: *const libc::timespec
+);
 
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn sem_timedwait(s: *mut libc::sem_t, t: *const libc::timespec) -> c_int {
-    enter();
-    let real = real!(
-        c"sem_timedwait",
-        unsafe extern "C" fn(*mut libc::sem_t, *const libc::timespec) -> c_int
-    );
-    magic(Op::SemWait, s as u64, sem_initial(s));
-    let r = unsafe { real(s, t) };
-    done(r);
-    leave();
-    r
-}
-
-/// `sem_clockwait` (glibc 2.30): `sem_timedwait` on a given clock.
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn sem_clockwait(
-    s: *mut libc::sem_t,
+// `sem_clockwait` (glibc 2.30): `sem_timedwait` on a given clock.
+one_object!(
+    sem_clockwait,
+    c"sem_clockwait",
+    s: libc::sem_t,
+    Op::SemWait,
+    sem_initial(s),
     clock: libc::clockid_t,
-    t: *const libc::timespec,
-) -> c_int {
-    enter();
-    let real = real!(
-        c"sem_clockwait",
-        unsafe extern "C" fn(*mut libc::sem_t, libc::clockid_t, *const libc::timespec) -> c_int
-    );
-    magic(Op::SemWait, s as u64, sem_initial(s));
-    let r = unsafe { real(s, clock, t) };
-    done(r);
-    leave();
-    r
-}
+    t: *const libc::timespec
+);
 
 // Read/write locks (`pthread_rwlock_*`, behind C++'s `std::shared_mutex`): several readers
 // hold one at once, so their acquisitions have markers of their own; replay arbitrates them in
@@ -713,21 +673,21 @@ pub unsafe extern "C" fn sem_clockwait(
 one_object!(
     pthread_rwlock_rdlock,
     c"pthread_rwlock_rdlock",
-    libc::pthread_rwlock_t,
+    m: libc::pthread_rwlock_t,
     Op::RwRead,
     0
 );
 one_object!(
     pthread_rwlock_wrlock,
     c"pthread_rwlock_wrlock",
-    libc::pthread_rwlock_t,
+    m: libc::pthread_rwlock_t,
     Op::RwWrite,
     0
 );
 one_object!(
     pthread_rwlock_unlock,
     c"pthread_rwlock_unlock",
-    libc::pthread_rwlock_t,
+    m: libc::pthread_rwlock_t,
     Op::MutexUnlock,
     0
 );
@@ -735,171 +695,113 @@ one_object!(
 try_lock!(
     pthread_rwlock_tryrdlock,
     c"pthread_rwlock_tryrdlock",
-    libc::pthread_rwlock_t,
+    m: libc::pthread_rwlock_t,
     Op::RwRead,
     0
 );
 try_lock!(
     pthread_rwlock_trywrlock,
     c"pthread_rwlock_trywrlock",
-    libc::pthread_rwlock_t,
+    m: libc::pthread_rwlock_t,
     Op::RwWrite,
     0
 );
 
-/// A lock call with a timeout, marked by `$op` before the call: the conversion drops one that
-/// failed (timed out) by its result. `timedlock` forms take the object and an absolute time on
-/// the realtime clock; `clock` forms (glibc 2.30, behind C++'s `std::timed_mutex::try_lock_for`
-/// and `std::shared_timed_mutex`, which libstdc++ times on the steady clock) a clock between.
-macro_rules! timed_lock {
-    ($name:ident, $sym:literal, $ty:ty, $op:expr) => {
-        #[unsafe(no_mangle)]
-        pub unsafe extern "C" fn $name(l: *mut $ty, t: *const libc::timespec) -> c_int {
-            enter();
-            let real = real!(
-                $sym,
-                unsafe extern "C" fn(*mut $ty, *const libc::timespec) -> c_int
-            );
-            magic($op, l as u64, 0);
-            let r = unsafe { real(l, t) };
-            done(r);
-            leave();
-            r
-        }
-    };
-    ($name:ident, $sym:literal, $ty:ty, $op:expr, clock) => {
-        #[unsafe(no_mangle)]
-        pub unsafe extern "C" fn $name(
-            l: *mut $ty,
-            clock: libc::clockid_t,
-            t: *const libc::timespec,
-        ) -> c_int {
-            enter();
-            let real = real!(
-                $sym,
-                unsafe extern "C" fn(*mut $ty, libc::clockid_t, *const libc::timespec) -> c_int
-            );
-            magic($op, l as u64, 0);
-            let r = unsafe { real(l, clock, t) };
-            done(r);
-            leave();
-            r
-        }
-    };
-}
-
-timed_lock!(
+// Lock calls with a timeout: `timedlock` forms take the object and an absolute time on the
+// realtime clock; `clock` forms (glibc 2.30, behind C++'s `std::timed_mutex::try_lock_for`
+// and `std::shared_timed_mutex`, which libstdc++ times on the steady clock) a clock between.
+// One that timed out took nothing: the conversion drops it by its result.
+one_object!(
     pthread_rwlock_timedrdlock,
     c"pthread_rwlock_timedrdlock",
-    libc::pthread_rwlock_t,
-    Op::RwRead
+    l: libc::pthread_rwlock_t,
+    Op::RwRead,
+    0,
+    t: *const libc::timespec
 );
-timed_lock!(
+one_object!(
     pthread_rwlock_timedwrlock,
     c"pthread_rwlock_timedwrlock",
-    libc::pthread_rwlock_t,
-    Op::RwWrite
+    l: libc::pthread_rwlock_t,
+    Op::RwWrite,
+    0,
+    t: *const libc::timespec
 );
-timed_lock!(
+one_object!(
     pthread_rwlock_clockrdlock,
     c"pthread_rwlock_clockrdlock",
-    libc::pthread_rwlock_t,
+    l: libc::pthread_rwlock_t,
     Op::RwRead,
-    clock
+    0,
+    clock: libc::clockid_t,
+    t: *const libc::timespec
 );
-timed_lock!(
+one_object!(
     pthread_rwlock_clockwrlock,
     c"pthread_rwlock_clockwrlock",
-    libc::pthread_rwlock_t,
+    l: libc::pthread_rwlock_t,
     Op::RwWrite,
-    clock
+    0,
+    clock: libc::clockid_t,
+    t: *const libc::timespec
 );
-timed_lock!(
+one_object!(
     pthread_mutex_timedlock,
     c"pthread_mutex_timedlock",
-    libc::pthread_mutex_t,
-    Op::MutexLock
+    l: libc::pthread_mutex_t,
+    Op::MutexLock,
+    0,
+    t: *const libc::timespec
 );
-timed_lock!(
+one_object!(
     pthread_mutex_clocklock,
     c"pthread_mutex_clocklock",
-    libc::pthread_mutex_t,
+    l: libc::pthread_mutex_t,
     Op::MutexLock,
-    clock
+    0,
+    clock: libc::clockid_t,
+    t: *const libc::timespec
 );
 
 try_lock!(
     pthread_mutex_trylock,
     c"pthread_mutex_trylock",
-    libc::pthread_mutex_t,
+    m: libc::pthread_mutex_t,
     Op::MutexLock,
     0
 );
 
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn pthread_cond_wait(
-    c: *mut libc::pthread_cond_t,
-    m: *mut libc::pthread_mutex_t,
-) -> c_int {
-    enter();
-    let real = real!(
-        c"pthread_cond_wait",
-        unsafe extern "C" fn(*mut libc::pthread_cond_t, *mut libc::pthread_mutex_t) -> c_int
-    );
-    magic(Op::CondWait, c as u64, m as u64);
-    let r = unsafe { real(c, m) };
-    done(r);
-    leave();
-    r
-}
+one_object!(
+    pthread_cond_wait,
+    c"pthread_cond_wait",
+    c: libc::pthread_cond_t,
+    Op::CondWait,
+    m as u64,
+    m: *mut libc::pthread_mutex_t
+);
 
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn pthread_cond_timedwait(
-    c: *mut libc::pthread_cond_t,
+one_object!(
+    pthread_cond_timedwait,
+    c"pthread_cond_timedwait",
+    c: libc::pthread_cond_t,
+    Op::CondWait,
+    m as u64,
     m: *mut libc::pthread_mutex_t,
-    t: *const libc::timespec,
-) -> c_int {
-    enter();
-    let real = real!(
-        c"pthread_cond_timedwait",
-        unsafe extern "C" fn(
-            *mut libc::pthread_cond_t,
-            *mut libc::pthread_mutex_t,
-            *const libc::timespec,
-        ) -> c_int
-    );
-    magic(Op::CondWait, c as u64, m as u64);
-    let r = unsafe { real(c, m, t) };
-    done(r);
-    leave();
-    r
-}
+    t: *const libc::timespec
+);
 
-/// `pthread_cond_clockwait` (glibc 2.30): `pthread_cond_timedwait` on a given clock, which
-/// libstdc++'s `std::condition_variable::wait_for` and `wait_until` call on the steady clock.
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn pthread_cond_clockwait(
-    c: *mut libc::pthread_cond_t,
+// `pthread_cond_clockwait` (glibc 2.30): `pthread_cond_timedwait` on a given clock, which
+// libstdc++'s `std::condition_variable::wait_for` and `wait_until` call on the steady clock.
+one_object!(
+    pthread_cond_clockwait,
+    c"pthread_cond_clockwait",
+    c: libc::pthread_cond_t,
+    Op::CondWait,
+    m as u64,
     m: *mut libc::pthread_mutex_t,
     clock: libc::clockid_t,
-    t: *const libc::timespec,
-) -> c_int {
-    enter();
-    let real = real!(
-        c"pthread_cond_clockwait",
-        unsafe extern "C" fn(
-            *mut libc::pthread_cond_t,
-            *mut libc::pthread_mutex_t,
-            libc::clockid_t,
-            *const libc::timespec,
-        ) -> c_int
-    );
-    magic(Op::CondWait, c as u64, m as u64);
-    let r = unsafe { real(c, m, clock, t) };
-    done(r);
-    leave();
-    r
-}
+    t: *const libc::timespec
+);
 
 // ---------------------------------------------------------------------------------------------
 // Pipes, eventfds and socket pairs: threads that pass data through one wait in `read` for
@@ -1036,50 +938,37 @@ pub unsafe extern "C" fn thrd_exit(res: c_int) -> ! {
     unsafe { pthread_exit(res as isize as *mut c_void) }
 }
 
-one_object!(mtx_lock, c"mtx_lock", c_void, Op::MutexLock, 0);
-one_object!(mtx_unlock, c"mtx_unlock", c_void, Op::MutexUnlock, 0);
-try_lock!(mtx_trylock, c"mtx_trylock", c_void, Op::MutexLock, 0);
-timed_lock!(mtx_timedlock, c"mtx_timedlock", c_void, Op::MutexLock);
-one_object!(cnd_signal, c"cnd_signal", c_void, Op::CondSignal, 0);
+one_object!(mtx_lock, c"mtx_lock", m: c_void, Op::MutexLock, 0);
+one_object!(mtx_unlock, c"mtx_unlock", m: c_void, Op::MutexUnlock, 0);
+try_lock!(mtx_trylock, c"mtx_trylock", m: c_void, Op::MutexLock, 0);
+one_object!(
+    mtx_timedlock,
+    c"mtx_timedlock",
+    l: c_void,
+    Op::MutexLock,
+    0,
+    t: *const libc::timespec
+);
+one_object!(cnd_signal, c"cnd_signal", m: c_void, Op::CondSignal, 0);
 one_object!(
     cnd_broadcast,
     c"cnd_broadcast",
-    c_void,
+    m: c_void,
     Op::CondBroadcast,
     0
 );
 
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn cnd_wait(c: *mut c_void, m: *mut c_void) -> c_int {
-    enter();
-    let real = real!(
-        c"cnd_wait",
-        unsafe extern "C" fn(*mut c_void, *mut c_void) -> c_int
-    );
-    magic(Op::CondWait, c as u64, m as u64);
-    let r = unsafe { real(c, m) };
-    done(r);
-    leave();
-    r
-}
+one_object!(cnd_wait, c"cnd_wait", c: c_void, Op::CondWait, m as u64, m: *mut c_void);
 
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn cnd_timedwait(
-    c: *mut c_void,
+one_object!(
+    cnd_timedwait,
+    c"cnd_timedwait",
+    c: c_void,
+    Op::CondWait,
+    m as u64,
     m: *mut c_void,
-    t: *const libc::timespec,
-) -> c_int {
-    enter();
-    let real = real!(
-        c"cnd_timedwait",
-        unsafe extern "C" fn(*mut c_void, *mut c_void, *const libc::timespec) -> c_int
-    );
-    magic(Op::CondWait, c as u64, m as u64);
-    let r = unsafe { real(c, m, t) };
-    done(r);
-    leave();
-    r
-}
+    t: *const libc::timespec
+);
 
 // ---------------------------------------------------------------------------------------------
 // OpenMP (gcc's libgomp): the entry points the compiler emits. A parallel region's outlined
