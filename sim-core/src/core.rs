@@ -40,7 +40,8 @@
 //! window; waiting is charged to the matching sync component by the engine. A lock's atomic,
 //! which the engine executes, is an entry of the window ([`Core::atomic`]): it performs once
 //! everything older has completed and younger accesses wait for it ([`Core::fence`]), younger
-//! operations do not. Every advance of the core's clock is charged exactly once, so the stack
+//! operations do not, nor loads whose bytes come from the thread's own stores made after it
+//! ([`Core::own_since_fence`]). Every advance of the core's clock is charged exactly once, so the stack
 //! sums to the elapsed cycles.
 
 use std::collections::VecDeque;
@@ -119,13 +120,16 @@ const VECTOR_REGS: std::ops::RangeInclusive<u8> = 32..=63;
 /// store in four holds 128).
 const FWD_SLOTS: usize = 256;
 
-/// One store of a core's table of recent stores, 16 bytes: the bytes it wrote (`key`: the
-/// address shifted left by 8 over the size; 0, no bytes, in an empty slot) and when its
-/// data was ready.
+/// One store of a core's table of recent stores, 24 bytes: the bytes it wrote (`key`: the
+/// address shifted left by 8 over the size; 0, no bytes, in an empty slot), when its
+/// data was ready, and how many locked instructions were older than it.
 #[derive(Debug, Clone, Copy, Default)]
 struct StoreRec {
     key: u64,
     data: f64,
+    /// [`Core::fences`] when the store was made: a store made after the latest locked
+    /// instruction forwards to a load that need not wait for it.
+    fences: u64,
 }
 
 /// A program's static instructions as the core reads them (see [`TimingInst`]), indexed
@@ -434,6 +438,8 @@ pub struct Core {
     /// No memory access issues before this: a locked instruction's completion (x86's locked
     /// instructions order the accesses around them; [`Core::fence`]).
     fence: f64,
+    /// How many locked instructions the core has executed ([`StoreRec::fences`]).
+    fences: u64,
     load_slots: Vec<f64>,
     load_next: usize,
     tlb: Option<Tlb>,
@@ -490,6 +496,7 @@ impl Core {
             redirect_comp: Component::Branch,
             mem_done: now,
             fence: now,
+            fences: 0,
             load_next: 0,
             store_next: 0,
             stores: Box::new([StoreRec::default(); FWD_SLOTS]),
@@ -703,6 +710,7 @@ impl Core {
         let rec = StoreRec {
             key: a.addr << 8 | size,
             data,
+            fences: self.fences,
         };
         let end = a.addr.saturating_add(size);
         for w in a.addr >> 3..=(end - 1) >> 3 {
@@ -866,10 +874,18 @@ impl Core {
             ready = fmax(ready, self.commit);
             issue = ready;
         }
+        // After a locked instruction (a lock's acquisition or release) that has not
+        // performed yet, memory accesses wait for it: a load issues after it, unless its
+        // bytes come from this thread's own younger stores ([`Core::own_since_fence`]); a
+        // store's data is forwarded to younger loads as soon as it is ready, but the store
+        // performs after the locked instruction (`store_at`).
+        let mut store_at = 0.0f64;
         if !mem_ops.is_empty() && self.fence > issue {
-            // After a locked instruction (a lock's acquisition or release).
-            issue = self.fence;
-            ready = fmax(ready, issue);
+            store_at = self.fence;
+            if !mem_ops.iter().all(|a| a.write || self.own_since_fence(a)) {
+                issue = self.fence;
+                ready = fmax(ready, issue);
+            }
         }
         if sched_size > 0 {
             // It holds a scheduler entry until it issues: a memory access when its address
@@ -939,17 +955,18 @@ impl Core {
             }
             for a in mem_ops.iter().filter(|a| a.write) {
                 stored = true;
-                let (pen, o) = self.access(mem, s.pc, a, Kind::Store, ready, r);
+                let at = fmax(ready, store_at);
+                let (pen, o) = self.access(mem, s.pc, a, Kind::Store, at, r);
                 if o.latency > self.p.long_latency_cutoff as u64 && !o.merged {
                     // Stores retire through the store buffer; a full one stalls.
                     let slot = self.store_slots[self.store_next];
                     if slot > ready {
                         ready = slot;
                     }
-                    self.store_slots[self.store_next] = ready + pen + o.latency as f64;
+                    self.store_slots[self.store_next] = at.max(ready) + pen + o.latency as f64;
                     self.store_next = (self.store_next + 1) % self.store_slots.len();
                 }
-                self.mem_done = fmax(self.mem_done, ready + pen + o.latency as f64);
+                self.mem_done = fmax(self.mem_done, at.max(ready) + pen + o.latency as f64);
             }
         }
         let complete = if served.is_some() && s.flags & HAS_OTHER != 0 {
@@ -1115,6 +1132,23 @@ impl Core {
     pub fn fence(&mut self, t: f64) {
         self.fence = fmax(self.fence, t);
         self.mem_done = fmax(self.mem_done, t);
+        self.fences += 1;
+    }
+
+    /// Whether every byte load `a` reads comes from a store this thread made after its
+    /// latest locked instruction: the value is forwarded from the store buffer, not read
+    /// from the memory system, so no other core can see the load ordered before that
+    /// instruction, and the core does not hold it back (x86 cores execute younger loads
+    /// speculatively past a locked instruction; one that reads its own younger store can
+    /// never be squashed for it).
+    fn own_since_fence(&self, a: &MemAccess) -> bool {
+        let start = a.addr;
+        let end = start.saturating_add((a.size as u64).max(1));
+        (start >> 3..=(end - 1) >> 3).all(|w| {
+            let e = self.stores[w as usize & (FWD_SLOTS - 1)];
+            let (s0, s1) = (e.key >> 8, (e.key >> 8) + (e.key & 0xff));
+            e.key != 0 && e.fences == self.fences && s0 <= start && end <= s1
+        })
     }
 }
 
