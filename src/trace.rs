@@ -124,6 +124,10 @@ pub struct TraceReport {
     pub hand_barriers: u64,
     /// Condition variables those episodes came from.
     pub hand_barrier_conds: usize,
+    /// Reads of pipes, eventfds and socket pairs that got bytes.
+    pub channel_reads: u64,
+    /// Those of them replayed as waits for the write that gave them.
+    pub channel_waits: u64,
     /// Spin-wait loops traced as work.
     pub spin_loops: Vec<SpinLine>,
     /// Locks built on futexes, replayed as mutexes.
@@ -591,6 +595,8 @@ fn report(
             / (capture_seconds + convert_seconds).max(1e-9),
         hand_barriers: s.hand_barriers,
         hand_barrier_conds: s.hand_barrier_conds,
+        channel_reads: s.channel_reads,
+        channel_waits: s.channel_waits,
         futex_locks: FutexLockLine {
             words: s.futex_locks.words,
             acquisitions: s.futex_locks.acquisitions,
@@ -691,6 +697,14 @@ impl TraceReport {
                 s,
                 "barriers built from {} condition variable(s): {} episodes (counted under barrier)",
                 self.hand_barrier_conds, self.hand_barriers
+            );
+        }
+        if self.channel_reads > 0 {
+            let _ = writeln!(
+                s,
+                "reads of pipes, eventfds and socket pairs: {} ({} wait for the write that gave \
+                 their bytes)",
+                self.channel_reads, self.channel_waits
             );
         }
         let f = &self.futex_locks;

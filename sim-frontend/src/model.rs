@@ -23,6 +23,17 @@ pub fn exit_count_addr(k: u64, thread: u32) -> u64 {
     EXIT_COUNT | (k & 0xFF_FFFF) << 24 | (thread as u64 & 0xFF_FFFF)
 }
 
+/// The futex addresses of a channel's stream (a pipe, an eventfd, one direction of a socket
+/// pair): a write to it is a futex wake there, and a read that got bytes a wait there for the
+/// write that gave them (`docs/tracing.md`). The tag in the top 16 bits, the stream
+/// (`isim_trace_protocol::channel_stream`) below.
+pub const CHANNEL: u64 = 0x6368 << 48;
+
+/// The futex address of channel stream `stream` ([`CHANNEL`]).
+pub fn channel_addr(stream: u64) -> u64 {
+    CHANNEL | (stream & 0xFFFF_FFFF_FFFF)
+}
+
 /// The counting thread of a futex wait at `addr`, if `addr` is one of [`EXIT_COUNT`]'s.
 pub fn exit_count_thread(addr: u64) -> Option<u32> {
     (addr >> 48 == EXIT_COUNT >> 48).then_some((addr & 0xFF_FFFF) as u32)

@@ -39,7 +39,7 @@
 use std::collections::HashMap;
 
 use super::raw::{Op, SEM_UNKNOWN};
-use crate::model::{Marker, Order};
+use crate::model::{Marker, Order, channel_addr};
 
 /// One raw marker of a thread, as read from the capture.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -75,6 +75,10 @@ pub struct Plan {
     pub hand_barriers: u64,
     /// Condition variables recognised as barriers.
     pub hand_barrier_conds: usize,
+    /// Reads of channels (pipes, eventfds, socket pairs) that got bytes.
+    pub channel_reads: u64,
+    /// Those of them that wait for the traced write that gave them their bytes.
+    pub channel_waits: u64,
 }
 
 impl Plan {
@@ -173,6 +177,9 @@ pub fn plan(marks: &[Vec<RawMark>], simple: &mut Simple<'_>) -> Plan {
     // Futex waits that returned at once because the word had changed (EAGAIN), with the
     // sequence number of their thread's event before them: (that, their own, where).
     let mut futex_again: HashMap<u64, Vec<(u64, u64, At)>> = HashMap::new();
+    // Each channel stream's reads and writes: (sequence number, bytes, where).
+    let mut channel_writes: HashMap<u64, Vec<(u64, u64, At)>> = HashMap::new();
+    let mut channel_reads: HashMap<u64, Vec<(u64, u64, At)>> = HashMap::new();
     for (t, ms) in marks.iter().enumerate() {
         for (k, m) in ms.iter().enumerate() {
             let at = (t as u32, k as u32);
@@ -207,6 +214,16 @@ pub fn plan(marks: &[Vec<RawMark>], simple: &mut Simple<'_>) -> Plan {
                         .entry(m.args[0])
                         .or_default()
                         .push((m.seq, m.args[1] >= 1 << 30, at))
+                }
+                Op::ChannelWrite | Op::ChannelRead => {
+                    let to = if m.op == Op::ChannelWrite {
+                        &mut channel_writes
+                    } else {
+                        &mut channel_reads
+                    };
+                    to.entry(m.args[0])
+                        .or_default()
+                        .push((m.seq, m.args[1], at));
                 }
                 Op::FutexWait => match b {
                     Some(b) if b.ret == 0 => futex_waits
@@ -316,6 +333,45 @@ pub fn plan(marks: &[Vec<RawMark>], simple: &mut Simple<'_>) -> Plan {
             if let Some(s) = pick {
                 futex_woken.entry(s.2).or_insert_with(Vec::new).push(at);
                 wake_edge.insert(at, s.2);
+            }
+        }
+    }
+
+    // A read of a channel waits for the write that gave it its last byte: reads return the
+    // bytes in the order they were written, so it is the write whose bytes, counted from the
+    // stream's first, include the read's last (the stream's writes in sequence order: exact
+    // with one writer). An eventfd's reads and writes are 8 bytes each, so its k-th read
+    // waits for its k-th write: exact in semaphore mode (`EFD_SEMAPHORE`, one unit a read) and
+    // for one write per read; a counter-mode read that took the sum of several writes waits
+    // for fewer than it took. How much each read got is the traced run's; when the bytes were
+    // there is not used.
+    let mut channel_waits = 0u64;
+    let channel_reads_n = channel_reads.values().map(|r| r.len() as u64).sum();
+    let mut streams: Vec<u64> = channel_reads.keys().copied().collect();
+    streams.sort_unstable();
+    for s in streams {
+        let Some(ws) = channel_writes.get_mut(&s) else {
+            continue;
+        };
+        ws.sort_unstable();
+        let rs = channel_reads.get_mut(&s).expect("listed");
+        rs.sort_unstable();
+        let mut written = Vec::with_capacity(ws.len());
+        let mut total = 0u64;
+        for w in ws.iter() {
+            total = total.saturating_add(w.1);
+            written.push(total);
+        }
+        let mut read = 0u64;
+        for &(_, bytes, at) in rs.iter() {
+            read = read.saturating_add(bytes);
+            let i = written.partition_point(|&e| e < read);
+            if i < ws.len() {
+                // (A thread reading its own write waits for nobody.)
+                channel_waits += 1;
+                if ws[i].2.0 != at.0 {
+                    wake_edge.insert(at, ws[i].2);
+                }
             }
         }
     }
@@ -485,6 +541,8 @@ pub fn plan(marks: &[Vec<RawMark>], simple: &mut Simple<'_>) -> Plan {
     let mut out = Plan {
         hand_barriers,
         hand_barrier_conds,
+        channel_reads: channel_reads_n,
+        channel_waits,
         ..Plan::default()
     };
     for (t, ms) in marks.iter().enumerate() {
@@ -604,6 +662,22 @@ pub fn plan(marks: &[Vec<RawMark>], simple: &mut Simple<'_>) -> Plan {
                     }
                     v.push(Marker::FutexWake { addr: a0 });
                     release(at, v);
+                }
+                Op::ChannelWrite => {
+                    if index[t][k] != NONE {
+                        v.push(Marker::FutexWake {
+                            addr: channel_addr(a0),
+                        });
+                        release(at, v);
+                    }
+                }
+                Op::ChannelRead => {
+                    if let Some(&w) = wake_edge.get(&at) {
+                        v.push(Marker::FutexWait {
+                            addr: channel_addr(a0),
+                            wake: order_of(Some(w)),
+                        });
+                    }
                 }
                 Op::Barrier | Op::Join | Op::OmpBarrier if b.is_none() => {
                     // Still waiting when the process ended: never completed.
@@ -965,6 +1039,50 @@ mod tests {
         assert_eq!(wake(1), Order::after(2));
         assert_eq!(wake(3), Order::NONE);
         assert_eq!(p.at(0, 0), &[Marker::CondSignal { cond: C }]);
+    }
+
+    /// A channel's reads wait for the write whose bytes include their last, counted from the
+    /// stream's first byte, whenever the traced run made them: a read of two items waits for
+    /// the second, one whose bytes no traced write gave waits for nothing and is counted.
+    #[test]
+    fn a_channel_read_waits_for_the_write_that_gave_its_last_byte() {
+        const S: u64 = 6;
+        let w = |seq: u64| mk(Op::ChannelWrite, [S, 8, 0], seq);
+        // Writes of 8 bytes at 1, 5 and 9 (the last after every read) by thread 0.
+        let t0 = vec![w(1), w(5), w(9)];
+        // Thread 1 reads 16 bytes at 6, then 8 at 7 (before the write that gave them), then
+        // 8 more than were ever written.
+        let r = |n: u64, seq: u64| mk(Op::ChannelRead, [S, n, 0], seq);
+        let t1 = vec![r(16, 6), r(8, 7), r(8, 10)];
+        let p = plan(&[t0, t1], &mut none);
+        let wait = |k: usize| p.at(1, k).to_vec();
+        let addr = channel_addr(S);
+        // Release indices in sequence order of the writes waited for: 5 then 9.
+        assert_eq!(
+            wait(0),
+            [Marker::FutexWait {
+                addr,
+                wake: Order::after(0)
+            }]
+        );
+        assert_eq!(
+            wait(1),
+            [Marker::FutexWait {
+                addr,
+                wake: Order::after(1)
+            }]
+        );
+        assert!(wait(2).is_empty());
+        assert!(
+            p.at(0, 0).is_empty(),
+            "a write nobody waits for: {:?}",
+            p.at(0, 0)
+        );
+        assert_eq!(
+            p.at(0, 1),
+            &[Marker::FutexWake { addr }, Marker::Release { index: 0 }]
+        );
+        assert_eq!((p.channel_reads, p.channel_waits), (3, 2));
     }
 
     /// A lock handed around three threads: each acquisition waits for the release just

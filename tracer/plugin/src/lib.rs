@@ -22,7 +22,7 @@
 #![allow(missing_docs)]
 
 use std::cell::UnsafeCell;
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 use std::ffi::{CStr, c_char, c_int, c_uint, c_void};
 use std::fs::File;
 use std::io::Write;
@@ -142,6 +142,12 @@ static IMPATIENT: AtomicU64 = AtomicU64::new(0);
 static STRAY_THREADS: AtomicU64 = AtomicU64::new(0);
 /// Pipes, eventfds and socket pairs the program made ([`Op::Channel`]).
 static CHANNELS: AtomicU64 = AtomicU64::new(0);
+/// The channels' open file descriptors: by descriptor, the stream a read of it takes from and
+/// the stream a write to it adds to ([`isim_trace_protocol::channel_stream`]; [`NO_STREAM`]
+/// where it cannot). A descriptor closed, or replaced by `dup2`, leaves.
+static CHANNEL_FDS: Mutex<BTreeMap<u64, (u64, u64)>> = Mutex::new(BTreeMap::new());
+/// No stream: a pipe's read end is not written, its write end not read.
+const NO_STREAM: u64 = u64::MAX;
 static STRAY_INSNS: AtomicU64 = AtomicU64::new(0);
 
 const SYS_EXIT: i64 = 60;
@@ -156,6 +162,14 @@ const SYS_EXECVE: i64 = 59;
 const SYS_EXECVEAT: i64 = 322;
 const SYS_FUTEX: i64 = 202;
 const SYS_SCHED_YIELD: i64 = 24;
+/// The system calls that read a channel's descriptor (`read`, `readv`, `recvfrom`,
+/// `recvmsg`) and write it (`write`, `writev`, `sendto`, `sendmsg`); `close`, `dup2` and
+/// `dup3` end a descriptor's use as a channel.
+const SYS_READS: [i64; 4] = [0, 19, 45, 47];
+const SYS_WRITES: [i64; 4] = [1, 20, 44, 46];
+const SYS_CLOSE: i64 = 3;
+const SYS_DUP2: i64 = 33;
+const SYS_DUP3: i64 = 292;
 const CLONE_THREAD: u64 = 0x10000;
 
 const FLUSH_AT: usize = 1 << 20;
@@ -342,6 +356,9 @@ struct ThreadState {
     atomic_held: bool,
     /// A futex wait of traced code is in progress (its result becomes a `Done` marker).
     futex_wait: bool,
+    /// A read or write of a channel's stream by traced code is in progress (the marker it
+    /// becomes if it moves any bytes).
+    channel: Option<(Op, u64)>,
     /// The addresses of its last loads, a ring (watched at a `pause` or a `sched_yield`:
     /// after the spun-on load may come a call's, a return's and PLT stubs').
     last_loads: [u64; LAST_LOADS],
@@ -385,6 +402,7 @@ impl ThreadState {
             clone_flags: 0,
             atomic_held: false,
             futex_wait: false,
+            channel: None,
             last_loads: [u64::MAX; LAST_LOADS],
             next_load: 0,
             polled: None,
@@ -816,6 +834,34 @@ fn syscall_entry(vcpu: c_uint, num: i64, args: [u64; 6]) {
         with_state(vcpu, |t| futex(t, a1, a2, args[2], a5));
         return;
     }
+    if SYS_READS.contains(&num) || SYS_WRITES.contains(&num) {
+        let read = SYS_READS.contains(&num);
+        let stream = CHANNEL_FDS
+            .lock()
+            .ok()
+            .and_then(|m| m.get(&a1).map(|&(r, w)| if read { r } else { w }));
+        if let Some(stream) = stream.filter(|&s| s != NO_STREAM) {
+            let op = if read {
+                Op::ChannelRead
+            } else {
+                Op::ChannelWrite
+            };
+            with_state(vcpu, |t| {
+                if t.recording {
+                    t.channel = Some((op, stream));
+                }
+            });
+        }
+        return;
+    }
+    if matches!(num, SYS_CLOSE | SYS_DUP2 | SYS_DUP3) {
+        // The descriptor closed, or the one `dup2` replaces, is no longer the channel's.
+        let fd = if num == SYS_CLOSE { a1 } else { a2 };
+        if let Ok(mut m) = CHANNEL_FDS.lock() {
+            m.remove(&fd);
+        }
+        return;
+    }
     if num == SYS_SCHED_YIELD {
         // A thread that yields is polling (OpenBLAS's idle workers, C++'s `atomic::wait`
         // back-off, rayon's idle workers): watch what it read since its last yield.
@@ -867,7 +913,27 @@ fn syscall_entry(vcpu: c_uint, num: i64, args: [u64; 6]) {
         return;
     };
     if op == Op::Channel {
-        CHANNELS.fetch_add(1, Ordering::Relaxed);
+        // Its file descriptors' streams: a pipe's one, read at `a2` and written at `a3`; an
+        // eventfd's one, at its descriptor; a socket pair's two, one each way.
+        let c = CHANNELS.fetch_add(1, Ordering::Relaxed);
+        let (kind, fd0, fd1) = (a1, a2, args[2]);
+        let s0 = isim_trace_protocol::channel_stream(c, 0);
+        let s1 = isim_trace_protocol::channel_stream(c, 1);
+        if let Ok(mut m) = CHANNEL_FDS.lock() {
+            match kind {
+                0 => {
+                    m.insert(fd0, (s0, NO_STREAM));
+                    m.insert(fd1, (NO_STREAM, s0));
+                }
+                1 => {
+                    m.insert(fd0, (s0, s0));
+                }
+                _ => {
+                    m.insert(fd0, (s1, s0));
+                    m.insert(fd1, (s0, s1));
+                }
+            }
+        }
         return;
     }
     if STOPPED.load(Ordering::Relaxed) {
@@ -971,6 +1037,18 @@ extern "C" fn on_syscall_ret(_id: PluginId, vcpu: c_uint, num: i64, ret: i64) {
 }
 
 fn syscall_return(vcpu: c_uint, num: i64, ret: i64) {
+    if SYS_READS.contains(&num) || SYS_WRITES.contains(&num) {
+        with_state(vcpu, |t| {
+            if let Some((op, stream)) = t.channel.take()
+                && ret > 0
+                && t.recording
+                && t.is_open()
+            {
+                t.mark(op, &[stream, ret as u64]);
+            }
+        });
+        return;
+    }
     if num == SYS_FUTEX {
         with_state(vcpu, |t| {
             if t.futex_wait && t.is_open() {

@@ -805,13 +805,24 @@ one_object!(
 
 // ---------------------------------------------------------------------------------------------
 // Pipes, eventfds and socket pairs: threads that pass data through one wait in `read` for
-// another's `write`, which the trace does not record (replay lets the reader run on as if the
-// data were there). They are counted, so that `isim trace` warns.
+// another's `write`. The plugin is told their file descriptors and watches the system calls
+// that read and write them (glibc's `eventfd_read`, stdio on a pipe and `send` all end in
+// one), so that replay makes a read wait for the write that gave it its bytes.
 
-/// Counts a channel the program made (`kind`: 0 pipe, 1 eventfd, 2 socket pair).
-fn channel_made(r: c_int, kind: u64) {
+/// Tells the plugin of a channel the program made (`kind`: 0 pipe, 1 eventfd, 2 socket
+/// pair) with file descriptors `a` and `b` (an eventfd's twice).
+fn channel_made(r: c_int, kind: u64, a: c_int, b: c_int) {
     if r >= 0 {
-        magic(Op::Channel, kind, 0);
+        magic3(Op::Channel, kind, a as u64, b as u64);
+    }
+}
+
+/// [`channel_made`] for a call that filled `fds[0..2]`.
+fn channel_pair_made(r: c_int, kind: u64, fds: *const c_int) {
+    if r >= 0 && !fds.is_null() {
+        // SAFETY: the call succeeded, so it wrote two descriptors there.
+        let (a, b) = unsafe { (*fds, *fds.add(1)) };
+        channel_made(r, kind, a, b);
     }
 }
 
@@ -820,7 +831,7 @@ pub unsafe extern "C" fn pipe(fds: *mut c_int) -> c_int {
     enter();
     let real = real!(c"pipe", unsafe extern "C" fn(*mut c_int) -> c_int);
     let r = unsafe { real(fds) };
-    channel_made(r, 0);
+    channel_pair_made(r, 0, fds);
     leave();
     r
 }
@@ -830,7 +841,7 @@ pub unsafe extern "C" fn pipe2(fds: *mut c_int, flags: c_int) -> c_int {
     enter();
     let real = real!(c"pipe2", unsafe extern "C" fn(*mut c_int, c_int) -> c_int);
     let r = unsafe { real(fds, flags) };
-    channel_made(r, 0);
+    channel_pair_made(r, 0, fds);
     leave();
     r
 }
@@ -843,7 +854,7 @@ pub unsafe extern "C" fn eventfd(init: libc::c_uint, flags: c_int) -> c_int {
         unsafe extern "C" fn(libc::c_uint, c_int) -> c_int
     );
     let r = unsafe { real(init, flags) };
-    channel_made(r, 1);
+    channel_made(r, 1, r, r);
     leave();
     r
 }
@@ -861,7 +872,7 @@ pub unsafe extern "C" fn socketpair(
         unsafe extern "C" fn(c_int, c_int, c_int, *mut c_int) -> c_int
     );
     let r = unsafe { real(domain, ty, protocol, sv) };
-    channel_made(r, 2);
+    channel_pair_made(r, 2, sv);
     leave();
     r
 }

@@ -105,11 +105,27 @@ isim_names::indexed_enum! {
         /// `sem_post` on the semaphore at `a1` (`a2` as [`Op::SemWait`]); untraced until
         /// [`Op::Resume`].
         SemPost = "sem-post",
-        /// The program made a pipe, an eventfd or a socket pair (`a1` = 0, 1, 2): counted for
-        /// the capture's summary (threads that talk through one wait for each other in ways
-        /// the trace does not record); no marker.
+        /// The program made a pipe, an eventfd or a socket pair (`a1` = 0, 1, 2), whose file
+        /// descriptors are `a2` (a pipe's read end, a socket pair's first) and `a3` (a pipe's
+        /// write end, a socket pair's second; an eventfd's own again): the plugin watches
+        /// their reads and writes ([`Op::ChannelRead`], [`Op::ChannelWrite`]); no marker.
         Channel = "channel",
+        /// Traced code read `a2` bytes from stream `a1` of a channel ([`Op::Channel`]; the
+        /// plugin's own marker, after the `read`, `readv`, `recvfrom` or `recvmsg` system
+        /// call returned them): [`channel_stream`] names the stream.
+        ChannelRead = "channel-read",
+        /// Traced code wrote `a2` bytes to stream `a1` (after the `write`, `writev`, `sendto`
+        /// or `sendmsg` system call returned).
+        ChannelWrite = "channel-write",
     }
+}
+
+/// The stream of channel number `channel` (the plugin counts the channels a program makes)
+/// that a read or write of one of its file descriptors is part of. A pipe has one stream
+/// (written at its write end, read at its read end), an eventfd one, a socket pair two, one
+/// each way (`dir` 0: written at the first descriptor, read at the second; 1: the other way).
+pub fn channel_stream(channel: u64, dir: u64) -> u64 {
+    channel << 1 | (dir & 1)
 }
 
 /// A semaphore's initial value that the interposer did not see (`sem_open`, or a semaphore
@@ -139,7 +155,7 @@ impl Op {
             | Op::OmpEnd
             | Op::OmpBarrier => 2,
             Op::Done | Op::FutexWait => 1,
-            Op::FutexWake => 2,
+            Op::FutexWake | Op::ChannelRead | Op::ChannelWrite => 2,
             Op::OmpBegin => 3,
             Op::SectionBegin | Op::SectionEnd => 6,
             _ => 0,
@@ -633,7 +649,9 @@ mod tests {
         assert_eq!(Op::SemWait as u32, 28);
         assert_eq!(Op::SemPost as u32, 29);
         assert_eq!(Op::Channel as u32, 30);
-        assert_eq!(Op::from_syscall(SYS_BASE + 31), None);
+        assert_eq!(Op::ChannelRead as u32, 31);
+        assert_eq!(Op::ChannelWrite as u32, 32);
+        assert_eq!(Op::from_syscall(SYS_BASE + 33), None);
         assert_eq!(Op::from_syscall(SYS_BASE - 1), None);
     }
 
