@@ -3,7 +3,7 @@
 program natively (median of REPS runs of the whole process) and in isim on CONFIG (run cycles),
 for the same total work split over 1 and 2 threads.
 
-    benches/host/locks.py [--reps N] [--only NAME,...] [--config-transfer] [--config-clock] [--unbound]
+    benches/host/locks.py [--reps N] [--only NAME,...] [--config-transfer] [--config-clock] [--unbound] [--whole-runs]
 
 Environment: ISIM (the isim binary; the tracer libraries beside it), CONFIG (the machine,
 default configs/host-xeon.toml), SETS (`--set KEY=VALUE` overrides of CONFIG, separated by
@@ -12,7 +12,11 @@ spaces: the day's own calibration where this shared guest differs from the confi
 /tmp/isim-host-locks), BENCH_LOCK (a file held with flock around each native run, as run.sh
 does).
 
-Native runs are sized to take 10-200 ms with one thread. The 1- and 2-thread runs alternate,
+Native runs are sized to take 10-200 ms with one thread. The counters' native speedup is
+their steady state's: each also runs with 4 times its iterations, and the time of the
+3 times the iterations between is compared (`native()`: a run's fixed costs, the process's
+start, the threads' creation and a second vCPU's first milliseconds, are no part of what
+isim simulates; `--whole-runs` compares whole runs, as before 2026-12-06). The 1- and 2-thread runs alternate,
 so that the host's slow and fast phases fall on both; the native speedup is the ratio of their
 medians, and its spread (the speedups of the quartile pairs) is printed beside it, with what
 the 2-thread runs got of the machine: the CPUs the process used (its CPU time over its wall
@@ -70,6 +74,8 @@ CONFIG = os.environ.get("CONFIG", os.path.join(ROOT, "configs/host-xeon.toml"))
 SETS = os.environ.get("SETS", "").split()
 WORK = os.environ.get("WORK", "/tmp/isim-host-locks")
 LOCK = os.environ.get("BENCH_LOCK")
+# The long native runs of the steady-state measurement have this many times the iterations.
+STEADY = 4
 
 # name, source, compiler, [(1-thread args, 2-thread args) natively], same for isim.
 # Each pair splits the same total work over 1 and 2 threads.
@@ -157,17 +163,48 @@ def cpu_ticks():
     return v[7], sum(v)
 
 
-def native(binary, args1, args2, reps, bound):
+def iteration_arg(name, args):
+    """Where the iteration count is in a program's native arguments, for the programs whose
+    work per iteration does not depend on how many there are (the counters); None for
+    tree_locks, whose insertions cost more as its tree grows."""
+    if "-i" in args:
+        return args.index("-i") + 1
+    if name == "object_locks":
+        return 1
+    if name.startswith("cpp-semaphore"):
+        return 2
+    return None
+
+
+def scaled(args, at, factor):
+    """`args` with the count at `at` multiplied by `factor`."""
+    out = list(args)
+    out[at] = str(int(out[at]) * factor)
+    return out
+
+
+def native(binary, args1, args2, reps, bound, at=None):
     """Alternating runs of the 1- and 2-thread commands: their median times, the speedups
     of the lower and upper quartile pairs (slow 1-thread over slow 2-thread), and for the
     2-thread runs the median CPUs the process used (its user and system time over its wall
     time) and the median share of the machine's CPU time the hypervisor took meanwhile
-    (steal): a run whose threads did not get their CPUs measured the guest, not the program."""
-    times = ([], [])
+    (steal): a run whose threads did not get their CPUs measured the guest, not the program.
+
+    With `at` (the iteration count's place in the arguments), each command also runs with
+    STEADY times its iterations, and the times are the differences of the medians (and of
+    the quartiles): the steady state of STEADY - 1 times the iterations, without what a
+    run costs whatever its length — the process's start and end, the threads' creation, and
+    a 2-thread run's first milliseconds on a second vCPU that was idle (a 2-thread
+    `lock_counter -w 1000` took 4.7 ms more than its iterations' share on 2026-12-06, a
+    1-thread one 1.5 ms), none of which isim simulates. The CPUs used are the long runs'."""
+    commands = [args1, args2]
+    if at is not None:
+        commands += [scaled(args1, at, STEADY), scaled(args2, at, STEADY)]
+    times = [[] for _ in commands]
     cpus, steal = [], []
     env = native_env(bound)
     for _ in range(reps):
-        for k, args in enumerate((args1, args2)):
+        for k, args in enumerate(commands):
             cmd = [binary] + args
             if LOCK:
                 cmd = ["flock", LOCK] + cmd
@@ -177,15 +214,18 @@ def native(binary, args1, args2, reps, bound):
             subprocess.run(cmd, stdout=subprocess.DEVNULL, check=True, env=env)
             wall = time.perf_counter() - start
             times[k].append(wall)
-            if k == 1:
+            if k == len(commands) - 1:
                 now = resource.getrusage(resource.RUSAGE_CHILDREN)
                 cpu = (now.ru_utime - used.ru_utime) + (now.ru_stime - used.ru_stime)
                 cpus.append(cpu / wall)
                 stolen2, total2 = cpu_ticks()
                 steal.append((stolen2 - stolen) / max(1, total2 - total))
-    q1 = [statistics.quantiles(t, n=4) for t in times]
-    return (statistics.median(times[0]), statistics.median(times[1]),
-            (q1[0][0] / q1[1][0], q1[0][2] / q1[1][2]),
+    med = [statistics.median(t) for t in times]
+    q = [statistics.quantiles(t, n=4) for t in times]
+    if at is not None:
+        med = [med[2] - med[0], med[3] - med[1]]
+        q = [[q[2][i] - q[0][i] for i in range(3)], [q[3][i] - q[1][i] for i in range(3)]]
+    return (med[0], med[1], (q[0][0] / q[1][0], q[0][2] / q[1][2]),
             (statistics.median(cpus), statistics.median(steal)))
 
 
@@ -324,7 +364,7 @@ def native_acquisitions(name, args):
 
 
 def main():
-    reps, only, transfer, bound, clock = 9, None, True, True, True
+    reps, only, transfer, bound, clock, steady = 9, None, True, True, True, True
     argv = sys.argv[1:]
     while argv:
         a = argv.pop(0)
@@ -338,6 +378,8 @@ def main():
             bound = False
         elif a == "--config-clock":
             clock = False
+        elif a == "--whole-runs":
+            steady = False
         else:
             sys.exit(__doc__)
     os.makedirs(WORK, exist_ok=True)
@@ -360,20 +402,25 @@ def main():
     rows = []
     print(f"config {os.path.relpath(CONFIG, ROOT)} {' '.join(SETS)}, native median of {reps}, "
           f"threads {'bound to a CPU each' if bound else 'unbound'}\n")
+    if steady:
+        print(f"native times: the counters' steady state ({STEADY - 1}x the listed iterations: the "
+              f"runs with {STEADY}x less the listed runs); tree_locks' whole runs\n")
     print("| program | native 1 thread | native 2 threads | native speedup (quartiles) | native 2 threads: CPUs used, steal % | isim 1 thread | isim 2 threads | isim speedup | error % | futex calls per acquisition: native, isim |")
     print("|---|---:|---:|---|---|---:|---:|---:|---:|---|")
     for name, src, lang, nat, sim in PROGRAMS:
         if only and name not in only:
             continue
         binary = build(name, src, lang)
-        n1, n2, spread, (cpus, steal) = native(binary, nat[0], nat[1], reps, bound)
+        at = iteration_arg(name, nat[0]) if steady else None
+        n1, n2, spread, (cpus, steal) = native(binary, nat[0], nat[1], reps, bound, at)
         calls = native_futex(binary, nat[1], bound)
         acquisitions = native_acquisitions(name, nat[1])
         nf = calls / acquisitions if calls is not None and acquisitions else None
         (s1, _), (s2, sf) = simulated(binary, sim[0], name + "-1"), simulated(binary, sim[1], name + "-2")
         ns, ss = n1 / n2, s1 / s2
         err = 100 * (ss / ns - 1)
-        rows.append({"program": name, "native_s": [n1, n2], "isim_cycles": [s1, s2],
+        rows.append({"program": name, "native_s": [n1, n2], "native_steady": at is not None,
+                     "isim_cycles": [s1, s2],
                      "native_speedup": ns, "native_quartile_speedups": spread,
                      "native_2_threads_cpus": cpus, "native_2_threads_steal": steal,
                      "isim_speedup": ss, "error_pct": err,
@@ -382,7 +429,7 @@ def main():
         print(f"| {name} | {n1 * 1e3:.1f} ms | {n2 * 1e3:.1f} ms | {ns:.2f} ({spread[0]:.2f}-{spread[1]:.2f}) | {cpus:.2f}, {100 * steal:.1f} | {s1:,.0f} | {s2:,.0f} | {ss:.2f} | {err:+.1f} | {shown}, {sf:.3f} |",
               flush=True)
     with open(os.path.join(WORK, "locks.json"), "w") as f:
-        json.dump({"config": CONFIG, "sets": SETS, "reps": reps, "bound": bound,
+        json.dump({"config": CONFIG, "sets": SETS, "reps": reps, "bound": bound, "steady": steady,
                    "guest_par_compute_speedup": capacity, "rows": rows}, f, indent=1)
 
 
