@@ -85,7 +85,9 @@ use std::sync::atomic::AtomicBool;
 
 use serde::Serialize;
 use sim_frontend::format::reader::BATCH_RECORDS;
-use sim_frontend::model::{Batch, Inst, Marker, NO_SIDX, Order, Record, exit_count_thread};
+use sim_frontend::model::{
+    Batch, Inst, Marker, NO_SIDX, Order, Record, exit_count_thread, is_channel_addr,
+};
 use sim_frontend::{ThreadStream, Trace, TraceError};
 use sim_memory::{CacheStats, CoreStats, Memory, MemoryConfig, Private, Served};
 
@@ -3127,7 +3129,15 @@ impl<'t, O: Observer> Engine<'t, O> {
                 });
             }
             Marker::FutexWait { addr, wake } => {
-                let now = self.drain(tid);
+                // A channel's wait is no system call of its own (the read's `syscall` is in
+                // the stream, and a read's later writes are waited for at the thread's first
+                // load of their bytes): the window is not drained.
+                let now = if is_channel_addr(addr) {
+                    self.touched.push(tid);
+                    self.threads[tid as usize].core.now
+                } else {
+                    self.drain(tid)
+                };
                 // A thread the trace does not have (a malformed tag) is only a futex wait.
                 let n = self.threads.len();
                 self.threads[tid as usize].counting = exit_count_thread(addr)

@@ -34,6 +34,11 @@ pub fn channel_addr(stream: u64) -> u64 {
     CHANNEL | (stream & 0xFFFF_FFFF_FFFF)
 }
 
+/// Whether futex address `addr` is a channel stream's ([`CHANNEL`]).
+pub fn is_channel_addr(addr: u64) -> bool {
+    addr >> 48 == CHANNEL >> 48
+}
+
 /// The counting thread of a futex wait at `addr`, if `addr` is one of [`EXIT_COUNT`]'s.
 pub fn exit_count_thread(addr: u64) -> Option<u32> {
     (addr >> 48 == EXIT_COUNT >> 48).then_some((addr & 0xFF_FFFF) as u32)

@@ -926,6 +926,31 @@ fn put_marker(enc: &mut ThreadEncoder, t: &mut ThreadSummary, m: Marker) -> Resu
     Ok(())
 }
 
+/// Before an instruction with accesses `mem`: the waits for a channel read's later writes
+/// ([`sync::Plan::deferred`], by the buffer range each write's bytes filled) whose bytes its
+/// loads are the thread's first to read.
+#[inline]
+fn put_deferred(
+    enc: &mut ThreadEncoder,
+    t: &mut ThreadSummary,
+    mem: &[MemAccess],
+    deferred: &mut Vec<sync::Deferred>,
+) -> Result<(), TraceError> {
+    for a in mem.iter().filter(|a| !a.write) {
+        let end = a.addr.saturating_add(u64::from(a.size).max(1));
+        let mut i = 0;
+        while i < deferred.len() {
+            if deferred[i].0 < end && a.addr < deferred[i].1 {
+                let (_, _, m) = deferred.remove(i);
+                put_marker(enc, t, m)?;
+            } else {
+                i += 1;
+            }
+        }
+    }
+    Ok(())
+}
+
 #[inline]
 fn put_inst(
     ctx: &Ctx,
@@ -991,6 +1016,8 @@ fn second_pass(ctx: &Ctx, t: u32, mut enc: ThreadEncoder) -> Result<ThreadOut, T
     let mut cur: Option<u32> = None;
     let mut mem: Vec<MemAccess> = Vec::with_capacity(16);
     let mut queued: Vec<Marker> = Vec::new();
+    // Waits for a channel read's later writes, by the buffer range their bytes filled.
+    let mut deferred: Vec<sync::Deferred> = Vec::new();
     let mut in_dropped = false;
     // The stream itself says the thread ended (its ThreadEnd or MainEnd was recorded).
     let mut ended = false;
@@ -1047,6 +1074,9 @@ fn second_pass(ctx: &Ctx, t: u32, mut enc: ThreadEncoder) -> Result<ThreadOut, T
                     if let Some(p) = cur.take() {
                         let ph = ctx.hot[p as usize];
                         merge_pieces(&mut mem, ph.widest as u32);
+                        if !deferred.is_empty() {
+                            put_deferred(&mut enc, &mut ts, &mem, &mut deferred)?;
+                        }
                         put_inst(ctx, &mut enc, &mut ts, p, ph, &mem, Some(h.pc))?;
                     }
                     for m in queued.drain(..) {
@@ -1093,6 +1123,9 @@ fn second_pass(ctx: &Ctx, t: u32, mut enc: ThreadEncoder) -> Result<ThreadOut, T
                 if let Some(p) = cur.take() {
                     let ph = ctx.hot[p as usize];
                     merge_pieces(&mut mem, ph.widest as u32);
+                    if !deferred.is_empty() {
+                        put_deferred(&mut enc, &mut ts, &mem, &mut deferred)?;
+                    }
                     put_inst(ctx, &mut enc, &mut ts, p, ph, &mem, Some(h.pc))?;
                     if !queued.is_empty() {
                         for m in queued.drain(..) {
@@ -1136,12 +1169,30 @@ fn second_pass(ctx: &Ctx, t: u32, mut enc: ThreadEncoder) -> Result<ThreadOut, T
                     }),
                     _ => None,
                 };
-                for &m in named.as_slice().iter().chain(ctx.plan.at(t as usize, k)) {
+                // A channel read: the waits an earlier read left that no load came to (its
+                // bytes used some other way) come first; then this read's, by the buffer
+                // ranges of its later writes.
+                let old = if op == Op::ChannelRead {
+                    std::mem::take(&mut deferred)
+                } else {
+                    Vec::new()
+                };
+                let olds = old.into_iter().map(|d| d.2);
+                for m in olds
+                    .chain(named)
+                    .chain(ctx.plan.at(t as usize, k).iter().copied())
+                {
                     if cur.is_some() {
                         queued.push(m);
                     } else {
                         put_marker(&mut enc, &mut ts, m)?;
                     }
+                }
+                if op == Op::ChannelRead
+                    && let Some((buf, waits)) = ctx.plan.deferred.get(&(t, k as u32))
+                {
+                    let base = ctx.stacks.map(&stack, *buf, now);
+                    deferred.extend(waits.iter().map(|&(lo, hi, m)| (base + lo, base + hi, m)));
                 }
             }
         }
@@ -1149,6 +1200,7 @@ fn second_pass(ctx: &Ctx, t: u32, mut enc: ThreadEncoder) -> Result<ThreadOut, T
     if let Some(p) = cur.take() {
         let ph = ctx.hot[p as usize];
         merge_pieces(&mut mem, ph.widest as u32);
+        put_deferred(&mut enc, &mut ts, &mem, &mut deferred)?;
         put_inst(ctx, &mut enc, &mut ts, p, ph, &mem, None)?;
     }
     for m in queued.drain(..) {

@@ -77,9 +77,19 @@ pub struct Plan {
     pub hand_barrier_conds: usize,
     /// Reads of channels (pipes, eventfds, socket pairs) that got bytes.
     pub channel_reads: u64,
+    /// Per thread and raw marker of a channel read that took bytes of several writes: the
+    /// buffer's address, and for each write after the first the range of the buffer its
+    /// bytes filled (offsets from its start) and the wait for it, to be written before the
+    /// thread's first load in that range (docs/tracing.md).
+    pub deferred: HashMap<(u32, u32), (u64, Vec<Deferred>)>,
     /// Those of them that wait for the traced write that gave them their bytes.
     pub channel_waits: u64,
 }
+
+/// A wait for one of a channel read's later writes ([`Plan::deferred`]): the range of the
+/// read's buffer its bytes filled (offsets from the buffer's start, or addresses once the
+/// conversion placed the buffer), and the wait.
+pub type Deferred = (u64, u64, Marker);
 
 impl Plan {
     /// The markers to write for raw marker `k` of thread `t`.
@@ -180,6 +190,8 @@ pub fn plan(marks: &[Vec<RawMark>], simple: &mut Simple<'_>) -> Plan {
     // Each channel stream's reads and writes: (sequence number, bytes, where).
     let mut channel_writes: HashMap<u64, Vec<(u64, u64, At)>> = HashMap::new();
     let mut channel_reads: HashMap<u64, Vec<(u64, u64, At)>> = HashMap::new();
+    // Reads into a known buffer: (where, the buffer's address).
+    let mut read_buffer: HashMap<At, u64> = HashMap::new();
     for (t, ms) in marks.iter().enumerate() {
         for (k, m) in ms.iter().enumerate() {
             let at = (t as u32, k as u32);
@@ -224,6 +236,9 @@ pub fn plan(marks: &[Vec<RawMark>], simple: &mut Simple<'_>) -> Plan {
                     to.entry(m.args[0])
                         .or_default()
                         .push((m.seq, m.args[1], at));
+                    if m.op == Op::ChannelRead && m.args[2] != 0 {
+                        read_buffer.insert(at, m.args[2]);
+                    }
                 }
                 Op::FutexWait => match b {
                     Some(b) if b.ret == 0 => futex_waits
@@ -337,14 +352,19 @@ pub fn plan(marks: &[Vec<RawMark>], simple: &mut Simple<'_>) -> Plan {
         }
     }
 
-    // A read of a channel waits for the write that gave it its last byte: reads return the
-    // bytes in the order they were written, so it is the write whose bytes, counted from the
-    // stream's first, include the read's last (the stream's writes in sequence order: exact
-    // with one writer). An eventfd's reads and writes are 8 bytes each, so its k-th read
-    // waits for its k-th write: exact in semaphore mode (`EFD_SEMAPHORE`, one unit a read) and
-    // for one write per read; a counter-mode read that took the sum of several writes waits
-    // for fewer than it took. How much each read got is the traced run's; when the bytes were
-    // there is not used.
+    // A read of a channel needs the writes that gave it its bytes: reads return the bytes in
+    // the order they were written, so they are the writes whose bytes, counted from the
+    // stream's first, overlap the read's (the stream's writes in sequence order: exact with
+    // one writer). The read waits for the one that gave its first byte (a read returns once
+    // there is one), and for each later one the thread waits before its first load of that
+    // write's bytes in its buffer (`Plan::deferred`: a read that took several messages is
+    // one that would have taken fewer, had they not been there yet); a read whose buffer
+    // the plugin did not see (`readv`, `recvmsg`) waits for the write of its last byte. An
+    // eventfd's reads and writes are 8 bytes each, so its k-th read waits for its k-th
+    // write: exact in semaphore mode (`EFD_SEMAPHORE`, one unit a read) and for one write per
+    // read; a counter-mode read that took the sum of several writes waits for fewer than it
+    // took. When the bytes were there in the traced run is not used.
+    let mut deferred_edges: Vec<(At, u64, u64, At)> = Vec::new();
     let mut channel_waits = 0u64;
     let channel_reads_n = channel_reads.values().map(|r| r.len() as u64).sum();
     let mut streams: Vec<u64> = channel_reads.keys().copied().collect();
@@ -364,13 +384,27 @@ pub fn plan(marks: &[Vec<RawMark>], simple: &mut Simple<'_>) -> Plan {
         }
         let mut read = 0u64;
         for &(_, bytes, at) in rs.iter() {
+            let from = read;
             read = read.saturating_add(bytes);
-            let i = written.partition_point(|&e| e < read);
-            if i < ws.len() {
-                // (A thread reading its own write waits for nobody.)
-                channel_waits += 1;
-                if ws[i].2.0 != at.0 {
-                    wake_edge.insert(at, ws[i].2);
+            let last = written.partition_point(|&e| e < read);
+            if last >= ws.len() {
+                continue;
+            }
+            channel_waits += 1;
+            let first = if read_buffer.contains_key(&at) {
+                written.partition_point(|&e| e <= from)
+            } else {
+                last
+            };
+            // (A thread reading its own write waits for nobody.)
+            if ws[first].2.0 != at.0 {
+                wake_edge.insert(at, ws[first].2);
+            }
+            for j in first + 1..=last {
+                if ws[j].2.0 != at.0 {
+                    let lo = written[j - 1].max(from) - from;
+                    let hi = written[j].min(read) - from;
+                    deferred_edges.push((at, lo, hi, ws[j].2));
                 }
             }
         }
@@ -480,7 +514,8 @@ pub fn plan(marks: &[Vec<RawMark>], simple: &mut Simple<'_>) -> Plan {
     let mut index: Vec<Vec<u32>> = marks.iter().map(|ms| vec![NONE; ms.len()]).collect();
     let mut targets: Vec<(u64, At)> = Vec::new();
     let edges = lock_edge.iter().flatten().filter(|&&r| r != NO_AT);
-    for &r in wake_edge.values().chain(edges) {
+    let deferred_writes = deferred_edges.iter().map(|d| &d.3);
+    for &r in wake_edge.values().chain(edges).chain(deferred_writes) {
         let i = &mut index[r.0 as usize][r.1 as usize];
         if *i == NONE {
             *i = 0;
@@ -537,12 +572,28 @@ pub fn plan(marks: &[Vec<RawMark>], simple: &mut Simple<'_>) -> Plan {
         u32::try_from(given).unwrap_or_else(|_| sem_init.get(&addr).copied().unwrap_or(0))
     };
 
+    let mut deferred: HashMap<(u32, u32), (u64, Vec<Deferred>)> = HashMap::new();
+    for &(at, lo, hi, w) in &deferred_edges {
+        let e = deferred
+            .entry(at)
+            .or_insert_with(|| (read_buffer[&at], Vec::new()));
+        e.1.push((
+            lo,
+            hi,
+            Marker::FutexWait {
+                addr: channel_addr(marks[at.0 as usize][at.1 as usize].args[0]),
+                wake: order_of(Some(w)),
+            },
+        ));
+    }
+
     // 6. The markers, thread by thread.
     let mut out = Plan {
         hand_barriers,
         hand_barrier_conds,
         channel_reads: channel_reads_n,
         channel_waits,
+        deferred,
         ..Plan::default()
     };
     for (t, ms) in marks.iter().enumerate() {
@@ -1083,6 +1134,32 @@ mod tests {
             &[Marker::FutexWake { addr }, Marker::Release { index: 0 }]
         );
         assert_eq!((p.channel_reads, p.channel_waits), (3, 2));
+        assert!(p.deferred.is_empty(), "no buffer, no waits at loads");
+        // The same reads into a buffer at 0x5000: the read of two items waits for the first
+        // at once, and for the second before the first load of bytes 8-16 of its buffer.
+        let t0 = vec![w(1), w(5), w(9)];
+        let r = |n: u64, seq: u64| mk(Op::ChannelRead, [S, n, 0x5000], seq);
+        let t1 = vec![r(16, 6), r(8, 7)];
+        let p = plan(&[t0, t1], &mut none);
+        assert_eq!(
+            p.at(1, 0),
+            &[Marker::FutexWait {
+                addr,
+                wake: Order::after(0)
+            }]
+        );
+        let later = Marker::FutexWait {
+            addr,
+            wake: Order::after(1),
+        };
+        assert_eq!(p.deferred[&(1, 0)], (0x5000, vec![(8, 16, later)]));
+        assert_eq!(
+            p.at(1, 1),
+            &[Marker::FutexWait {
+                addr,
+                wake: Order::after(2)
+            }]
+        );
     }
 
     /// A lock handed around three threads: each acquisition waits for the release just

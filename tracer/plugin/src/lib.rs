@@ -357,8 +357,9 @@ struct ThreadState {
     /// A futex wait of traced code is in progress (its result becomes a `Done` marker).
     futex_wait: bool,
     /// A read or write of a channel's stream by traced code is in progress (the marker it
-    /// becomes if it moves any bytes).
-    channel: Option<(Op, u64)>,
+    /// becomes if it moves any bytes, its stream, and a read's buffer: 0 for the vector
+    /// forms).
+    channel: Option<(Op, u64, u64)>,
     /// The addresses of its last loads, a ring (watched at a `pause` or a `sched_yield`:
     /// after the spun-on load may come a call's, a return's and PLT stubs').
     last_loads: [u64; LAST_LOADS],
@@ -846,9 +847,11 @@ fn syscall_entry(vcpu: c_uint, num: i64, args: [u64; 6]) {
             } else {
                 Op::ChannelWrite
             };
+            // `read` and `recvfrom` name their buffer; `readv` and `recvmsg` a vector of them.
+            let buf = if matches!(num, 0 | 45) { a2 } else { 0 };
             with_state(vcpu, |t| {
                 if t.recording {
-                    t.channel = Some((op, stream));
+                    t.channel = Some((op, stream, buf));
                 }
             });
         }
@@ -1039,12 +1042,12 @@ extern "C" fn on_syscall_ret(_id: PluginId, vcpu: c_uint, num: i64, ret: i64) {
 fn syscall_return(vcpu: c_uint, num: i64, ret: i64) {
     if SYS_READS.contains(&num) || SYS_WRITES.contains(&num) {
         with_state(vcpu, |t| {
-            if let Some((op, stream)) = t.channel.take()
+            if let Some((op, stream, buf)) = t.channel.take()
                 && ret > 0
                 && t.recording
                 && t.is_open()
             {
-                t.mark(op, &[stream, ret as u64]);
+                t.mark(op, &[stream, ret as u64, buf]);
             }
         });
         return;

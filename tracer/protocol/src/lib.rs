@@ -112,7 +112,8 @@ isim_names::indexed_enum! {
         Channel = "channel",
         /// Traced code read `a2` bytes from stream `a1` of a channel ([`Op::Channel`]; the
         /// plugin's own marker, after the `read`, `readv`, `recvfrom` or `recvmsg` system
-        /// call returned them): [`channel_stream`] names the stream.
+        /// call returned them) into its buffer at `a3` (0 for `readv` and `recvmsg`):
+        /// [`channel_stream`] names the stream.
         ChannelRead = "channel-read",
         /// Traced code wrote `a2` bytes to stream `a1` (after the `write`, `writev`, `sendto`
         /// or `sendmsg` system call returned).
@@ -155,7 +156,8 @@ impl Op {
             | Op::OmpEnd
             | Op::OmpBarrier => 2,
             Op::Done | Op::FutexWait => 1,
-            Op::FutexWake | Op::ChannelRead | Op::ChannelWrite => 2,
+            Op::FutexWake | Op::ChannelWrite => 2,
+            Op::ChannelRead => 3,
             Op::OmpBegin => 3,
             Op::SectionBegin | Op::SectionEnd => 6,
             _ => 0,
