@@ -2421,7 +2421,8 @@ fn a_futex_locks_two_thread_speed_follows_the_transfer_smoothly() {
 }
 
 /// A thread that reads a pipe, an eventfd or a socket waits for the write that gave it its
-/// bytes, in simulated time, whoever came first in the traced run (`examples/c/channels.c`:
+/// bytes, in simulated time, whoever came first in the traced run, through copies of the
+/// descriptors too (`dup`, `dup2`; `examples/c/channels.c`:
 /// the producer makes each of N items with W steps of work, the consumer spends W/4 on
 /// each). Formula: the consumer waits for the producer, so its `sync-cond` is at least
 /// 0.6 of its cycles (N·3W/4 of N·W, less its start), and it ends within two items of its
@@ -2439,7 +2440,7 @@ fn reads_of_pipes_eventfds_and_sockets_wait_for_the_write_that_gave_their_bytes(
     let dir = tempfile::tempdir().unwrap();
     let exe = common::example(dir.path(), "channels");
     let st = |s: &Value, t: usize, c: &str| s["threads"][t]["stack"][c].as_f64().unwrap_or(0.0);
-    for mode in ["pipe", "eventfd", "socket", "stdio"] {
+    for mode in ["pipe", "eventfd", "socket", "stdio", "dup"] {
         let mut runs = Vec::new();
         for way in ["normal", "pinned"] {
             let sub = dir.path().join(format!("{mode}-{way}"));

@@ -6,7 +6,10 @@
  *   eventfd   an eventfd in semaphore mode (eventfd_write / eventfd_read: glibc's own calls);
  *   socket    a socket pair both ways: each item a request the other thread answers (send /
  *             recv), so each side waits for the other in turn;
- *   stdio     a pipe wrapped in FILE streams (fprintf + fflush / fscanf).
+ *   stdio     a pipe wrapped in FILE streams (fprintf + fflush / fscanf);
+ *   dup       a pipe whose ends are used through copies (the consumer reads a `dup` of the
+ *             read end, the producer writes a `dup2` of the write end at descriptor 100, the
+ *             originals closed).
  *
  * usage: channels MODE [N] [WORK]   (defaults 200 items, 2000 steps)
  */
@@ -38,7 +41,7 @@ static void *producer(void *arg)
     FILE *f = strcmp(mode, "stdio") == 0 ? fdopen(fds[1], "w") : NULL;
     for (long i = 0; i < N; i++) {
         long v = work(i, WORK);
-        if (strcmp(mode, "pipe") == 0) {
+        if (strcmp(mode, "pipe") == 0 || strcmp(mode, "dup") == 0) {
             if (write(fds[1], &v, sizeof v) != sizeof v)
                 abort();
         } else if (strcmp(mode, "eventfd") == 0) {
@@ -66,7 +69,7 @@ static void *consumer(void *arg)
     FILE *f = strcmp(mode, "stdio") == 0 ? fdopen(fds[0], "r") : NULL;
     for (long i = 0; i < N; i++) {
         long v = 0;
-        if (strcmp(mode, "pipe") == 0) {
+        if (strcmp(mode, "pipe") == 0 || strcmp(mode, "dup") == 0) {
             if (read(fds[0], &v, sizeof v) != sizeof v)
                 abort();
         } else if (strcmp(mode, "eventfd") == 0) {
@@ -92,7 +95,7 @@ static void *consumer(void *arg)
 int main(int argc, char **argv)
 {
     if (argc < 2) {
-        fprintf(stderr, "usage: %s pipe|eventfd|socket|stdio [N] [WORK]\n", argv[0]);
+        fprintf(stderr, "usage: %s pipe|eventfd|socket|stdio|dup [N] [WORK]\n", argv[0]);
         return 2;
     }
     mode = argv[1];
@@ -103,6 +106,15 @@ int main(int argc, char **argv)
     int r;
     if (strcmp(mode, "pipe") == 0 || strcmp(mode, "stdio") == 0)
         r = pipe(fds);
+    else if (strcmp(mode, "dup") == 0) {
+        r = pipe(fds);
+        if (!r) {
+            int rd = dup(fds[0]), wr = dup2(fds[1], 100);
+            r = rd < 0 || wr != 100 || close(fds[0]) || close(fds[1]);
+            fds[0] = rd;
+            fds[1] = wr;
+        }
+    }
     else if (strcmp(mode, "eventfd") == 0)
         r = (efd = eventfd(0, EFD_SEMAPHORE)) < 0;
     else if (strcmp(mode, "socket") == 0)

@@ -1651,7 +1651,9 @@ pub fn convert(dir: &Path, out: &Path, opts: &Options) -> Result<Summary, TraceE
     c.summary.channel_waits = plan.channel_waits;
     if plan.channel_waits < plan.channel_reads {
         warnings.push(format!(
-            "{} of {} read(s) of pipes, eventfds or socket pairs got bytes that no traced write              gave (another process wrote them, or a descriptor the tracer did not follow: `dup`,              `fcntl`): they replay without waiting",
+            "{} of {} read(s) of pipes, eventfds or socket pairs got bytes that no traced write \
+             gave (another process wrote them, or a descriptor the tracer did not follow): \
+             they replay without waiting",
             plan.channel_reads - plan.channel_waits,
             plan.channel_reads
         ));

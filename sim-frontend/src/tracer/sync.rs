@@ -77,13 +77,13 @@ pub struct Plan {
     pub hand_barrier_conds: usize,
     /// Reads of channels (pipes, eventfds, socket pairs) that got bytes.
     pub channel_reads: u64,
+    /// Those of them that wait for the traced write that gave them their bytes.
+    pub channel_waits: u64,
     /// Per thread and raw marker of a channel read that took bytes of several writes: the
     /// buffer's address, and for each write after the first the range of the buffer its
     /// bytes filled (offsets from its start) and the wait for it, to be written before the
     /// thread's first load in that range (docs/tracing.md).
     pub deferred: HashMap<(u32, u32), (u64, Vec<Deferred>)>,
-    /// Those of them that wait for the traced write that gave them their bytes.
-    pub channel_waits: u64,
 }
 
 /// A wait for one of a channel read's later writes ([`Plan::deferred`]): the range of the

@@ -163,13 +163,20 @@ const SYS_EXECVEAT: i64 = 322;
 const SYS_FUTEX: i64 = 202;
 const SYS_SCHED_YIELD: i64 = 24;
 /// The system calls that read a channel's descriptor (`read`, `readv`, `recvfrom`,
-/// `recvmsg`) and write it (`write`, `writev`, `sendto`, `sendmsg`); `close`, `dup2` and
-/// `dup3` end a descriptor's use as a channel.
+/// `recvmsg`) and write it (`write`, `writev`, `sendto`, `sendmsg`); `close` ends a
+/// descriptor's use as a channel, and `dup`, `dup2`, `dup3` and `fcntl`'s `F_DUPFD` copy it
+/// (the new descriptor the original's, or no channel's).
 const SYS_READS: [i64; 4] = [0, 19, 45, 47];
 const SYS_WRITES: [i64; 4] = [1, 20, 44, 46];
 const SYS_CLOSE: i64 = 3;
+const SYS_DUP: i64 = 32;
 const SYS_DUP2: i64 = 33;
 const SYS_DUP3: i64 = 292;
+const SYS_FCNTL: i64 = 72;
+const F_DUPFD: u64 = 0;
+const F_DUPFD_CLOEXEC: u64 = 1030;
+/// A `dup` or `fcntl` copy's new descriptor, known at its return.
+const NO_FD: u64 = u64::MAX;
 const CLONE_THREAD: u64 = 0x10000;
 
 const FLUSH_AT: usize = 1 << 20;
@@ -360,6 +367,9 @@ struct ThreadState {
     /// becomes if it moves any bytes, its stream, and a read's buffer: 0 for the vector
     /// forms).
     channel: Option<(Op, u64, u64)>,
+    /// A descriptor is being copied (`dup` and its kin): the original, and the new one if
+    /// the call names it ([`NO_FD`]: its result will).
+    dup: Option<(u64, u64)>,
     /// The addresses of its last loads, a ring (watched at a `pause` or a `sched_yield`:
     /// after the spun-on load may come a call's, a return's and PLT stubs').
     last_loads: [u64; LAST_LOADS],
@@ -404,6 +414,7 @@ impl ThreadState {
             atomic_held: false,
             futex_wait: false,
             channel: None,
+            dup: None,
             last_loads: [u64::MAX; LAST_LOADS],
             next_load: 0,
             polled: None,
@@ -857,12 +868,23 @@ fn syscall_entry(vcpu: c_uint, num: i64, args: [u64; 6]) {
         }
         return;
     }
-    if matches!(num, SYS_CLOSE | SYS_DUP2 | SYS_DUP3) {
-        // The descriptor closed, or the one `dup2` replaces, is no longer the channel's.
-        let fd = if num == SYS_CLOSE { a1 } else { a2 };
+    if num == SYS_CLOSE {
+        // The descriptor closed is no longer the channel's.
         if let Ok(mut m) = CHANNEL_FDS.lock() {
-            m.remove(&fd);
+            m.remove(&a1);
         }
+        return;
+    }
+    let dup = match num {
+        SYS_DUP => Some((a1, NO_FD)),
+        SYS_DUP2 | SYS_DUP3 => Some((a1, a2)),
+        SYS_FCNTL if matches!(a2, F_DUPFD | F_DUPFD_CLOEXEC) => Some((a1, NO_FD)),
+        _ => None,
+    };
+    if let Some(d) = dup {
+        // A copy of a descriptor: a channel's if the original is one (at the return, which
+        // names the new descriptor).
+        with_state(vcpu, |t| t.dup = Some(d));
         return;
     }
     if num == SYS_SCHED_YIELD {
@@ -1040,6 +1062,24 @@ extern "C" fn on_syscall_ret(_id: PluginId, vcpu: c_uint, num: i64, ret: i64) {
 }
 
 fn syscall_return(vcpu: c_uint, num: i64, ret: i64) {
+    if matches!(num, SYS_DUP | SYS_DUP2 | SYS_DUP3 | SYS_FCNTL) {
+        if let Some((old, new)) = with_state(vcpu, |t| t.dup.take())
+            && ret >= 0
+            && let Ok(mut m) = CHANNEL_FDS.lock()
+        {
+            let new = if new == NO_FD { ret as u64 } else { new };
+            match m.get(&old).copied() {
+                Some(streams) if new != old => {
+                    m.insert(new, streams);
+                }
+                Some(_) => {}
+                None => {
+                    m.remove(&new);
+                }
+            }
+        }
+        return;
+    }
     if SYS_READS.contains(&num) || SYS_WRITES.contains(&num) {
         with_state(vcpu, |t| {
             if let Some((op, stream, buf)) = t.channel.take()
