@@ -147,17 +147,19 @@ fn cycles(s: &Value) -> f64 {
     s["cycles"].as_f64().unwrap()
 }
 
+/// Thread `t`'s cycles in cycle-stack component `c` (0 where the stack leaves it out).
+fn component(s: &Value, t: usize, c: &str) -> f64 {
+    s["threads"][t]["stack"][c].as_f64().unwrap_or(0.0)
+}
+
 /// Thread `t`'s cycles in `sync-crit-sect`.
 fn crit_sect(s: &Value, t: usize) -> f64 {
-    s["threads"][t]["stack"]["sync-crit-sect"]
-        .as_f64()
-        .unwrap_or(0.0)
+    component(s, t, "sync-crit-sect")
 }
 
 /// Share of thread `t`'s cycles in `sync-crit-sect`.
 fn lock_share(s: &Value, t: usize) -> f64 {
-    let th = &s["threads"][t];
-    th["stack"]["sync-crit-sect"].as_f64().unwrap_or(0.0) / th["cycles"].as_f64().unwrap()
+    crit_sect(s, t) / s["threads"][t]["cycles"].as_f64().unwrap()
 }
 
 /// The hand-over: what moving the lock to another core costs, from a probe where two threads
@@ -2439,7 +2441,6 @@ fn reads_of_pipes_eventfds_and_sockets_wait_for_the_write_that_gave_their_bytes(
     }
     let dir = tempfile::tempdir().unwrap();
     let exe = common::example(dir.path(), "channels");
-    let st = |s: &Value, t: usize, c: &str| s["threads"][t]["stack"][c].as_f64().unwrap_or(0.0);
     for mode in ["pipe", "eventfd", "socket", "stdio", "dup"] {
         let mut runs = Vec::new();
         for way in ["normal", "pinned"] {
@@ -2456,9 +2457,12 @@ fn reads_of_pipes_eventfds_and_sockets_wait_for_the_write_that_gave_their_bytes(
             );
             // Threads 1 (producer) and 2 (consumer).
             let cyc = |t: usize| run["threads"][t]["cycles"].as_f64().unwrap();
-            let waited = |t: usize| st(&run, t, "sync-cond");
+            let waited = |t: usize| component(&run, t, "sync-cond");
             let busy = |t: usize| {
-                cyc(t) - waited(t) - st(&run, t, "imbalance-start") - st(&run, t, "imbalance-end")
+                cyc(t)
+                    - waited(t)
+                    - component(&run, t, "imbalance-start")
+                    - component(&run, t, "imbalance-end")
             };
             assert!(
                 waited(2) >= 0.6 * cyc(2),
@@ -2467,7 +2471,7 @@ fn reads_of_pipes_eventfds_and_sockets_wait_for_the_write_that_gave_their_bytes(
                 cyc(2)
             );
             // Where each thread ended, and one item of the consumer's work.
-            let end = |t: usize| cyc(t) - st(&run, t, "imbalance-end");
+            let end = |t: usize| cyc(t) - component(&run, t, "imbalance-end");
             let item = busy(2) / 100.0;
             let gap = end(2) - end(1);
             // (The stdio producer closes its stream after its last item, which the
