@@ -187,7 +187,8 @@ pub fn plan(marks: &[Vec<RawMark>], simple: &mut Simple<'_>) -> Plan {
     // Futex waits that returned at once because the word had changed (EAGAIN), with the
     // sequence number of their thread's event before them: (that, their own, where).
     let mut futex_again: HashMap<u64, Vec<(u64, u64, At)>> = HashMap::new();
-    // Each channel stream's reads and writes: (sequence number, bytes, where).
+    // Each channel stream's reads and writes: (sequence number, bytes, where); a write's
+    // number is the one it took as it began.
     let mut channel_writes: HashMap<u64, Vec<(u64, u64, At)>> = HashMap::new();
     let mut channel_reads: HashMap<u64, Vec<(u64, u64, At)>> = HashMap::new();
     // Reads into a known buffer: (where, the buffer's address).
@@ -233,9 +234,12 @@ pub fn plan(marks: &[Vec<RawMark>], simple: &mut Simple<'_>) -> Plan {
                     } else {
                         &mut channel_reads
                     };
-                    to.entry(m.args[0])
-                        .or_default()
-                        .push((m.seq, m.args[1], at));
+                    let seq = if m.op == Op::ChannelWrite {
+                        m.args[2]
+                    } else {
+                        m.seq
+                    };
+                    to.entry(m.args[0]).or_default().push((seq, m.args[1], at));
                     if m.op == Op::ChannelRead && m.args[2] != 0 {
                         read_buffer.insert(at, m.args[2]);
                     }
@@ -354,8 +358,11 @@ pub fn plan(marks: &[Vec<RawMark>], simple: &mut Simple<'_>) -> Plan {
 
     // A read of a channel needs the writes that gave it its bytes: reads return the bytes in
     // the order they were written, so they are the writes whose bytes, counted from the
-    // stream's first, overlap the read's (the stream's writes in sequence order: exact with
-    // one writer). The read waits for the one that gave its first byte (a read returns once
+    // stream's first, overlap the read's (the stream's writes in the order they began:
+    // exact with one writer; with several, a read is never paired with a write that began
+    // after it returned, whose writer could have waited for what the reader did next, for
+    // the bytes the read got were written by writes begun before it returned, and at least
+    // as many bytes as that were begun before it). The read waits for the one that gave its first byte (a read returns once
     // there is one), and for each later one the thread waits before its first load of that
     // write's bytes in its buffer (`Plan::deferred`: a read that took several messages is
     // one that would have taken fewer, had they not been there yet); a read whose buffer
@@ -1098,7 +1105,8 @@ mod tests {
     #[test]
     fn a_channel_read_waits_for_the_write_that_gave_its_last_byte() {
         const S: u64 = 6;
-        let w = |seq: u64| mk(Op::ChannelWrite, [S, 8, 0], seq);
+        // (A write returns one sequence number after it began.)
+        let w = |seq: u64| mk(Op::ChannelWrite, [S, 8, seq - 1], seq);
         // Writes of 8 bytes at 1, 5 and 9 (the last after every read) by thread 0.
         let t0 = vec![w(1), w(5), w(9)];
         // Thread 1 reads 16 bytes at 6, then 8 at 7 (before the write that gave them), then
@@ -1160,6 +1168,24 @@ mod tests {
                 wake: Order::after(2)
             }]
         );
+        // Two writers: thread 0's 16 bytes began at 1 and returned at 10 (the pipe full for a
+        // while), thread 2's 8 began at 3 and returned at 4. Thread 1's read of 8 bytes at 6
+        // took thread 0's (begun first), whatever the order of the returns: it waits for
+        // thread 0's write, not for thread 2's.
+        let t0 = vec![mk(Op::ChannelWrite, [S, 16, 1], 10)];
+        let t1 = vec![mk(Op::ChannelRead, [S, 8, 0], 6)];
+        let t2 = vec![mk(Op::ChannelWrite, [S, 8, 3], 4)];
+        let p = plan(&[t0, t1, t2], &mut none);
+        let first = Marker::FutexWait {
+            addr,
+            wake: Order::after(0),
+        };
+        assert_eq!(p.at(1, 0), &[first]);
+        assert_eq!(
+            p.at(0, 0),
+            &[Marker::FutexWake { addr }, Marker::Release { index: 0 }]
+        );
+        assert!(p.at(2, 0).is_empty());
     }
 
     /// A lock handed around three threads: each acquisition waits for the release just

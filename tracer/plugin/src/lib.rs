@@ -364,8 +364,8 @@ struct ThreadState {
     /// A futex wait of traced code is in progress (its result becomes a `Done` marker).
     futex_wait: bool,
     /// A read or write of a channel's stream by traced code is in progress (the marker it
-    /// becomes if it moves any bytes, its stream, and a read's buffer: 0 for the vector
-    /// forms).
+    /// becomes if it moves any bytes, its stream, and a read's buffer, 0 for the vector
+    /// forms, or a write's sequence number at its start).
     channel: Option<(Op, u64, u64)>,
     /// A descriptor is being copied (`dup` and its kin): the original, and the new one if
     /// the call names it ([`NO_FD`]: its result will).
@@ -859,10 +859,16 @@ fn syscall_entry(vcpu: c_uint, num: i64, args: [u64; 6]) {
                 Op::ChannelWrite
             };
             // `read` and `recvfrom` name their buffer; `readv` and `recvmsg` a vector of them.
-            let buf = if matches!(num, 0 | 45) { a2 } else { 0 };
+            // A write is numbered as it starts: its bytes are in the stream before it
+            // returns, perhaps after another writer's that returned first.
             with_state(vcpu, |t| {
                 if t.recording {
-                    t.channel = Some((op, stream, buf));
+                    let third = if read {
+                        if matches!(num, 0 | 45) { a2 } else { 0 }
+                    } else {
+                        SEQ.fetch_add(1, Ordering::SeqCst)
+                    };
+                    t.channel = Some((op, stream, third));
                 }
             });
         }
@@ -1082,12 +1088,12 @@ fn syscall_return(vcpu: c_uint, num: i64, ret: i64) {
     }
     if SYS_READS.contains(&num) || SYS_WRITES.contains(&num) {
         with_state(vcpu, |t| {
-            if let Some((op, stream, buf)) = t.channel.take()
+            if let Some((op, stream, third)) = t.channel.take()
                 && ret > 0
                 && t.recording
                 && t.is_open()
             {
-                t.mark(op, &[stream, ret as u64, buf]);
+                t.mark(op, &[stream, ret as u64, third]);
             }
         });
         return;

@@ -116,7 +116,7 @@ isim_names::indexed_enum! {
         /// [`channel_stream`] names the stream.
         ChannelRead = "channel-read",
         /// Traced code wrote `a2` bytes to stream `a1` (after the `write`, `writev`, `sendto`
-        /// or `sendmsg` system call returned).
+        /// or `sendmsg` system call returned; `a3` the sequence number taken as it began).
         ChannelWrite = "channel-write",
     }
 }
@@ -156,8 +156,8 @@ impl Op {
             | Op::OmpEnd
             | Op::OmpBarrier => 2,
             Op::Done | Op::FutexWait => 1,
-            Op::FutexWake | Op::ChannelWrite => 2,
-            Op::ChannelRead => 3,
+            Op::FutexWake => 2,
+            Op::ChannelRead | Op::ChannelWrite => 3,
             Op::OmpBegin => 3,
             Op::SectionBegin | Op::SectionEnd => 6,
             _ => 0,
