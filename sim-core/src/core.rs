@@ -41,8 +41,8 @@
 //! which the engine executes, is an entry of the window ([`Core::atomic`]): it performs once
 //! everything older has completed and younger accesses wait for it ([`Core::fence`]), younger
 //! operations do not, nor loads whose bytes come from the thread's own stores made after it
-//! ([`Core::own_since_fence`]). Every advance of the core's clock is charged exactly once, so the stack
-//! sums to the elapsed cycles.
+//! ([`Core::own_since_fence`]). Every advance of the core's clock is charged exactly once, so
+//! the stack sums to the elapsed cycles.
 
 use std::collections::VecDeque;
 
@@ -130,6 +130,21 @@ struct StoreRec {
     /// [`Core::fences`] when the store was made: a store made after the latest locked
     /// instruction forwards to a load that need not wait for it.
     fences: u64,
+}
+
+impl StoreRec {
+    /// The bytes it wrote, `[first, end)`.
+    #[inline(always)]
+    fn span(&self) -> (u64, u64) {
+        (self.key >> 8, (self.key >> 8) + (self.key & 0xff))
+    }
+
+    /// Whether it wrote every byte of `[start, end)`.
+    #[inline(always)]
+    fn covers(&self, start: u64, end: u64) -> bool {
+        let (s0, s1) = self.span();
+        s0 <= start && end <= s1
+    }
 }
 
 /// A program's static instructions as the core reads them (see [`TimingInst`]), indexed
@@ -689,10 +704,10 @@ impl Core {
     #[inline(always)]
     fn forwarded_from(&self, w: u64, start: u64, end: u64, vector: bool) -> f64 {
         let e = self.stores[w as usize & (FWD_SLOTS - 1)];
-        let (s0, s1) = (e.key >> 8, (e.key >> 8) + (e.key & 0xff));
+        let (s0, s1) = e.span();
         if s0 < end && start < s1 {
             let f = &self.p.store_forward;
-            let lat = if s0 <= start && end <= s1 {
+            let lat = if e.covers(start, end) {
                 if vector { f.fp } else { f.int }
             } else {
                 f.partial
@@ -1146,8 +1161,7 @@ impl Core {
         let end = start.saturating_add((a.size as u64).max(1));
         (start >> 3..=(end - 1) >> 3).all(|w| {
             let e = self.stores[w as usize & (FWD_SLOTS - 1)];
-            let (s0, s1) = (e.key >> 8, (e.key >> 8) + (e.key & 0xff));
-            e.key != 0 && e.fences == self.fences && s0 <= start && end <= s1
+            e.key != 0 && e.fences == self.fences && e.covers(start, end)
         })
     }
 }

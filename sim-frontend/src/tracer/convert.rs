@@ -648,8 +648,8 @@ fn first_pass(dir: &Path, t: u32, raw_tid: u32, hot: &[Hot]) -> Result<FirstPass
 }
 
 /// The warnings that `threads.tsv`'s summary lines call for: child processes (not traced),
-/// an exec (the trace ends there), threads that ran untraced, atomic instructions that ran without the plugin's lock around
-/// them (their words' histories may be out of order).
+/// an exec (the trace ends there), threads that ran untraced, atomic instructions that ran
+/// without the plugin's lock around them (their words' histories may be out of order).
 fn capture_warnings(threads_tsv: &str) -> Vec<String> {
     let field = |key: &str| {
         threads_tsv
@@ -936,6 +936,9 @@ fn put_deferred(
     mem: &[MemAccess],
     deferred: &mut Vec<sync::Deferred>,
 ) -> Result<(), TraceError> {
+    if deferred.is_empty() {
+        return Ok(());
+    }
     for a in mem.iter().filter(|a| !a.write) {
         let end = a.addr.saturating_add(u64::from(a.size).max(1));
         let mut i = 0;
@@ -1074,9 +1077,7 @@ fn second_pass(ctx: &Ctx, t: u32, mut enc: ThreadEncoder) -> Result<ThreadOut, T
                     if let Some(p) = cur.take() {
                         let ph = ctx.hot[p as usize];
                         merge_pieces(&mut mem, ph.widest as u32);
-                        if !deferred.is_empty() {
-                            put_deferred(&mut enc, &mut ts, &mem, &mut deferred)?;
-                        }
+                        put_deferred(&mut enc, &mut ts, &mem, &mut deferred)?;
                         put_inst(ctx, &mut enc, &mut ts, p, ph, &mem, Some(h.pc))?;
                     }
                     for m in queued.drain(..) {
@@ -1123,9 +1124,7 @@ fn second_pass(ctx: &Ctx, t: u32, mut enc: ThreadEncoder) -> Result<ThreadOut, T
                 if let Some(p) = cur.take() {
                     let ph = ctx.hot[p as usize];
                     merge_pieces(&mut mem, ph.widest as u32);
-                    if !deferred.is_empty() {
-                        put_deferred(&mut enc, &mut ts, &mem, &mut deferred)?;
-                    }
+                    put_deferred(&mut enc, &mut ts, &mem, &mut deferred)?;
                     put_inst(ctx, &mut enc, &mut ts, p, ph, &mem, Some(h.pc))?;
                     if !queued.is_empty() {
                         for m in queued.drain(..) {

@@ -383,12 +383,14 @@ pub fn plan(marks: &[Vec<RawMark>], simple: &mut Simple<'_>) -> Plan {
         ws.sort_unstable();
         let rs = channel_reads.get_mut(&s).expect("listed");
         rs.sort_unstable();
-        let mut written = Vec::with_capacity(ws.len());
-        let mut total = 0u64;
-        for w in ws.iter() {
-            total = total.saturating_add(w.1);
-            written.push(total);
-        }
+        // Bytes written by the end of each write.
+        let written: Vec<u64> = ws
+            .iter()
+            .scan(0u64, |total, w| {
+                *total = total.saturating_add(w.1);
+                Some(*total)
+            })
+            .collect();
         let mut read = 0u64;
         for &(_, bytes, at) in rs.iter() {
             let from = read;
