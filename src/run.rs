@@ -176,10 +176,11 @@ pub fn run(req: &RunRequest, progress: impl FnMut(u64)) -> Result<RunOutcome> {
             let before = machine.total_cores();
             let a = trace.max_alive()?;
             if a > before {
-                machine = machine.with_cores(a)?;
+                machine = machine.grown_to(a);
                 notes.push(format!(
                     "note: the trace has {n} threads, up to {a} alive at once, and the machine \
-                     {before} cores: resized to {} sockets x {} cores",
+                     {before} cores: grown to {} sockets x {} cores (its sockets kept, each \
+                     larger)",
                     machine.system.sockets, machine.system.cores_per_socket
                 ));
             } else {

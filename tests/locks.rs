@@ -140,7 +140,10 @@ fn run(p: u32, n: u32, w: u32, c: u32) -> Value {
     let dir = tempfile::tempdir().unwrap();
     let trace = dir.path().join("t.itrace");
     lock_trace(&trace, p, n, w, c);
-    simulate(&trace, &dir.path().join("run"))
+    // Sockets of configs/default.toml's 8 cores, as many as P threads need (a trace with more
+    // threads than the config has cores would grow its one socket instead).
+    let sockets = format!("system.sockets={}", (p as usize).div_ceil(SOCKET_CORES));
+    simulate_with(&trace, &dir.path().join("run"), &[&sockets])
 }
 
 fn cycles(s: &Value) -> f64 {
@@ -1667,6 +1670,48 @@ fn threads_created_in_rounds_replay_every_traced_instruction() {
         Some(8),
         "configs/default.toml's 8 cores"
     );
+}
+
+/// P workers and a main thread that waits for them, on a machine of P cores (8 workers,
+/// configs/default.toml's one socket of 8): the machine grows to one socket of 9, and the
+/// lock's line moves between the workers without ever leaving the socket. (It used to add a
+/// second socket for the ninth thread, and every hand-over to or from the worker there paid
+/// the off-socket latency; on a 2-core config the two workers of a 2-thread program were on
+/// two sockets.)
+#[test]
+fn a_machine_grown_for_a_waiting_main_thread_keeps_its_one_socket() {
+    if !common::tools_present(&["qemu-x86_64", "gcc"]) {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let prog = common::example(dir.path(), "lock_counter");
+    let (trace, _, _) = trace_way(
+        &prog,
+        &["-t", "8", "-w", "300", "-i", "40"],
+        "normal",
+        dir.path(),
+    );
+    let s = simulate(&trace, &dir.path().join("run"));
+    assert_eq!(
+        (s["sockets"].as_u64(), s["cores"].as_u64()),
+        (Some(1), Some(9)),
+        "9 threads alive at once on one socket of 8 cores"
+    );
+    let moves = s["sync"]["lock_line_moves"].as_u64().unwrap_or(0);
+    assert!(
+        moves >= 40,
+        "the lock moved {moves} times between 8 workers' cores"
+    );
+    assert_eq!(
+        s["sync"]["lock_line_moves_off_socket"]
+            .as_u64()
+            .unwrap_or(0),
+        0
+    );
+    for t in 1..=8 {
+        let off = component(&s, t, "mem-off-socket");
+        assert_eq!(off, 0.0, "worker {t}: {off} cycles off the socket");
+    }
 }
 
 /// Two detached threads, the second created after the first ended in the traced run, get the

@@ -100,6 +100,36 @@ impl MachineConfig {
         }
         Ok(m)
     }
+
+    /// This machine grown to hold `alive` threads running at once, for a trace that has more
+    /// of them than the machine has cores: its sockets stay as they are and each gets
+    /// `ceil(alive / sockets)` cores, rounded up to a whole number of L2 groups (a larger
+    /// part of the same family, not more sockets). Unlike [`MachineConfig::with_cores`], no
+    /// thread is put off the socket it would share with the others: a program of P workers
+    /// and a main thread that waits for them, on a machine of P cores, moves its shared lines
+    /// between cores of one socket, as on the machine described, where the waiting main
+    /// thread holds no core. An L3 shared by the socket's old core count is the grown
+    /// socket's. A machine that already has `alive` cores is returned as it is.
+    pub fn grown_to(&self, alive: u32) -> MachineConfig {
+        let mut m = self.clone();
+        if alive <= m.total_cores() {
+            return m;
+        }
+        let sockets = m.system.sockets.max(1);
+        let l2 = match m.cache.l2.shared_by {
+            super::machine::SharedBy::Socket => 1,
+            super::machine::SharedBy::Cores(n) => n.max(1),
+        };
+        let before = m.system.cores_per_socket;
+        m.system.cores_per_socket = alive.div_ceil(sockets).div_ceil(l2) * l2;
+        if let Some(l3) = &mut m.cache.l3
+            && l3.shared_by == super::machine::SharedBy::Cores(before)
+        {
+            // An L3 the config shares by the socket's core count is the socket's.
+            l3.shared_by = super::machine::SharedBy::Socket;
+        }
+        m
+    }
 }
 
 #[cfg(test)]
@@ -126,5 +156,33 @@ mod tests {
         let e = shared.with_cores(6).unwrap_err();
         assert_eq!(e, ShapeError::L2Groups { cores: 6, l2: 4 });
         assert!(e.to_string().contains("use a multiple of 4"), "{e}");
+    }
+
+    /// Growing a machine for the threads a trace has alive at once keeps its sockets and
+    /// enlarges each, in whole L2 groups; a machine large enough is left alone.
+    #[test]
+    fn growing_keeps_the_sockets_and_enlarges_each() {
+        let mut m = default_config();
+        m.system.sockets = 1;
+        m.system.cores_per_socket = 2;
+        let g = m.grown_to(3);
+        assert_eq!((g.system.sockets, g.system.cores_per_socket), (1, 3));
+        m.system.sockets = 2;
+        m.system.cores_per_socket = 8;
+        let g = m.grown_to(17);
+        assert_eq!((g.system.sockets, g.system.cores_per_socket), (2, 9));
+        m.cache.l2.shared_by = super::super::machine::SharedBy::Cores(4);
+        let g = m.grown_to(17);
+        assert_eq!((g.system.sockets, g.system.cores_per_socket), (2, 12));
+        assert_eq!(m.grown_to(16), m);
+        g.memory().expect("a grown machine can be built");
+        let mut l3 = default_config();
+        l3.cache.l3.as_mut().unwrap().shared_by = super::super::machine::SharedBy::Cores(8);
+        l3.memory()
+            .expect("an L3 shared by the 8 cores of the socket");
+        let g = l3.grown_to(9);
+        assert_eq!(g.system.cores_per_socket, 9);
+        g.memory()
+            .expect("the grown socket's L3 is shared by its 9 cores");
     }
 }
