@@ -141,10 +141,16 @@ fn run(p: u32, n: u32, w: u32, c: u32) -> Value {
     let trace = dir.path().join("t.itrace");
     lock_trace(&trace, p, n, w, c);
     // Sockets of configs/default.toml's 8 cores, as many as P threads need (a trace with more
-    // threads than the config has cores would grow its one socket instead).
+    // threads than the config has cores would grow its one socket instead). The models here
+    // have no term for a locked instruction's own latency (`[core.latency] locked`, checked
+    // in tests/run.rs): 0, so that a hand-over is the line's move.
     let sockets = format!("system.sockets={}", (p as usize).div_ceil(SOCKET_CORES));
-    simulate_with(&trace, &dir.path().join("run"), &[&sockets])
+    simulate_with(&trace, &dir.path().join("run"), &[&sockets, NO_LOCKED])
 }
+
+/// `[core.latency] locked` at 0: for the models below that price a lock's atomics as the
+/// accesses of its word's line, and nothing more.
+const NO_LOCKED: &str = "core.latency.locked=0";
 
 fn cycles(s: &Value) -> f64 {
     s["cycles"].as_f64().unwrap()
@@ -555,7 +561,8 @@ fn a_spinning_futex_lock_is_handed_over_within_its_spin_and_sleeps_after_it() {
     let trace = dir.path().join("t.itrace");
     spinning_lock_trace(&trace, 2, n, w, c, true);
     let h = hand_over();
-    let sets = |spin: &'static str| [&FUTEX[..], &[spin]].concat();
+    // (The hand-over is priced without the atomics' own latency, as `hand_over` measures it.)
+    let sets = |spin: &'static str| [&FUTEX[..], &[spin, NO_LOCKED]].concat();
     let long = simulate_with(&trace, &dir.path().join("long"), &sets("locks.spin=5000"));
     let alternating = (w as f64 + 2.0 * n as f64 * c as f64) / WIDTH + 2.0 * n as f64 * h;
     let ratio = cycles(&long) / alternating;
@@ -624,13 +631,17 @@ fn a_releaser_asking_before_the_others_request_arrives_takes_the_lock_back() {
     let (n, c) = (200u32, 20u32);
     let dir = tempfile::tempdir().unwrap();
     let trace = dir.path().join("t.itrace");
-    let sets = [&FUTEX[..], &[FAR]].concat();
+    let sets = [&FUTEX[..], &[FAR, NO_LOCKED]].concat();
     let waits = |s: &Value| s["sync"]["lock_waits"].as_u64().unwrap();
     for (w, spins) in [(160u32, false), (160, true), (600, false), (600, true)] {
         spinning_lock_trace(&trace, 2, n, w, c, spins);
         let label = format!("W={w} spins={spins}");
         let futex = simulate_with(&trace, &dir.path().join(format!("f-{label}")), &sets);
-        let fifo = simulate_with(&trace, &dir.path().join(format!("q-{label}")), &[FAR]);
+        let fifo = simulate_with(
+            &trace,
+            &dir.path().join(format!("q-{label}")),
+            &[FAR, NO_LOCKED],
+        );
         assert!(
             waits(&fifo) >= 2 * n as u64 - 2,
             "{label}: fifo {}",
@@ -796,7 +807,9 @@ fn a_library_lock_call_costs_its_code_and_a_lock_found_in_traced_code_does_not()
         }
         let model = format!("locks.model={model}");
         let run = |cost: u32| {
-            let sets = [model.as_str(), &format!("locks.call={cost}")];
+            // (With the atomics' own latency, the call's cycles would overlap the atomic
+            // before them.)
+            let sets = [model.as_str(), &format!("locks.call={cost}"), NO_LOCKED];
             simulate_with(&trace, &dir.path().join(format!("{label}-{cost}")), &sets)
         };
         let (free, paid) = (run(0), run(40));
@@ -890,7 +903,12 @@ fn mutexes_evicted_from_a_cores_caches_cost_their_miss_again() {
         for passes in [1u32, 2] {
             let trace = dir.path().join(format!("m{n}-{passes}.itrace"));
             many_mutexes_trace(&trace, n, passes);
-            let s = simulate(&trace, &dir.path().join(format!("m{n}-{passes}")));
+            // (The atomics' own latency would add the same to both sizes.)
+            let s = simulate_with(
+                &trace,
+                &dir.path().join(format!("m{n}-{passes}")),
+                &[NO_LOCKED],
+            );
             c[passes as usize - 1] = cycles(&s);
         }
         // The first pass and the second, a step each.

@@ -21,6 +21,14 @@
  *                store, the next load reading what the store wrote (a dependence through memory)
  *   int-slot     x = x * x (imul) with x in a stack slot: mul-chain through memory
  *   slot-partial int-slot storing 4 bytes and loading 8: the load is not within the store
+ *   locked-chain four `lock xadd`s to one word per step, back to back: a locked read-modify-
+ *                write's own latency (each performs after the one before it)
+ *   locked-work  one `lock xadd` per step beside a chain of FOOTPRINT multiply-adds that
+ *                depends on nothing the atomic does: whether younger independent work runs
+ *                beside a locked instruction (x86 orders memory around it, not execution)
+ *   locked-feed  one `lock xadd` per step whose result starts the next step's chain of
+ *                FOOTPRINT multiply-adds, which depends on the chain before: whether the
+ *                atomic waits for the older chain (a step = chain + atomic) or not (= chain)
  *   chains       independent chains of FOOTPRINT steps x = x * m + a (imul, add) back to back, N
  *                steps in all: how far the window overlaps one chain with the next (the
  *                scheduler's entries, not only the reorder buffer's, bound it)
@@ -179,6 +187,45 @@ static void slot_partial(long n)
     for (long i = 0; i < n; i++)
         __asm__ volatile("mov %0, %%rax\n\timul %%rax, %%rax\n\tmov %%eax, %0" : "+m"(x) : : "rax");
     sink = x;
+}
+
+static void locked_chain(long n)
+{
+    volatile uint64_t word = 0;
+    uint64_t one = 1;
+    for (long i = 0; i < n; i++)
+        __asm__ volatile("lock xadd %0, %1\n\tlock xadd %0, %1\n\t"
+                         "lock xadd %0, %1\n\tlock xadd %0, %1"
+                         : "+r"(one), "+m"(word));
+    sink = word + one;
+}
+
+static void locked_work(long n, long w)
+{
+    volatile uint64_t word = 0;
+    uint64_t acc = 0, m = 6364136223846793005ULL, a = 1442695040888963407ULL;
+    for (long i = 0; i < n; i++) {
+        uint64_t x = (uint64_t)i, one = 1;
+        __asm__ volatile("lock xadd %0, %1" : "+r"(one), "+m"(word));
+        for (long j = 0; j < w; j++)
+            __asm__ volatile("imul %1, %0\n\tadd %2, %0" : "+r"(x) : "r"(m), "r"(a));
+        acc ^= x;
+    }
+    sink = acc + word;
+}
+
+static void locked_feed(long n, long w)
+{
+    volatile uint64_t word = 0;
+    uint64_t x = 1, m = 6364136223846793005ULL, a = 1442695040888963407ULL;
+    for (long i = 0; i < n; i++) {
+        uint64_t one = 1;
+        __asm__ volatile("lock xadd %0, %1" : "+r"(one), "+m"(word));
+        x += one;
+        for (long j = 0; j < w; j++)
+            __asm__ volatile("imul %1, %0\n\tadd %2, %0" : "+r"(x) : "r"(m), "r"(a));
+    }
+    sink = x + word;
 }
 
 static void chains(long n, long w)
@@ -407,6 +454,12 @@ int main(int argc, char **argv)
         TIMED(int_slot(N));
     } else if (!strcmp(k, "slot-partial")) {
         TIMED(slot_partial(N));
+    } else if (!strcmp(k, "locked-chain")) {
+        TIMED(locked_chain(N));
+    } else if (!strcmp(k, "locked-work")) {
+        TIMED(locked_work(N, (long)FOOT));
+    } else if (!strcmp(k, "locked-feed")) {
+        TIMED(locked_feed(N, (long)FOOT));
     } else if (!strcmp(k, "chains")) {
         if (FOOT < 1) { fprintf(stderr, "chains needs FOOTPRINT (the chain length) >= 1\n"); return 2; }
         TIMED(chains(N, (long)FOOT));

@@ -1198,6 +1198,8 @@ pub struct Engine<'t, O: Observer> {
     /// socket (the memory system's idle neighbour transfer), and within the core (an L1 hit).
     line_transfer: f64,
     line_local: f64,
+    /// `[core.latency] locked`: what a lock's atomic takes beyond its line's access.
+    locked: f64,
     /// What a move to a core of another socket adds, and the cores of a socket.
     line_off_socket: f64,
     /// [`EngineConfig::lock_call`].
@@ -1311,6 +1313,7 @@ impl<'t, O: Observer> Engine<'t, O> {
             locks: cfg.locks,
             lock_call: cfg.lock_call,
             deferred: 0,
+            locked: cfg.core.settings.latency.locked as f64,
         })
     }
 
@@ -2086,6 +2089,8 @@ impl<'t, O: Observer> Engine<'t, O> {
             _ => (first, served),
         };
         self.line_comp = comp;
+        // The locked instruction holds the line for its own latency beyond the access.
+        let lat = if self.timed() { lat + self.locked } else { lat };
         self.place_line(addr, core, start, start + lat)
     }
 

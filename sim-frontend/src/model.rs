@@ -75,7 +75,9 @@ isim_names::indexed_enum! {
         Return = "return",
         /// No-op and anything not classified otherwise.
         Other = "other",
-        /// Serializing instruction (fence, cpuid, locked RMW): drains the window.
+        /// Serializing instruction (fence, cpuid, system call, locked RMW): drains the window,
+        /// except a locked read-modify-write (one with a memory access), which the core times
+        /// as a locked instruction (`[core.latency] locked`).
         Serializing = "serializing",
     }
 }

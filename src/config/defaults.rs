@@ -50,6 +50,7 @@ pub(super) fn machine() -> MachineConfig {
                 store: 1,
                 branch: 1,
                 other: 1,
+                locked: 12,
             },
             store_forward: StoreForward {
                 enabled: true,

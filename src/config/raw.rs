@@ -62,6 +62,7 @@ pub(super) struct RawLatency {
     pub store: Option<u32>,
     pub branch: Option<u32>,
     pub other: Option<u32>,
+    pub locked: Option<u32>,
 }
 
 /// `[branch_predictor]`: the `type` and the parameters the file writes. The keys allowed

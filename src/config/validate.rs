@@ -220,6 +220,9 @@ pub(super) fn machine(raw: RawMachine, ctx: &mut Ctx<'_>) -> MachineConfig {
         store: op("store", lat.store, dl.store),
         branch: op("branch", lat.branch, dl.branch),
         other: op("other", lat.other, dl.other),
+        locked: ctx
+            .int("core.latency.locked", lat.locked, dl.locked, 0)
+            .unwrap_or(dl.locked),
     };
     let fwd = core.store_forward.unwrap_or_default();
     let df = &dc.store_forward;
