@@ -898,13 +898,16 @@ impl Core {
         }
         // A serializing instruction with a memory access is a locked read-modify-write:
         // timed as one ([`Core::atomic_ready`]), not as a drain of the window.
-        let locked = s.class == OpClass::Serializing && !mem_ops.is_empty();
-        if locked {
-            issue = fmax(issue, fmax(self.commit, self.mem_done));
-            ready = fmax(ready, issue);
-        } else if s.class == OpClass::Serializing {
-            ready = fmax(ready, self.commit);
-            issue = ready;
+        let mut locked = false;
+        if s.class == OpClass::Serializing {
+            if mem_ops.is_empty() {
+                ready = fmax(ready, self.commit);
+                issue = ready;
+            } else {
+                locked = true;
+                issue = fmax(issue, fmax(self.commit, self.mem_done));
+                ready = fmax(ready, issue);
+            }
         }
         // After a locked instruction (a lock's acquisition or release) that has not
         // performed yet, memory accesses wait for it: a load issues after it, unless its
@@ -1034,13 +1037,16 @@ impl Core {
         let inc = self.insert(complete, comp, tlb_share);
         r.complete = complete;
         r.critical = inc;
-        if locked {
-            // Its store performs with it; younger accesses wait for it (after its own store
-            // was noted, which a younger load therefore reads only once it has performed).
-            self.fence(complete);
-        } else if s.class == OpClass::Serializing {
-            self.redirect = fmax(self.redirect, complete);
-            self.redirect_comp = Component::DependInt;
+        if s.class == OpClass::Serializing {
+            if locked {
+                // Its store performs with it; younger accesses wait for it (after its own
+                // store was noted, which a younger load therefore reads only once it has
+                // performed).
+                self.fence(complete);
+            } else {
+                self.redirect = fmax(self.redirect, complete);
+                self.redirect_comp = Component::DependInt;
+            }
         }
         // A mispredicted branch redirects the front end.
         if s.branch != BranchKind::None {
