@@ -6,7 +6,7 @@ use sim_core::bpred::BpredConfig;
 use sim_core::core::CoreParams;
 use sim_core::tlb::TlbParams;
 
-use super::machine::MachineConfig;
+use super::machine::{MachineConfig, SharedBy};
 
 /// Why a machine cannot take a shape asked of it: resized to a core count
 /// ([`MachineConfig::with_cores`]) or built by the memory model ([`MachineConfig::memory`]).
@@ -86,10 +86,7 @@ impl MachineConfig {
         let mut m = self.clone();
         let cps = m.system.cores_per_socket;
         if cores < cps {
-            let l2 = match m.cache.l2.shared_by {
-                super::machine::SharedBy::Socket => cores,
-                super::machine::SharedBy::Cores(n) => n,
-            };
+            let l2 = m.cache.l2.cores_sharing(cores);
             if cores % l2 != 0 {
                 return Err(ShapeError::L2Groups { cores, l2 });
             }
@@ -115,18 +112,15 @@ impl MachineConfig {
         if alive <= m.total_cores() {
             return m;
         }
-        let sockets = m.system.sockets.max(1);
-        let l2 = match m.cache.l2.shared_by {
-            super::machine::SharedBy::Socket => 1,
-            super::machine::SharedBy::Cores(n) => n.max(1),
-        };
+        let per = alive.div_ceil(m.system.sockets.max(1));
+        let l2 = m.cache.l2.cores_sharing(per).max(1);
         let before = m.system.cores_per_socket;
-        m.system.cores_per_socket = alive.div_ceil(sockets).div_ceil(l2) * l2;
+        m.system.cores_per_socket = per.div_ceil(l2) * l2;
         if let Some(l3) = &mut m.cache.l3
-            && l3.shared_by == super::machine::SharedBy::Cores(before)
+            && l3.shared_by == SharedBy::Cores(before)
         {
             // An L3 the config shares by the socket's core count is the socket's.
-            l3.shared_by = super::machine::SharedBy::Socket;
+            l3.shared_by = SharedBy::Socket;
         }
         m
     }
@@ -134,7 +128,7 @@ impl MachineConfig {
 
 #[cfg(test)]
 mod tests {
-    use super::ShapeError;
+    use super::{ShapeError, SharedBy};
     use crate::config::default_config;
 
     /// Resizing keeps the per-socket structure: sockets are added, a socket shrinks only to a
@@ -152,7 +146,7 @@ mod tests {
         );
         assert_eq!(m.with_cores(0).unwrap_err(), ShapeError::NoCores);
         let mut shared = m.clone();
-        shared.cache.l2.shared_by = super::super::machine::SharedBy::Cores(4);
+        shared.cache.l2.shared_by = SharedBy::Cores(4);
         let e = shared.with_cores(6).unwrap_err();
         assert_eq!(e, ShapeError::L2Groups { cores: 6, l2: 4 });
         assert!(e.to_string().contains("use a multiple of 4"), "{e}");
@@ -171,13 +165,13 @@ mod tests {
         m.system.cores_per_socket = 8;
         let g = m.grown_to(17);
         assert_eq!((g.system.sockets, g.system.cores_per_socket), (2, 9));
-        m.cache.l2.shared_by = super::super::machine::SharedBy::Cores(4);
+        m.cache.l2.shared_by = SharedBy::Cores(4);
         let g = m.grown_to(17);
         assert_eq!((g.system.sockets, g.system.cores_per_socket), (2, 12));
         assert_eq!(m.grown_to(16), m);
         g.memory().expect("a grown machine can be built");
         let mut l3 = default_config();
-        l3.cache.l3.as_mut().unwrap().shared_by = super::super::machine::SharedBy::Cores(8);
+        l3.cache.l3.as_mut().unwrap().shared_by = SharedBy::Cores(8);
         l3.memory()
             .expect("an L3 shared by the 8 cores of the socket");
         let g = l3.grown_to(9);

@@ -358,19 +358,19 @@ pub fn plan(marks: &[Vec<RawMark>], simple: &mut Simple<'_>) -> Plan {
 
     // A read of a channel needs the writes that gave it its bytes: reads return the bytes in
     // the order they were written, so they are the writes whose bytes, counted from the
-    // stream's first, overlap the read's (the stream's writes in the order they began:
-    // exact with one writer; with several, a read is never paired with a write that began
-    // after it returned, whose writer could have waited for what the reader did next, for
-    // the bytes the read got were written by writes begun before it returned, and at least
-    // as many bytes as that were begun before it). The read waits for the one that gave its first byte (a read returns once
-    // there is one), and for each later one the thread waits before its first load of that
-    // write's bytes in its buffer (`Plan::deferred`: a read that took several messages is
-    // one that would have taken fewer, had they not been there yet); a read whose buffer
-    // the plugin did not see (`readv`, `recvmsg`) waits for the write of its last byte. An
-    // eventfd's reads and writes are 8 bytes each, so its k-th read waits for its k-th
-    // write: exact in semaphore mode (`EFD_SEMAPHORE`, one unit a read) and for one write per
-    // read; a counter-mode read that took the sum of several writes waits for fewer than it
-    // took. When the bytes were there in the traced run is not used.
+    // stream's first, overlap the read's (the stream's writes in the order they began: exact
+    // with one writer; with several, a read is never paired with a write that began after it
+    // returned, whose writer could have waited for what the reader did next, for the bytes the
+    // read got were written by writes begun before it returned, and at least as many bytes as
+    // that were begun before it). The read waits for the one that gave its first byte (a read
+    // returns once there is one), and for each later one the thread waits before its first load
+    // of that write's bytes in its buffer (`Plan::deferred`: a read that took several messages
+    // is one that would have taken fewer, had they not been there yet); a read whose buffer the
+    // plugin did not see (`readv`, `recvmsg`) waits for the write of its last byte. An
+    // eventfd's reads and writes are 8 bytes each, so its k-th read waits for its k-th write:
+    // exact in semaphore mode (`EFD_SEMAPHORE`, one unit a read) and for one write per read; a
+    // counter-mode read that took the sum of several writes waits for fewer than it took. When
+    // the bytes were there in the traced run is not used.
     let mut deferred_edges: Vec<(At, u64, u64, At)> = Vec::new();
     let mut channel_waits = 0u64;
     let channel_reads_n = channel_reads.values().map(|r| r.len() as u64).sum();
