@@ -33,7 +33,13 @@
  *                steps in all: how far the window overlaps one chain with the next (the
  *                scheduler's entries, not only the reorder buffer's, bound it)
  *   chase        pointer chase, one node per 64-byte line, random cyclic order over FOOTPRINT
+ *   locked-chase chase with a `lock xadd` each step on a line of a second array of FOOTPRINT
+ *                chosen by the loaded pointer: whether the next load waits for the atomic (a
+ *                step = a miss and the atomic's miss) or runs past it (= chase)
  *   rand-load    independent loads of random lines of FOOTPRINT (memory-level parallelism)
+ *   locked-mlp   rand-load's loads, two a step, with a `lock xadd` on a private word between
+ *                them: whether a locked instruction holds younger loads back (its cost is its
+ *                own and the misses stay parallel, or each step waits for a miss)
  *   stream-sum   sum of an array of FOOTPRINT bytes, N passes
  *   triad        a[i] = b[i] + k * c[i] over three arrays of FOOTPRINT bytes each, N passes
  *   branch-rand  a branch taken at random (50 %), N times
@@ -280,6 +286,31 @@ static void rand_load(uint64_t *a, size_t words, long n)
     sink = s;
 }
 
+static void locked_chase(void **p, uint64_t *b, size_t lines, long n)
+{
+    uint64_t one = 1;
+    for (long i = 0; i < n; i++) {
+        p = (void **)*p;
+        uint64_t *w = &b[(((uint64_t)p >> 6) & (lines - 1)) * 8];
+        __asm__ volatile("lock xadd %0, %1" : "+r"(one), "+m"(*w) : : "memory");
+    }
+    sink = (uint64_t)p + one;
+}
+
+static void locked_mlp(uint64_t *a, size_t words, long n)
+{
+    volatile uint64_t word = 0;
+    uint64_t s = 0, x = 12345, mask = words - 1, one = 1;
+    for (long i = 0; i < n; i++) {
+        x = x * 6364136223846793005ull + 1442695040888963407ull;
+        s += a[(x >> 20) & mask];
+        __asm__ volatile("lock xadd %0, %1" : "+r"(one), "+m"(word) : : "memory");
+        x = x * 6364136223846793005ull + 1442695040888963407ull;
+        s += a[(x >> 20) & mask];
+    }
+    sink = s + one + word;
+}
+
 static void stream_sum(const uint64_t *a, size_t words, long passes, uint64_t *out)
 {
     uint64_t s = 0;
@@ -468,6 +499,17 @@ int main(int argc, char **argv)
         void **p = chase_setup(FOOT);
         chase(p, (long)(FOOT / 64)); /* one lap to warm the caches, outside the region */
         TIMED(chase(p, N));
+    } else if (!strcmp(k, "locked-chase")) {
+        if (FOOT < 4096 || (FOOT & (FOOT - 1))) { fprintf(stderr, "locked-chase needs a power-of-two FOOTPRINT >= 4096\n"); return 2; }
+        void **p = chase_setup(FOOT);
+        uint64_t *b = big_alloc(FOOT);
+        chase(p, (long)(FOOT / 64));
+        TIMED(locked_chase(p, b, FOOT / 64, N));
+    } else if (!strcmp(k, "locked-mlp")) {
+        size_t words = FOOT / 8;
+        if (words == 0 || (words & (words - 1))) { fprintf(stderr, "locked-mlp needs a power-of-two FOOTPRINT\n"); return 2; }
+        uint64_t *a = big_alloc(FOOT);
+        TIMED(locked_mlp(a, words, N));
     } else if (!strcmp(k, "rand-load")) {
         size_t words = FOOT / 8;
         if (words == 0 || (words & (words - 1))) { fprintf(stderr, "rand-load needs a power-of-two FOOTPRINT\n"); return 2; }

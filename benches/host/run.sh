@@ -75,6 +75,8 @@ KERNELS=(
     "chase-4m|chase 200000 4194304|cpi"
     "chase-64m|chase 100000 67108864|cpi"
     "rand-load-64m|rand-load 500000 67108864|cpi"
+    "locked-mlp-64m|locked-mlp 250000 67108864|cpi"
+    "locked-chase-64m|locked-chase 100000 67108864|cpi"
     "stream-sum-64m|stream-sum 1 67108864|cpi"
     "triad-16m|triad 1 16777216|cpi"
     "par-compute-1|par-compute 16000000 0 1|par"
