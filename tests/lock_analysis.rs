@@ -57,7 +57,14 @@ fn two_locks(path: &Path, p: u32, n: u32, w: u32, ca: u32, cb: u32) {
                 for _ in 0..c {
                     tw.inst(t, alu, false, &[]).unwrap();
                 }
-                tw.marker(t, Marker::MutexUnlock { addr: lock }).unwrap();
+                tw.marker(
+                    t,
+                    Marker::MutexUnlock {
+                        addr: lock,
+                        plain: false,
+                    },
+                )
+                .unwrap();
             }
         }
         if t > 0 {

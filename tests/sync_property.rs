@@ -347,8 +347,22 @@ fn a_truly_deadlocking_trace_gets_the_watchdogs_report() {
             w.inst(t, alu, false, &[]).unwrap();
         }
         w.marker(t, lock(second)).unwrap();
-        w.marker(t, Marker::MutexUnlock { addr: second }).unwrap();
-        w.marker(t, Marker::MutexUnlock { addr: first }).unwrap();
+        w.marker(
+            t,
+            Marker::MutexUnlock {
+                addr: second,
+                plain: false,
+            },
+        )
+        .unwrap();
+        w.marker(
+            t,
+            Marker::MutexUnlock {
+                addr: first,
+                plain: false,
+            },
+        )
+        .unwrap();
     }
     w.marker(1, Marker::ThreadEnd).unwrap();
     w.marker(0, Marker::ThreadJoin { child: 1 }).unwrap();

@@ -39,10 +39,13 @@
 //! Draining the window before a synchronization point or at the end is charged like a full
 //! window; waiting is charged to the matching sync component by the engine. A lock's atomic,
 //! which the engine executes, is an entry of the window ([`Core::atomic`]): it performs once
-//! everything older has completed and younger accesses wait for it ([`Core::fence`]), younger
-//! operations do not, nor loads whose bytes come from the thread's own stores made after it
-//! ([`Core::own_since_fence`]). Every advance of the core's clock is charged exactly once, so
-//! the stack sums to the elapsed cycles.
+//! everything older has completed and younger stores perform after it ([`Core::fence`]);
+//! younger operations do not wait for it, nor do younger loads, which x86 cores execute
+//! speculatively past a locked instruction, except for what the lock orders: a load after an
+//! acquisition waits until the lock was free (the previous holder's stores done) or, if the
+//! thread waited, until it has the lock, unless its bytes come from the thread's own stores
+//! made after it ([`Core::own_since_fence`]). Every advance of the core's clock is charged
+//! exactly once, so the stack sums to the elapsed cycles.
 
 use std::collections::VecDeque;
 
@@ -459,9 +462,15 @@ pub struct Core {
     mem_done: f64,
     /// `[core.latency] locked`, in cycles.
     locked: f64,
-    /// No memory access issues before this: a locked instruction's completion (x86's locked
-    /// instructions order the accesses around them; [`Core::fence`]).
+    /// No store performs before this: a locked instruction's completion (x86's locked
+    /// instructions order the stores around them; [`Core::fence`]).
     fence: f64,
+    /// No load issues before this, unless its bytes come from the thread's own stores made
+    /// after the latest locked instruction: when the data a lock protects became stable for
+    /// this thread ([`Core::atomic`]). Loads are not held back by a locked instruction as
+    /// such: x86 cores execute them speculatively past it and replay one only if another core
+    /// writes its line meanwhile (`benches/host/kernels.c` `locked-mlp`).
+    load_fence: f64,
     /// How many locked instructions the core has executed ([`StoreRec::fences`]).
     fences: u64,
     load_slots: Vec<f64>,
@@ -522,6 +531,7 @@ impl Core {
             mem_done: now,
             locked,
             fence: now,
+            load_fence: now,
             fences: 0,
             load_next: 0,
             store_next: 0,
@@ -909,16 +919,20 @@ impl Core {
                 ready = fmax(ready, issue);
             }
         }
-        // After a locked instruction (a lock's acquisition or release) that has not
-        // performed yet, memory accesses wait for it: a load issues after it, unless its
-        // bytes come from this thread's own younger stores ([`Core::own_since_fence`]); a
-        // store's data is forwarded to younger loads as soon as it is ready, but the store
-        // performs after the locked instruction (`store_at`).
+        // After a locked instruction that has not performed yet, stores perform after it (its
+        // store and theirs drain in order: `store_at`); their data is forwarded to younger
+        // loads as soon as it is ready. Loads wait only for what a lock's acquisition orders
+        // (`load_fence`), unless their bytes come from this thread's own younger stores
+        // ([`Core::own_since_fence`]).
         let mut store_at = 0.0f64;
-        if !mem_ops.is_empty() && self.fence > issue {
-            store_at = self.fence;
-            if !mem_ops.iter().all(|a| a.write || self.own_since_fence(a)) {
-                issue = self.fence;
+        if !mem_ops.is_empty() {
+            if self.fence > issue {
+                store_at = self.fence;
+            }
+            if self.load_fence > issue
+                && !mem_ops.iter().all(|a| a.write || self.own_since_fence(a))
+            {
+                issue = self.load_fence;
                 ready = fmax(ready, issue);
             }
         }
@@ -1039,9 +1053,8 @@ impl Core {
         r.critical = inc;
         if s.class == OpClass::Serializing {
             if locked {
-                // Its store performs with it; younger accesses wait for it (after its own
-                // store was noted, which a younger load therefore reads only once it has
-                // performed).
+                // Its store performs with it; younger stores wait for it (after its own store
+                // was noted, which a younger load therefore reads only once it has performed).
                 self.fence(complete);
             } else {
                 self.redirect = fmax(self.redirect, complete);
@@ -1157,12 +1170,27 @@ impl Core {
 
     /// A locked instruction (a lock's acquiring or releasing read-modify-write, executed by
     /// the engine, not traced) dispatched now that completes at `done`: it holds its window
-    /// entry until then, the critical path's increase is charged to `comp`, and no younger
-    /// memory access issues before it ([`Core::fence`]). Younger instructions go on being
-    /// dispatched; a long wait fills the window and stalls them.
-    pub fn atomic(&mut self, done: f64, comp: Component) {
+    /// entry until then, the critical path's increase is charged to `comp`, no younger store
+    /// performs before it ([`Core::fence`]) and no younger load issues before `loads_from`
+    /// (when the data the lock protects is stable for this thread: the previous holder's
+    /// release, or `done` for a thread that waited; `f64::NEG_INFINITY` for a release).
+    /// Younger instructions go on being dispatched; a long wait fills the window and stalls
+    /// them.
+    pub fn atomic(&mut self, done: f64, comp: Component, loads_from: f64) {
         let t = self.dispatch();
         self.insert(fmax(done, t), comp, 0.0);
+        self.fence(done);
+        self.load_fence = fmax(self.load_fence, loads_from);
+    }
+
+    /// A lock's release by a plain store (executed by the engine, not traced) dispatched now
+    /// that performs at `done`: it leaves the window as a store does, once dispatched (the
+    /// thread does not wait for it to perform), and younger stores perform after it, as does
+    /// the next locked instruction ([`Core::fence`]).
+    pub fn release_store(&mut self, done: f64) {
+        let t = self.dispatch();
+        let lat = self.latency[OpClass::Store as usize] as f64;
+        self.insert(t + lat, Component::Base, 0.0);
         self.fence(done);
     }
 
@@ -1176,8 +1204,8 @@ impl Core {
         }
     }
 
-    /// A locked instruction that performs at `t`: no later memory access issues before it,
-    /// and the next locked instruction waits for it.
+    /// A locked instruction that performs at `t`: no later store performs before it, and the
+    /// next locked instruction waits for it.
     pub fn fence(&mut self, t: f64) {
         self.fence = fmax(self.fence, t);
         self.mem_done = fmax(self.mem_done, t);

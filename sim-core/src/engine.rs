@@ -1932,12 +1932,14 @@ impl<'t, O: Observer> Engine<'t, O> {
 
     /// Thread `tid`, which asked for a mutex at `asked`, has it from `until`. Its acquiring
     /// instruction completes then ([`Core::atomic`]). If the thread found the mutex free, the
-    /// instructions after it go on meanwhile (the lock's code predicted the acquisition) and
-    /// the atomic's time is its line's, charged by the critical path to where the line came
+    /// instructions after it go on meanwhile (the lock's code predicted the acquisition),
+    /// its loads from `free` (the previous holder's release: the data the lock protects no
+    /// longer changes, so a load executed speculatively before the atomic stands), and the
+    /// atomic's time is its line's, charged by the critical path to where the line came
     /// from. If it `waited`, the lock's code took its slow path: nothing after it is
     /// dispatched before `until`, and the time from the request is `sync-crit-sect` (to
     /// observers, one wait); the instructions before it go on completing in the window.
-    fn acquired(&mut self, tid: u32, asked: f64, until: f64, waited: bool) {
+    fn acquired(&mut self, tid: u32, asked: f64, until: f64, waited: bool, free: f64) {
         self.touched.push(tid);
         if self.timed() {
             let comp = self.line_comp;
@@ -1946,12 +1948,12 @@ impl<'t, O: Observer> Engine<'t, O> {
                 // (The wait first: the atomic's dispatch slot after it is not part of it.)
                 core.stall_until(asked);
                 core.wait_until(until, Component::SyncCritSect);
-                core.atomic(until, comp);
+                core.atomic(until, comp, until);
                 if until > asked {
                     self.obs.wait(tid, Component::SyncCritSect, asked, until);
                 }
             } else {
-                core.atomic(until, comp);
+                core.atomic(until, comp, free.min(until));
             }
         }
         self.threads[tid as usize].state = State::Runnable;
@@ -2183,6 +2185,11 @@ impl<'t, O: Observer> Engine<'t, O> {
         self.sync.lock_acquisitions += 1;
         self.undefer(tid);
         let asked = self.threads[tid as usize].req;
+        // The previous holder's release (read before this acquisition's moves).
+        let free = self
+            .mutexes
+            .get(&addr)
+            .map_or(f64::NEG_INFINITY, |m| m.free_at);
         let contended = match got {
             Got::Free => at > asked,
             Got::Waited => true,
@@ -2208,7 +2215,7 @@ impl<'t, O: Observer> Engine<'t, O> {
         // An acquisition that waited for nobody: its line's time is a memory access.
         let first = th.asked.take().filter(|_| blocked).unwrap_or(until);
         let site = th.last_sidx;
-        self.acquired(tid, asked, until, blocked);
+        self.acquired(tid, asked, until, blocked, free);
         if self.timed() {
             self.obs
                 .lock_acquired(tid, addr, site, first, until, contended);
@@ -2806,7 +2813,8 @@ impl<'t, O: Observer> Engine<'t, O> {
         let freed = self.move_line(tid, addr, now);
         if self.timed() {
             let comp = self.line_comp;
-            self.threads[tid as usize].core.atomic(freed, comp);
+            let core = &mut self.threads[tid as usize].core;
+            core.atomic(freed, comp, f64::NEG_INFINITY);
         }
         let s = self.sems.get_mut(&addr).expect("made by the marker");
         match s.first_waiter() {
@@ -2833,7 +2841,8 @@ impl<'t, O: Observer> Engine<'t, O> {
                 core.wait_until(at, Component::SyncCond);
                 self.obs.wait(tid, Component::SyncCond, asked, at);
             }
-            self.threads[tid as usize].core.atomic(until, comp);
+            // Its loads after the unit was posted (the poster's stores done).
+            self.threads[tid as usize].core.atomic(until, comp, at);
         }
         self.threads[tid as usize].state = State::Runnable;
         self.set_active(tid, until, true);
@@ -3172,12 +3181,13 @@ impl<'t, O: Observer> Engine<'t, O> {
                     }
                 }
             }
-            Marker::MutexUnlock { addr } => {
+            Marker::MutexUnlock { addr, plain } => {
                 // In simulated-time order with the requests, as they are: whether another
                 // core's request for the line reached this one before the release depends
-                // on which came first. The release is a locked instruction too: it performs
-                // once the accesses before it (the critical section's) have completed, and
-                // the thread goes on dispatching meanwhile, its later accesses after it.
+                // on which came first. The release (a locked instruction, or a plain store)
+                // performs once the accesses before it (the critical section's) have
+                // completed, and the thread goes on dispatching meanwhile, its later stores
+                // after it.
                 self.touched.push(tid);
                 let now = self.threads[tid as usize].core.now;
                 if !self.threads[tid as usize].unlock_paid
@@ -3200,8 +3210,15 @@ impl<'t, O: Observer> Engine<'t, O> {
                 let at = self.atomic_at(tid);
                 let done = self.unlock(tid, addr, at);
                 if self.timed() {
+                    // Younger loads execute past a release; a locked one holds the window
+                    // until it performs, a plain store does not.
                     let comp = self.line_comp;
-                    self.threads[tid as usize].core.atomic(done, comp);
+                    let core = &mut self.threads[tid as usize].core;
+                    if plain {
+                        core.release_store(done);
+                    } else {
+                        core.atomic(done, comp, f64::NEG_INFINITY);
+                    }
                 }
             }
             Marker::CondWait { cond, mutex, .. } => {

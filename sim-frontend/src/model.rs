@@ -634,6 +634,11 @@ pub enum Marker {
     MutexUnlock {
         /// Mutex address.
         addr: u64,
+        /// The release is a plain store (glibc's `pthread_spin_unlock`, a hand-written
+        /// test-and-set lock's `store(0)`), which the thread does not wait for; else a locked
+        /// instruction (glibc's mutex and Rust's `Mutex` swap 0 in), which performs when it is
+        /// the oldest and holds the window meanwhile.
+        plain: bool,
     },
     /// Wait on a condition variable, releasing and re-acquiring `mutex`. With a recorded
     /// order, the release of the mutex is a [`Marker::Release`] just before this marker.

@@ -127,7 +127,7 @@ fn arb_marker(threads: u32) -> impl Strategy<Value = Marker> {
                 Marker::SemWait { addr, init }
             }
         }),
-        any::<u64>().prop_map(|addr| Marker::MutexUnlock { addr }),
+        (any::<u64>(), any::<bool>()).prop_map(|(addr, plain)| Marker::MutexUnlock { addr, plain }),
         (any::<u64>(), any::<u64>(), order(), order()).prop_map(|(cond, mutex, wake, relock)| {
             // A wait is either replayed by semantics or fully recorded.
             let (wake, relock) = if wake == Order::SIM || relock == Order::SIM {

@@ -325,8 +325,9 @@ fn marker(
             }
             Marker::Release { index: v as u32 }
         }
-        code::MUTEX_UNLOCK => Marker::MutexUnlock {
+        code::MUTEX_UNLOCK | code::MUTEX_UNLOCK_PLAIN => Marker::MutexUnlock {
             addr: arg("mutex address")?,
+            plain: c == code::MUTEX_UNLOCK_PLAIN,
         },
         code::COND_WAIT => Marker::CondWait {
             cond: arg("condition address")?,

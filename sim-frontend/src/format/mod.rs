@@ -28,8 +28,10 @@ pub const CHUNK_MAGIC: &[u8; 4] = b"ICHK";
 /// ([`code::MUTEX_LOCK_CALL`]: an earlier trace's interposed lock calls read as locks whose
 /// code costs nothing, as they replayed when it was written), version 6 another
 /// ([`code::RW_LOCK`], [`code::SEM_WAIT`], [`code::SEM_POST`]: read/write locks and
-/// semaphores, which earlier traces replayed through their futexes).
-pub const VERSION: u16 = 6;
+/// semaphores, which earlier traces replayed through their futexes), version 7 another
+/// ([`code::MUTEX_UNLOCK_PLAIN`]: an earlier trace's releases read as locked instructions, as
+/// they replayed when it was written).
+pub const VERSION: u16 = 7;
 /// The oldest format version this code reads.
 pub const OLDEST_VERSION: u16 = 1;
 /// Prologue length: magic, version, flags, crc.
@@ -130,6 +132,8 @@ pub mod code {
     pub const SEM_WAIT: u8 = 24;
     /// Semaphore post (version 6): varint address, varint initial value.
     pub const SEM_POST: u8 = 25;
+    /// Mutex unlock by a plain store (version 7): varint address.
+    pub const MUTEX_UNLOCK_PLAIN: u8 = 26;
     /// Control continues at a static index not implied by the previous instruction.
     pub const JUMP: u8 = 0x7f;
 }

@@ -230,7 +230,14 @@ impl ThreadEnc {
             ),
             Marker::SemWait { addr, init } => put(code::SEM_WAIT, &[addr, u64::from(init)]),
             Marker::SemPost { addr, init } => put(code::SEM_POST, &[addr, u64::from(init)]),
-            Marker::MutexUnlock { addr } => put(code::MUTEX_UNLOCK, &[addr]),
+            Marker::MutexUnlock { addr, plain } => put(
+                if plain {
+                    code::MUTEX_UNLOCK_PLAIN
+                } else {
+                    code::MUTEX_UNLOCK
+                },
+                &[addr],
+            ),
             Marker::CondWait {
                 cond,
                 mutex,

@@ -1126,8 +1126,13 @@ pub fn find(
             let added = [
                 Some((e.begin, lock, q.at + 1)),
                 Some((e.begin, mark(Op::Done, 0, q.seq), q.at + 1)),
-                rel.zip(rel_end)
-                    .map(|(r, end)| (r.at, mark(Op::MutexUnlock, *w, r.seq), end)),
+                // A test-and-set lock's plain store (`taslock.rs`) is a release the thread does
+                // not wait for: the unlock's second argument says so.
+                rel.zip(rel_end).map(|(r, end)| {
+                    let mut m = mark(Op::MutexUnlock, *w, r.seq);
+                    m.args[1] = u64::from(r.plain);
+                    (r.at, m, end)
+                }),
                 rel.zip(rel_end)
                     .map(|(r, end)| (r.at, mark(Op::Done, 0, r.seq), end)),
             ];

@@ -661,7 +661,12 @@ pub fn plan(marks: &[Vec<RawMark>], simple: &mut Simple<'_>) -> Plan {
                     }
                 }
                 Op::MutexUnlock => {
-                    v.push(Marker::MutexUnlock { addr: a0 });
+                    // A second argument of 1: released by a plain store (the interposer's
+                    // `pthread_spin_unlock`, a test-and-set lock found by `taslock.rs`).
+                    v.push(Marker::MutexUnlock {
+                        addr: a0,
+                        plain: a1 != 0,
+                    });
                     release(at, v);
                 }
                 Op::CondWait => {
@@ -914,7 +919,10 @@ mod tests {
         assert_eq!(
             p.at(0, 4),
             &[
-                Marker::MutexUnlock { addr: M },
+                Marker::MutexUnlock {
+                    addr: M,
+                    plain: false,
+                },
                 Marker::Release { index: 2 }
             ]
         );
@@ -1211,7 +1219,10 @@ mod tests {
         assert_eq!(order(2), Order::after(1), "after t1's unlock (seq 7)");
         assert_eq!(
             p.at(2, 2),
-            &[Marker::MutexUnlock { addr: M }],
+            &[Marker::MutexUnlock {
+                addr: M,
+                plain: false,
+            }],
             "nobody waits for the last unlock"
         );
     }

@@ -98,7 +98,13 @@ fn emit(p: &Params, w: &mut TraceWriter) -> Result<(), TraceError> {
                 em.x(t, s)?;
             }
             em.x(t, unlock)?;
-            em.mark(t, Marker::MutexUnlock { addr: LOCK_ADDR })?;
+            em.mark(
+                t,
+                Marker::MutexUnlock {
+                    addr: LOCK_ADDR,
+                    plain: false,
+                },
+            )?;
             em.m(t, ret, &[sp])?;
             em.x(t, inc)?;
             em.x(t, cmp)?;

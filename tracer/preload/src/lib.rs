@@ -603,12 +603,14 @@ one_object!(
     Op::MutexLock,
     1
 );
+// glibc frees a spin lock with a plain store (`movl $1`), which the thread does not wait for:
+// the unlock's second argument says so (a mutex's unlock is a locked exchange).
 one_object!(
     pthread_spin_unlock,
     c"pthread_spin_unlock",
     m: libc::pthread_spinlock_t,
     Op::MutexUnlock,
-    0
+    1
 );
 
 try_lock!(

@@ -45,7 +45,8 @@ isim_names::indexed_enum! {
         /// Mutex lock at `a1`, `a2` = 1 if the lock's code spins on a held word before it
         /// sleeps (glibc's `pthread_spin_lock`, which never sleeps); untraced until [`Op::Resume`].
         MutexLock = "mutex-lock",
-        /// Mutex unlock at `a1`; untraced until [`Op::Resume`].
+        /// Mutex unlock at `a1`, `a2` = 1 if the release is a plain store (glibc's
+        /// `pthread_spin_unlock`), 0 if a locked instruction; untraced until [`Op::Resume`].
         MutexUnlock = "mutex-unlock",
         /// Condition wait on `a1` with mutex `a2`; untraced until [`Op::Resume`].
         CondWait = "cond-wait",
@@ -147,8 +148,9 @@ impl Op {
             Op::Create | Op::Join => 1,
             Op::MainBegin => 2,
             Op::ThreadStart => 3,
-            Op::MutexUnlock | Op::CondSignal | Op::CondBroadcast | Op::RwRead | Op::RwWrite => 1,
+            Op::CondSignal | Op::CondBroadcast | Op::RwRead | Op::RwWrite => 1,
             Op::MutexLock
+            | Op::MutexUnlock
             | Op::SemWait
             | Op::SemPost
             | Op::Barrier
