@@ -41,11 +41,12 @@
 //! which the engine executes, is an entry of the window ([`Core::atomic`]): it performs once
 //! everything older has completed and younger stores perform after it ([`Core::fence`]);
 //! younger operations do not wait for it, nor do younger loads, which x86 cores execute
-//! speculatively past a locked instruction, except for what the lock orders: a load after an
-//! acquisition waits until the lock was free (the previous holder's stores done) or, if the
-//! thread waited, until it has the lock, unless its bytes come from the thread's own stores
-//! made after it ([`Core::own_since_fence`]). Every advance of the core's clock is charged
-//! exactly once, so the stack sums to the elapsed cycles.
+//! speculatively past a locked instruction, except loads of its own line (`line_fence`) and
+//! what the lock orders: a load after an acquisition waits until the lock was free (the
+//! previous holder's stores done) or, if the thread waited, until it has the lock, unless its
+//! bytes come from the thread's own stores made after it ([`Core::own_since_fence`]). Every
+//! advance of the core's clock is charged exactly once, so the stack sums to the elapsed
+//! cycles.
 
 use std::collections::VecDeque;
 
@@ -471,6 +472,10 @@ pub struct Core {
     /// such: x86 cores execute them speculatively past it and replay one only if another core
     /// writes its line meanwhile (`benches/host/kernels.c` `locked-mlp`).
     load_fence: f64,
+    /// The line of the latest locked instruction, and when it performs: a load of that line
+    /// issues after it (the line is held for the atomic; a reference count's increment and
+    /// the load of the object's field beside it, one after the other on the host).
+    line_fence: (u64, f64),
     /// How many locked instructions the core has executed ([`StoreRec::fences`]).
     fences: u64,
     load_slots: Vec<f64>,
@@ -532,6 +537,7 @@ impl Core {
             locked,
             fence: now,
             load_fence: now,
+            line_fence: (u64::MAX, now),
             fences: 0,
             load_next: 0,
             store_next: 0,
@@ -935,6 +941,15 @@ impl Core {
                 issue = self.load_fence;
                 ready = fmax(ready, issue);
             }
+            let (line, until) = self.line_fence;
+            if until > issue
+                && mem_ops
+                    .iter()
+                    .any(|a| !a.write && self.touches(a, line) && !self.own_since_fence(a))
+            {
+                issue = until;
+                ready = fmax(ready, issue);
+            }
         }
         if sched_size > 0 {
             // It holds a scheduler entry until it issues: a memory access when its address
@@ -1054,8 +1069,12 @@ impl Core {
         if s.class == OpClass::Serializing {
             if locked {
                 // Its store performs with it; younger stores wait for it (after its own store
-                // was noted, which a younger load therefore reads only once it has performed).
+                // was noted, which a younger load therefore reads only once it has performed),
+                // and so do younger loads of its line.
                 self.fence(complete);
+                if let Some(a) = mem_ops.first() {
+                    self.line_fence = (a.addr >> self.line_shift, complete);
+                }
             } else {
                 self.redirect = fmax(self.redirect, complete);
                 self.redirect_comp = Component::DependInt;
@@ -1173,14 +1192,22 @@ impl Core {
     /// entry until then, the critical path's increase is charged to `comp`, no younger store
     /// performs before it ([`Core::fence`]) and no younger load issues before `loads_from`
     /// (when the data the lock protects is stable for this thread: the previous holder's
-    /// release, or `done` for a thread that waited; `f64::NEG_INFINITY` for a release).
+    /// release, or `done` for a thread that waited; `f64::NEG_INFINITY` for a release), nor a
+    /// younger load of the line of `addr` (the lock word's) before `done`.
     /// Younger instructions go on being dispatched; a long wait fills the window and stalls
     /// them.
-    pub fn atomic(&mut self, done: f64, comp: Component, loads_from: f64) {
+    pub fn atomic(&mut self, done: f64, comp: Component, loads_from: f64, addr: u64) {
         let t = self.dispatch();
         self.insert(fmax(done, t), comp, 0.0);
         self.fence(done);
         self.load_fence = fmax(self.load_fence, loads_from);
+        self.line_fence = (addr >> self.line_shift, done);
+    }
+
+    /// Whether access `a` touches line `line`.
+    fn touches(&self, a: &MemAccess, line: u64) -> bool {
+        let end = a.addr.saturating_add((a.size as u64).max(1) - 1);
+        a.addr >> self.line_shift <= line && line <= end >> self.line_shift
     }
 
     /// A lock's release by a plain store (executed by the engine, not traced) dispatched now

@@ -1939,7 +1939,7 @@ impl<'t, O: Observer> Engine<'t, O> {
     /// from. If it `waited`, the lock's code took its slow path: nothing after it is
     /// dispatched before `until`, and the time from the request is `sync-crit-sect` (to
     /// observers, one wait); the instructions before it go on completing in the window.
-    fn acquired(&mut self, tid: u32, asked: f64, until: f64, waited: bool, free: f64) {
+    fn acquired(&mut self, tid: u32, addr: u64, asked: f64, until: f64, waited: bool, free: f64) {
         self.touched.push(tid);
         if self.timed() {
             let comp = self.line_comp;
@@ -1948,12 +1948,12 @@ impl<'t, O: Observer> Engine<'t, O> {
                 // (The wait first: the atomic's dispatch slot after it is not part of it.)
                 core.stall_until(asked);
                 core.wait_until(until, Component::SyncCritSect);
-                core.atomic(until, comp, until);
+                core.atomic(until, comp, until, addr);
                 if until > asked {
                     self.obs.wait(tid, Component::SyncCritSect, asked, until);
                 }
             } else {
-                core.atomic(until, comp, free.min(until));
+                core.atomic(until, comp, free.min(until), addr);
             }
         }
         self.threads[tid as usize].state = State::Runnable;
@@ -2215,7 +2215,7 @@ impl<'t, O: Observer> Engine<'t, O> {
         // An acquisition that waited for nobody: its line's time is a memory access.
         let first = th.asked.take().filter(|_| blocked).unwrap_or(until);
         let site = th.last_sidx;
-        self.acquired(tid, asked, until, blocked, free);
+        self.acquired(tid, addr, asked, until, blocked, free);
         if self.timed() {
             self.obs
                 .lock_acquired(tid, addr, site, first, until, contended);
@@ -2797,7 +2797,7 @@ impl<'t, O: Observer> Engine<'t, O> {
             Some(t) => {
                 let at = now.max(t);
                 let until = self.move_line(tid, addr, at);
-                self.sem_taken(tid, now, at, until);
+                self.sem_taken(tid, addr, now, at, until);
             }
             None => {
                 s.waiters.push((now, tid));
@@ -2814,14 +2814,14 @@ impl<'t, O: Observer> Engine<'t, O> {
         if self.timed() {
             let comp = self.line_comp;
             let core = &mut self.threads[tid as usize].core;
-            core.atomic(freed, comp, f64::NEG_INFINITY);
+            core.atomic(freed, comp, f64::NEG_INFINITY, addr);
         }
         let s = self.sems.get_mut(&addr).expect("made by the marker");
         match s.first_waiter() {
             Some((asked, w)) => {
                 let at = freed.max(asked);
                 let until = self.move_line(w, addr, at);
-                self.sem_taken(w, asked, at, until);
+                self.sem_taken(w, addr, asked, at, until);
             }
             None => s.units.push(freed),
         }
@@ -2831,7 +2831,7 @@ impl<'t, O: Observer> Engine<'t, O> {
     /// or the request itself when a unit was there), its atomic done at `until`. Waiting for
     /// the post is `sync-cond` (nothing after the call is dispatched before it); the atomic's
     /// time is its line's, as a lock's.
-    fn sem_taken(&mut self, tid: u32, asked: f64, at: f64, until: f64) {
+    fn sem_taken(&mut self, tid: u32, addr: u64, asked: f64, at: f64, until: f64) {
         self.touched.push(tid);
         if self.timed() {
             let comp = self.line_comp;
@@ -2842,7 +2842,9 @@ impl<'t, O: Observer> Engine<'t, O> {
                 self.obs.wait(tid, Component::SyncCond, asked, at);
             }
             // Its loads after the unit was posted (the poster's stores done).
-            self.threads[tid as usize].core.atomic(until, comp, at);
+            self.threads[tid as usize]
+                .core
+                .atomic(until, comp, at, addr);
         }
         self.threads[tid as usize].state = State::Runnable;
         self.set_active(tid, until, true);
@@ -3217,7 +3219,7 @@ impl<'t, O: Observer> Engine<'t, O> {
                     if plain {
                         core.release_store(done);
                     } else {
-                        core.atomic(done, comp, f64::NEG_INFINITY);
+                        core.atomic(done, comp, f64::NEG_INFINITY, addr);
                     }
                 }
             }
