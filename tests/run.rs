@@ -618,48 +618,58 @@ fn work_after_a_release_overlaps_the_critical_section_before_it() {
     }
 }
 
-/// One thread, ITERS times: a serializing instruction (a locked `xadd` of one word when
-/// `locked`, else a fence with no memory access), then `work` steps of a multiply chain that
-/// starts from a fresh value and depends on nothing the first instruction does.
-fn locked_work_trace(path: &Path, iters: u64, work: u64, locked: bool) {
+/// A serializing instruction at 0x1000: a locked `xadd` of register 1 into an 8-byte word
+/// (a read and a write of it) when `locked`, else a fence with no memory access.
+fn serializing_static(locked: bool) -> StaticInst {
+    use sim_frontend::model::MemSpec;
+    let mut s = StaticInst::new(0x1000, 4, OpClass::Serializing);
+    if locked {
+        s.srcs = vec![1];
+        s.dsts = vec![1];
+        s.addr_srcs = Some(0);
+        s.mem = [false, true]
+            .map(|write| MemSpec { size: 8, write })
+            .to_vec();
+    }
+    s
+}
+
+/// One thread, ITERS times: a serializing instruction (a locked `xadd` of the word at 0x5000
+/// when `locked`, else a fence with no memory access), then `work` steps of a multiply chain
+/// that starts from a fresh value (`load` None) or from a load of `load` (warm in the L1),
+/// and depends on nothing the first instruction does.
+fn locked_work_trace(path: &Path, iters: u64, work: u64, locked: bool, load: Option<u64>) {
     use sim_frontend::model::{MemAccess, MemSpec};
     let mut w = test_writer(path, "locked-work");
-    let (x, one) = (0u8, 1u8);
-    let mut first = StaticInst::new(0x1000, 4, OpClass::Serializing);
-    if locked {
-        first.srcs = vec![one];
-        first.dsts = vec![one];
-        first.addr_srcs = Some(0);
-        first.mem = vec![
-            MemSpec {
-                size: 8,
-                write: false,
-            },
-            MemSpec {
-                size: 8,
-                write: true,
-            },
-        ];
-    }
-    let first = w.add_static(first).unwrap();
+    let x = 0u8;
+    let first = w.add_static(serializing_static(locked)).unwrap();
     let mut seed = StaticInst::new(0x1004, 4, OpClass::IntAlu);
+    if load.is_some() {
+        seed = StaticInst::new(0x1004, 4, OpClass::Load);
+        seed.addr_srcs = Some(0);
+        seed.mem = vec![MemSpec {
+            size: 8,
+            write: false,
+        }];
+    }
     seed.dsts = vec![x];
     let seed = w.add_static(seed).unwrap();
     let mut step = StaticInst::new(0x1008, 4, OpClass::IntMul);
     step.srcs = vec![x];
     step.dsts = vec![x];
     let step = w.add_static(step).unwrap();
-    let word = |write| MemAccess {
-        addr: 0x5000,
+    let acc = |addr, write| MemAccess {
+        addr,
         size: 8,
         write,
     };
-    let rmw = [word(false), word(true)];
+    let rmw = [acc(0x5000, false), acc(0x5000, true)];
+    let seed_acc: Vec<MemAccess> = load.map(|a| acc(a, false)).into_iter().collect();
     write_roi(w, |w| {
         for _ in 0..iters {
-            let acc: &[MemAccess] = if locked { &rmw } else { &[] };
-            w.inst(0, first, false, acc).unwrap();
-            w.inst(0, seed, false, &[]).unwrap();
+            let first_acc: &[MemAccess] = if locked { &rmw } else { &[] };
+            w.inst(0, first, false, first_acc).unwrap();
+            w.inst(0, seed, false, &seed_acc).unwrap();
             for _ in 0..work {
                 w.inst(0, step, false, &[]).unwrap();
             }
@@ -669,11 +679,13 @@ fn locked_work_trace(path: &Path, iters: u64, work: u64, locked: bool) {
 
 #[test]
 fn a_locked_instruction_orders_memory_and_lets_independent_work_run() {
-    // x86 performs a locked read-modify-write after the older memory accesses and before the
-    // younger ones, taking `[core.latency] locked` beyond its cache access; operations that
-    // access no memory go on beside it. On the host (an Intel Xeon guest, 2026-12-06,
-    // benches/host/kernels.c): `lock xadd`s back to back 18.5 cycles each; one a step beside
-    // 10 steps of a multiply-add chain 25 cycles a step, where the chain alone is 40.
+    // x86 performs a locked read-modify-write once the older instructions have completed,
+    // taking `[core.latency] locked` beyond its cache access; operations that access no
+    // memory go on beside it (and loads of other lines:
+    // `loads_run_past_a_locked_instruction_but_not_on_its_line`). On the host (an Intel Xeon
+    // guest, 2026-12-06, benches/host/kernels.c): `lock xadd`s back to back 18.5 cycles each;
+    // one a step beside 10 steps of a multiply-add chain 25 cycles a step, where the chain
+    // alone is 40.
     // Formulas, on configs/default.toml: back to back, each takes its L1 access plus
     // `locked` (data latency + locked, plus at most the tag and a cycle); beside `work`
     // steps of an int_mul chain that starts afresh each step, a step takes what the
@@ -689,7 +701,7 @@ fn a_locked_instruction_orders_memory_and_lets_independent_work_run() {
     let per = |work: u64, locked: bool| {
         let p = dir.path().join(format!("lw-{work}-{locked}.itrace"));
         let iters = 4_000u64;
-        locked_work_trace(&p, iters, work, locked);
+        locked_work_trace(&p, iters, work, locked, None);
         let trace = Trace::open(&p).unwrap();
         let (r, _) = Engine::new(&trace, &cfg, ()).unwrap().run(|_| {}).unwrap();
         r.threads[0].stack.total() / iters as f64
@@ -712,56 +724,6 @@ fn a_locked_instruction_orders_memory_and_lets_independent_work_run() {
         fenced >= chain,
         "after a fence: {fenced:.2} cycles a step, want at least the chain's {chain}"
     );
-}
-
-/// One thread, ITERS times: a locked `xadd` of the word at 0x5000, then a load of `addr`
-/// (warm in the L1) whose value starts `work` steps of a multiply chain.
-fn locked_then_load_trace(path: &Path, iters: u64, work: u64, addr: u64) {
-    use sim_frontend::model::{MemAccess, MemSpec};
-    let mut w = test_writer(path, "locked-then-load");
-    let (x, one) = (0u8, 1u8);
-    let mut xadd = StaticInst::new(0x1000, 4, OpClass::Serializing);
-    xadd.srcs = vec![one];
-    xadd.dsts = vec![one];
-    xadd.addr_srcs = Some(0);
-    xadd.mem = vec![
-        MemSpec {
-            size: 8,
-            write: false,
-        },
-        MemSpec {
-            size: 8,
-            write: true,
-        },
-    ];
-    let xadd = w.add_static(xadd).unwrap();
-    let mut load = StaticInst::new(0x1004, 4, OpClass::Load);
-    load.dsts = vec![x];
-    load.addr_srcs = Some(0);
-    load.mem = vec![MemSpec {
-        size: 8,
-        write: false,
-    }];
-    let load = w.add_static(load).unwrap();
-    let mut step = StaticInst::new(0x1008, 4, OpClass::IntMul);
-    step.srcs = vec![x];
-    step.dsts = vec![x];
-    let step = w.add_static(step).unwrap();
-    let acc = |addr, write| MemAccess {
-        addr,
-        size: 8,
-        write,
-    };
-    write_roi(w, |w| {
-        for _ in 0..iters {
-            w.inst(0, xadd, false, &[acc(0x5000, false), acc(0x5000, true)])
-                .unwrap();
-            w.inst(0, load, false, &[acc(addr, false)]).unwrap();
-            for _ in 0..work {
-                w.inst(0, step, false, &[]).unwrap();
-            }
-        }
-    });
 }
 
 #[test]
@@ -787,7 +749,7 @@ fn loads_run_past_a_locked_instruction_but_not_on_its_line() {
     let chain = work as f64 * lat.int_mul as f64;
     let per = |addr: u64| {
         let p = dir.path().join(format!("ll-{addr:x}.itrace"));
-        locked_then_load_trace(&p, iters, work, addr);
+        locked_work_trace(&p, iters, work, true, Some(addr));
         let trace = Trace::open(&p).unwrap();
         let (r, _) = Engine::new(&trace, &cfg, ()).unwrap().run(|_| {}).unwrap();
         r.threads[0].stack.total() / iters as f64
