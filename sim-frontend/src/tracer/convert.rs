@@ -1456,7 +1456,8 @@ pub fn convert(dir: &Path, out: &Path, opts: &Options) -> Result<Summary, TraceE
     let stacks = Stacks::new(&marks);
     // Locks built on futexes become mutex markers, spin-waits waits for the stores that ended
     // them (futexlock.rs, spinwait.rs).
-    let resolver = &mut *c.resolver;
+    // (Both code readers below ask the resolver, which caches the objects it reads.)
+    let resolver = std::cell::RefCell::new(&mut *c.resolver);
     let mut load_error = None;
     let locks = futexlock::find(
         marks,
@@ -1467,10 +1468,12 @@ pub fn convert(dir: &Path, out: &Path, opts: &Options) -> Result<Summary, TraceE
         |raw| raw::atomic_kind(&statics[raw as usize].code),
         |raw| {
             resolver
+                .borrow_mut()
                 .callees_after(statics[raw as usize].pc)
                 .iter()
                 .any(|f| futexlock::spinning_slow_path(f))
         },
+        |raw| resolver.borrow_mut().tested_after(statics[raw as usize].pc),
         |queries| match first_plain_loads(dir, &tids, &hot, queries) {
             Ok(found) => found,
             Err(e) => {

@@ -409,6 +409,7 @@ pub fn find(
     stores: &[Vec<Store>],
     kind: impl Fn(u32) -> Option<AtomicKind>,
     mut spinning_code: impl FnMut(u32) -> bool,
+    mut tested_after: impl FnMut(u32) -> u64,
     first_loads: impl FnOnce(&[countdown::LoadQuery]) -> Vec<Option<u64>>,
 ) -> Locks {
     let n = marks.len();
@@ -787,10 +788,16 @@ pub fn find(
                     }
                     atomicsem::Role::Give { .. } => {
                         // The release's futex wake (the next marker, within the wake's path,
-                        // no atomic instruction between) goes with it.
+                        // no atomic instruction between) goes with it, and with it the test
+                        // of the count that chose the wake; a release without a wake loses
+                        // that test too (its branch skipped the wake), so that a thread
+                        // replays the same instructions however often the traced run found
+                        // the count at 0.
                         let x = at(i);
                         let next_atomic = atomics[t].get(i + 1).map_or(u64::MAX, |a| a.at);
                         let k = mark_at[t].partition_point(|&p| p <= x);
+                        let next_mark = mark_at[t].get(k).copied().unwrap_or(u64::MAX);
+                        let tested = x + 1 + tested_after(atomics[t][i].raw);
                         let end = match (marks[t].get(k), mark_at[t].get(k)) {
                             (Some(m), Some(&wake))
                                 if m.op == Op::FutexWake
@@ -800,6 +807,7 @@ pub fn find(
                             {
                                 wake.max(x + 1)
                             }
+                            _ if tested <= next_atomic && tested <= next_mark => tested,
                             _ => x + 1,
                         };
                         out.semaphore_gives += 1;
@@ -1206,7 +1214,17 @@ mod tests {
         mark_at: &[Vec<u64>],
         atomics: &[Vec<Atomic>],
     ) -> Locks {
-        find(marks, mark_at, atomics, &[], &[], swap, |_| false, no_loads)
+        find(
+            marks,
+            mark_at,
+            atomics,
+            &[],
+            &[],
+            swap,
+            |_| false,
+            |_| 0,
+            no_loads,
+        )
     }
 
     fn atomic(at: u64, raw: u32, addr: u64, value: u64, seq: u64) -> Atomic {
@@ -1474,6 +1492,7 @@ mod tests {
             &[vec![], vec![store]],
             swap,
             |_| false,
+            |_| 0,
             no_loads,
         );
         assert_eq!((l.spin_waits, l.spin_instructions), (1, 39));
@@ -1521,6 +1540,7 @@ mod tests {
                 &[],
                 swap,
                 |_| false,
+                |_| 0,
                 no_loads,
             )
         };
@@ -1558,6 +1578,7 @@ mod tests {
             &[],
             swap,
             |_| false,
+            |_| 0,
             no_loads,
         );
         assert_eq!((l.words, l.acquisitions), (1, 2));
@@ -1670,6 +1691,49 @@ mod tests {
         assert_eq!((l.edits[1][0].start, l.edits[1][0].end), (late, 61));
     }
 
+    /// A semaphore's release that found the count at 0 wakes the futex, one that did not
+    /// branches past the wake: both lose the test of the count with the release (the code
+    /// reader says 2 instructions, a `test` and a `jg`), so that a thread replays the same
+    /// instructions however often the traced run found the count at 0. Thread 0 takes the
+    /// unit, gives it back from 0 (and wakes), gives another from 1 (no wake); thread 1 takes
+    /// both.
+    #[test]
+    fn a_semaphore_release_loses_its_test_whether_or_not_it_wakes() {
+        const S: u64 = 0x100;
+        let take = |at, value, seq| Atomic {
+            frame: at - 2,
+            ..atomic(at, 1, S, value, seq)
+        };
+        let give = |at, value, seq| atomic(at, 8, S, value, seq);
+        let atomics = [
+            vec![take(10, 0, 1), give(40, 1, 2), give(70, 2, 4)],
+            vec![take(100, 1, 5), take(130, 0, 6)],
+        ];
+        let marks = vec![vec![raw(Op::FutexWake, S, 3)], vec![]];
+        let mark_at = vec![vec![45], vec![]];
+        let ends = |tested: u64| {
+            let l = find(
+                marks.clone(),
+                &mark_at,
+                &atomics,
+                &[],
+                &[],
+                swap,
+                |_| false,
+                |_| tested,
+                no_loads,
+            );
+            assert_eq!((l.semaphore_takes, l.semaphore_gives), (3, 2));
+            l.edits[0]
+                .iter()
+                .map(|e| (e.start, e.end))
+                .collect::<Vec<_>>()
+        };
+        assert_eq!(ends(2), vec![(8, 11), (40, 45), (70, 73)]);
+        // Code the reader cannot read: the release alone.
+        assert_eq!(ends(0), vec![(8, 11), (40, 45), (70, 71)]);
+    }
+
     #[test]
     fn a_reader_count_that_is_never_taken_for_writing_is_no_read_write_lock() {
         // 0 -> 1 -> 0 by two threads: a counter (or a mutex), never the writer's value.
@@ -1711,6 +1775,7 @@ mod tests {
             &[],
             swap,
             |_| false,
+            |_| 0,
             no_loads,
         );
         assert_eq!((l.words, l.acquisitions, l.contended), (1, 2, 1));
@@ -1729,6 +1794,7 @@ mod tests {
             &[],
             swap,
             |_| false,
+            |_| 0,
             no_loads,
         );
         assert_eq!(l.words, 1);

@@ -244,28 +244,14 @@ impl Resolver {
     /// the code is not of that shape.
     pub fn callees_after(&mut self, pc: u64) -> Vec<String> {
         use iced_x86::{Decoder, DecoderOptions, FlowControl, OpKind};
-        let Some(k) = self.module_of(pc) else {
-            return Vec::new();
-        };
-        let bias = self.modules[k].bias;
-        if self.images[k].is_none() {
-            self.images[k] = Some(std::fs::read(&self.modules[k].path).ok().map(Into::into));
-        }
-        let Some(Some(data)) = self.images[k].clone() else {
+        let Some((data, bias)) = self.image_of(pc) else {
             return Vec::new();
         };
         let Ok(file) = object::File::parse(&*data) else {
             return Vec::new();
         };
         // Up to 64 bytes of the object's file at a (file-relative) virtual address.
-        let bytes_at = |vaddr: u64| -> Option<&[u8]> {
-            use object::{Object, ObjectSection};
-            file.sections().find_map(|s| {
-                let off = vaddr.checked_sub(s.address())?;
-                let d = s.data().ok()?;
-                (off < d.len() as u64).then(|| &d[off as usize..d.len().min(off as usize + 64)])
-            })
-        };
+        let bytes_at = |vaddr: u64| bytes_at(&file, vaddr);
         // The function address a global offset table slot holds once the loader filled it.
         let slot_value = |slot: u64| -> Option<u64> {
             use object::{Object, ObjectSymbol, ObjectSymbolTable, RelocationTarget};
@@ -346,6 +332,66 @@ impl Resolver {
         }
         callees
     }
+
+    /// The object file holding `pc` (read once) and its module's load bias.
+    fn image_of(&mut self, pc: u64) -> Option<(std::sync::Arc<[u8]>, u64)> {
+        let k = self.module_of(pc)?;
+        if self.images[k].is_none() {
+            self.images[k] = Some(std::fs::read(&self.modules[k].path).ok().map(Into::into));
+        }
+        Some((self.images[k].clone()??, self.modules[k].bias))
+    }
+
+    /// How many instructions after the atomic at `pc` test its result up to the first
+    /// conditional branch, that branch included, when only instructions that access no
+    /// memory come between (a semaphore's release: `lock xadd`, `test`, `jg` past the futex
+    /// wake it makes when the count was 0); 0 if the code is not of that shape or cannot be
+    /// read.
+    pub fn tested_after(&mut self, pc: u64) -> u64 {
+        use iced_x86::{Decoder, DecoderOptions, FlowControl};
+        let Some((data, bias)) = self.image_of(pc) else {
+            return 0;
+        };
+        let Ok(file) = object::File::parse(&*data) else {
+            return 0;
+        };
+        let vaddr = pc.wrapping_sub(bias);
+        let Some(bytes) = bytes_at(&file, vaddr) else {
+            return 0;
+        };
+        let mut d = Decoder::with_ip(64, bytes, vaddr, DecoderOptions::NONE);
+        // The atomic itself, then up to three tests before the branch.
+        let atomic = d.decode();
+        if atomic.is_invalid() {
+            return 0;
+        }
+        let mut between = 0;
+        while d.can_decode() && between <= 3 {
+            let i = d.decode();
+            match i.flow_control() {
+                _ if i.is_invalid() => return 0,
+                FlowControl::ConditionalBranch => return between + 1,
+                FlowControl::Next if !has_memory_operand(&i) => between += 1,
+                _ => return 0,
+            }
+        }
+        0
+    }
+}
+
+/// Up to 64 bytes of object `file` at (file-relative) virtual address `vaddr`.
+fn bytes_at<'a>(file: &'a object::File<'a>, vaddr: u64) -> Option<&'a [u8]> {
+    use object::{Object, ObjectSection};
+    file.sections().find_map(|s| {
+        let off = vaddr.checked_sub(s.address())?;
+        let d = s.data().ok()?;
+        (off < d.len() as u64).then(|| &d[off as usize..d.len().min(off as usize + 64)])
+    })
+}
+
+/// Whether `i` reads or writes memory through an operand.
+fn has_memory_operand(i: &iced_x86::Instruction) -> bool {
+    (0..i.op_count()).any(|k| i.op_kind(k) == iced_x86::OpKind::Memory)
 }
 
 /// The sorted address ranges of the sized function symbols of the object at `path` (its symbol
