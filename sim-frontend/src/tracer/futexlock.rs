@@ -439,6 +439,9 @@ pub fn find(
             .sort_unstable_by_key(|&(seq, t, i)| (seq, !atomics[t as usize][i].plain, t, i));
     }
     let mut out = Locks::default();
+    // What the program's code says after each semaphore release (`tested_after`), by raw
+    // static index: read once per instruction, not per release.
+    let mut code_tests: HashMap<u32, u64> = HashMap::new();
     // Lock words with the role of each instruction of their history.
     let mut locks: Vec<(u64, Vec<Role>)> = Vec::new();
     let mut acquirers: HashSet<u32> = HashSet::new();
@@ -797,7 +800,6 @@ pub fn find(
                         let next_atomic = atomics[t].get(i + 1).map_or(u64::MAX, |a| a.at);
                         let k = mark_at[t].partition_point(|&p| p <= x);
                         let next_mark = mark_at[t].get(k).copied().unwrap_or(u64::MAX);
-                        let tested = x + 1 + tested_after(atomics[t][i].raw);
                         let end = match (marks[t].get(k), mark_at[t].get(k)) {
                             (Some(m), Some(&wake))
                                 if m.op == Op::FutexWake
@@ -807,8 +809,17 @@ pub fn find(
                             {
                                 wake.max(x + 1)
                             }
-                            _ if tested <= next_atomic && tested <= next_mark => tested,
-                            _ => x + 1,
+                            _ => {
+                                let raw = atomics[t][i].raw;
+                                let tests =
+                                    *code_tests.entry(raw).or_insert_with(|| tested_after(raw));
+                                let tested = x + 1 + tests;
+                                if tested <= next_atomic && tested <= next_mark {
+                                    tested
+                                } else {
+                                    x + 1
+                                }
+                            }
                         };
                         out.semaphore_gives += 1;
                         sem_eps[t].push(SemEpisode {
