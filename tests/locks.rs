@@ -1171,6 +1171,17 @@ fn traced_three_ways_with_traces(
         .iter()
         .map(|way| trace_and_run(program, args, way, dir))
         .unzip();
+    // Shown only if the test fails: what each way's tracing made of the program.
+    for (way, t) in ["normal", "pinned", "hog"].iter().zip(&traces) {
+        eprintln!(
+            "{way} trace: {} instructions, {} dropped, futex locks {}, spin waits {}, warnings {}",
+            t["instructions"],
+            t["dropped_instructions"],
+            t["futex_locks"],
+            t["spin_waits"],
+            t["warnings"]
+        );
+    }
     assert_same_runs(&format!("{label} {args:?}"), &runs);
     (runs, traces)
 }
@@ -1235,11 +1246,24 @@ fn assert_same_cycles(label: &str, runs: &[Value], within: f64) {
     let base = &runs[0];
     for (way, r) in ["pinned", "hog"].iter().zip(&runs[1..]) {
         let ratio = cycles(r) / cycles(base);
+        // On a failure, what tells a different trace from a different replay: each
+        // thread's instructions and the run's sync counts, both ways.
+        let seen = |s: &Value| {
+            let n: Vec<&Value> = s["threads"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|t| &t["instructions"])
+                .collect();
+            format!("instructions {n:?}, sync {}", s["sync"])
+        };
         assert!(
             (1.0 - within..=1.0 + within).contains(&ratio),
-            "{label}: {way} run {} cycles against {}: ratio {ratio:.4}",
+            "{label}: {way} run {} cycles against {}: ratio {ratio:.4}\n{way}: {}\nnormal: {}",
             cycles(r),
-            cycles(base)
+            cycles(base),
+            seen(r),
+            seen(base)
         );
     }
 }
