@@ -183,7 +183,9 @@ pub enum LockModel {
     /// once its load has fetched the line, and it takes the lock then, the word left as it
     /// found it, unless another thread (the releaser, back soon) took it first; a spinner
     /// whose budget runs out, or that sees another waiter mark the word, marks it and calls
-    /// futex wait as above.
+    /// futex wait as above. A lock freed by plain stores (an unlock marker says so: glibc's
+    /// spin lock, test-and-set locks) cannot wake a sleeper, and its waiters never sleep:
+    /// they spin until they take it.
     Futex {
         /// A futex wait that returns at once (the word changed).
         wait: f64,
@@ -868,6 +870,10 @@ struct MutexState {
     /// Its lock implementation spins before it sleeps ([`LockModel::Futex`]; a lock marker
     /// said so).
     spins: bool,
+    /// Its releases are plain stores (glibc's spin lock, test-and-set locks: an unlock
+    /// marker said so), which cannot tell whether anyone sleeps on the word, so its waiters
+    /// never sleep: they spin until they take it ([`LockModel::Futex`]).
+    plain: bool,
     /// It is taken by calls into untraced library code (a lock marker said so): its unlocks
     /// are such calls too, and cost [`EngineConfig::lock_call`].
     called: bool,
@@ -2439,14 +2445,22 @@ impl<'t, O: Observer> Engine<'t, O> {
             // holder's, and it marks the word and waits.
             let saw_free = m.held_since >= read;
             self.move_line(tid, addr, now);
-            let contended = self.mutexes.entry(addr).or_default().contended;
-            if !saw_free && until > now && !contended {
+            let m = self.mutexes.entry(addr).or_default();
+            if m.plain {
+                // A lock freed by plain stores: its waiters spin until they take it.
+                return self.spin_on(tid, addr, order, now, f64::INFINITY, marks);
+            }
+            if !saw_free && until > now && !m.contended {
                 return self.spin_on(tid, addr, order, now, until, marks);
             }
         } else if matches!(step, Some(FutexStep::Cas { .. })) {
             // Overtaken while its compare-and-swap was on its way (the new holder's release
-            // fetches the line back): it marks the word and waits.
-        } else if m.spins && !m.contended && spin > 0.0 {
+            // fetches the line back): it marks the word and waits, or spins again on a lock
+            // freed by plain stores.
+            if m.plain {
+                return self.spin_on(tid, addr, order, now, f64::INFINITY, false);
+            }
+        } else if m.plain || (m.spins && !m.contended && spin > 0.0) {
             // A spinning lock watches a word held but not marked (a load and a pause at a
             // time: Rust's std `Mutex` after its failed compare-and-swap, and again after
             // each futex wait) until it sees a release, or its budget runs out, or another
@@ -2454,7 +2468,8 @@ impl<'t, O: Observer> Engine<'t, O> {
             // ([`Engine::end_spins`]).
             self.sync.lock_spins += 1;
             let marks = matches!(step, Some(FutexStep::Woken));
-            return self.spin_on(tid, addr, order, now, now + spin, marks);
+            let until = if m.plain { f64::INFINITY } else { now + spin };
+            return self.spin_on(tid, addr, order, now, until, marks);
         }
         // Still held: the exchange marking the word contended, then a futex wait, whose
         // kernel reads the word at the end of the call (natively a thread that finds the
@@ -2668,7 +2683,7 @@ impl<'t, O: Observer> Engine<'t, O> {
         {
             let spinner = self.end_spins(addr, now, wait);
             let m = self.mutexes.entry(addr).or_default();
-            if std::mem::take(&mut m.contended) {
+            if std::mem::take(&mut m.contended) && !m.plain {
                 // Futex wake: the releaser is in the kernel for `wake` cycles; the thread
                 // that slept longest (ties: the lower id), if any, tries again `latency`
                 // later.
@@ -2736,6 +2751,15 @@ impl<'t, O: Observer> Engine<'t, O> {
         let m = self.mutexes.entry(addr).or_default();
         if m.waiters.iter().all(|w| w.spin_until.is_none()) {
             return None;
+        }
+        if m.plain {
+            // Freed by plain stores (known from its first release on): nobody sleeps, a
+            // spinner that began before it was known included.
+            for w in m.waiters.iter_mut() {
+                if w.spin_until.is_some() {
+                    w.spin_until = Some(f64::INFINITY);
+                }
+            }
         }
         let mut spinners: Vec<Waiter> = Vec::new();
         m.waiters.retain(|w| {
@@ -3209,6 +3233,9 @@ impl<'t, O: Observer> Engine<'t, O> {
                     return;
                 }
                 self.threads[tid as usize].unlock_paid = false;
+                if plain {
+                    self.mutexes.entry(addr).or_default().plain = true;
+                }
                 let at = self.atomic_at(tid);
                 let done = self.unlock(tid, addr, at);
                 if self.timed() {
