@@ -2240,9 +2240,11 @@ fn a_rayon_workers_job_waits_for_the_push_that_made_it_available() {
             jobs >= 16,
             "{way}: {jobs} pickups after polling: {per_thread:?}"
         );
-        // One pickup in a trace may have no wait: 1 of ~65 in 1 of 6 normal traces here on
-        // 2026-12-06 (the tracer recorded no store for that look; cause not found yet). The
-        // defect this guards against left every pickup unordered.
+        // One pickup in a trace may have no wait: in 3 of 78 traces here on
+        // 2026-12-06 one steal had none. Its look at the victim's deque was the thief's
+        // first recorded look at that line, and the owner's push came before any poller
+        // watched it, so no store was recorded for it (docs/tracing.md, "a poller's first
+        // turn"). The defect this guards against left every pickup unordered.
         assert!(
             unordered <= 1,
             "{way}: {unordered} pickups without a wait: {per_thread:?}"
