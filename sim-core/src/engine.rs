@@ -2683,7 +2683,9 @@ impl<'t, O: Observer> Engine<'t, O> {
         {
             let spinner = self.end_spins(addr, now, wait);
             let m = self.mutexes.entry(addr).or_default();
-            if std::mem::take(&mut m.contended) && !m.plain {
+            // (A lock freed by plain stores is marked only by a waiter that slept before its
+            // first release showed it to be one: that sleeper is woken like any other.)
+            if std::mem::take(&mut m.contended) {
                 // Futex wake: the releaser is in the kernel for `wake` cycles; the thread
                 // that slept longest (ties: the lower id), if any, tries again `latency`
                 // later.
