@@ -344,12 +344,37 @@ fn capture_failed(cap: &Path, status: &std::process::ExitStatus) -> Option<Strin
             })
         }
         Err(_) if status.code().is_some() => Some(format!(
-            "the tracer plugin could not write {} (its message is above), so how each thread \
-             ended is unknown",
+            "QEMU ended ({}) with no {} from its tracer plugin (written at the program's exit \
+             call, and again at QEMU's exit), so how each thread ended is unknown (the message \
+             above says why: a failure inside QEMU, or the plugin's failed write)",
+            status_text(status),
             cap.join("threads.tsv").display()
         )),
         Err(_) => None,
     }
+}
+
+/// When QEMU failed after the program's exit call (`threads.tsv` is still the one the plugin
+/// wrote at `exit_group`, once every thread's stream was written, and QEMU's at-exit
+/// callback never rewrote it): the program's own status, and the warning that says so.
+/// QEMU 7.2 has failed an assertion of its own there, with threads still leaving.
+fn qemu_failed_at_exit(cap: &Path, qemu_status: &str) -> Option<(String, String)> {
+    let tsv = std::fs::read_to_string(cap.join("threads.tsv")).ok()?;
+    let field = |key: &str| {
+        tsv.lines()
+            .find_map(|l| l.strip_prefix(key)?.strip_prefix('\t'))
+    };
+    if field("end") != Some("exit_group") {
+        return None;
+    }
+    let program_status = format!("exit {}", field("exit_code")?);
+    let warning = format!(
+        "QEMU ended with {qemu_status} after the program's exit call ({program_status}), before \
+         its own exit was done (its message is above: a failure inside QEMU, not the \
+         program's); every thread's events written by then are in the trace, and a thread \
+         still running at the exit call is named in its own warning"
+    );
+    Some((program_status, warning))
 }
 
 /// `n` bytes in decimal units, to one decimal: `0.8 MB`, `77.2 GB`.
@@ -370,6 +395,14 @@ fn dir_bytes(dir: &Path) -> u64 {
             .map(|m| m.len())
             .sum()
     })
+}
+
+/// Whether this process (and so QEMU, its child) may write files of any size.
+#[allow(unsafe_code)]
+fn file_size_unlimited() -> bool {
+    // SAFETY: `r` is a plain C struct getrlimit fills in.
+    let mut r: libc::rlimit = unsafe { std::mem::zeroed() };
+    unsafe { libc::getrlimit(libc::RLIMIT_FSIZE, &mut r) == 0 && r.rlim_cur == libc::RLIM_INFINITY }
 }
 
 /// Bytes an unprivileged process may still write on the filesystem holding `path`.
@@ -467,11 +500,18 @@ pub fn trace(a: &TraceArgs) -> Result<TraceReport> {
             let _ = std::fs::remove_dir_all(&cap);
             "removed"
         };
+        // A full disk or a file size limit is the likely cause unless there is room and no
+        // limit (then QEMU failed by itself: its message is above).
+        let roomy = free.is_some_and(|f| f > bytes.max(1 << 30)) && file_size_unlimited();
+        let advice = if roomy && !why.starts_with("the tracer plugin") {
+            "trace again (QEMU's own failures have been rare and not repeated)"
+        } else {
+            "free space there, raise the file size limit, or write the trace elsewhere with -o \
+             (its capture is written beside it)"
+        };
         bail!(
             "the capture of {} is incomplete, so no trace was written: {why}. The capture had \
-             reached {bytes} bytes ({}) in {} ({kept}){}; free space there, raise the file \
-             size limit, or write the trace elsewhere with -o (its capture is written beside \
-             it)",
+             reached {bytes} bytes ({}) in {} ({kept}){}; {advice}",
             program.display(),
             decimal_size(bytes),
             cap.display(),
@@ -481,6 +521,7 @@ pub fn trace(a: &TraceArgs) -> Result<TraceReport> {
             )),
         );
     }
+    let qemu_failed = qemu_failed_at_exit(&cap, &status_s);
     let t1 = Instant::now();
     let summary = convert::convert(&cap, &a.out, &options(a, &program))
         .with_context(|| format!("cannot convert the capture of {}", program.display()))?;
@@ -489,12 +530,23 @@ pub fn trace(a: &TraceArgs) -> Result<TraceReport> {
         let _ = std::fs::remove_dir_all(&cap);
     }
     let mut warnings = summary.warnings.clone();
-    if status_s != "exit 0" {
-        warnings.insert(
-            0,
-            format!("the program ended with {status_s}: the trace holds what ran until then"),
-        );
-    }
+    let status_s = match qemu_failed {
+        Some((program_status, warning)) => {
+            warnings.insert(0, warning);
+            program_status
+        }
+        None => {
+            if status_s != "exit 0" {
+                warnings.insert(
+                    0,
+                    format!(
+                        "the program ended with {status_s}: the trace holds what ran until then"
+                    ),
+                );
+            }
+            status_s
+        }
+    };
     report(
         a,
         &program,

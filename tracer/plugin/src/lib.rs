@@ -27,7 +27,9 @@ use std::ffi::{CStr, c_char, c_int, c_uint, c_void};
 use std::fs::File;
 use std::io::Write;
 use std::path::PathBuf;
-use std::sync::atomic::{AtomicBool, AtomicU8, AtomicU32, AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{
+    AtomicBool, AtomicI64, AtomicU8, AtomicU32, AtomicU64, AtomicUsize, Ordering,
+};
 use std::sync::{Mutex, OnceLock};
 
 use isim_trace_protocol::{AtomicKind, Op, RawEncoder};
@@ -125,6 +127,9 @@ static OPEN: AtomicU32 = AtomicU32::new(0);
 /// How long the exiting thread waits for the others to write themselves out (a thread inside
 /// a system call is parked and written out by the exiting thread, [`PARK`]).
 const EXIT_WAIT: std::time::Duration = std::time::Duration::from_millis(200);
+/// The code the program asked to exit with (`exit_group`), said in `threads.tsv`; `i64::MIN`
+/// until then.
+static EXIT_CODE: AtomicI64 = AtomicI64::new(i64::MIN);
 /// Set once the main thread has been given thread number 0.
 static MAIN_SEEN: AtomicBool = AtomicBool::new(false);
 /// Set in a child process made by `fork`: it must not write to the parent's capture.
@@ -938,6 +943,18 @@ fn syscall_entry(vcpu: c_uint, num: i64, args: [u64; 6]) {
             while OPEN.load(Ordering::Acquire) > 0 && since.elapsed() < EXIT_WAIT {
                 std::thread::sleep(std::time::Duration::from_micros(100));
             }
+            // Every stream that will ever be written is written: say so now. QEMU's own exit
+            // path, with threads still leaving theirs, comes next, and QEMU 7.2 has failed an
+            // assertion there (once in some thousands of traces): then the at-exit callback
+            // never runs, and the capture, whole, would be refused. That callback rewrites
+            // this file as its last word.
+            EXIT_CODE.store(a1 as i32 as i64, Ordering::Relaxed);
+            write_threads_file("exit_group");
+            if std::env::var_os("ISIM_TEST_QEMU_FAILS_AT_EXIT").is_some() {
+                // Fault injection for the tests: QEMU dies after the program's exit call
+                // (as it did by its own assertion), before its at-exit callbacks.
+                std::process::abort();
+            }
         }
     }
     let Some(op) = Op::from_syscall(num) else {
@@ -1161,10 +1178,19 @@ fn write_threads_file(end: &str) {
         STRAY_INSNS.load(Ordering::Relaxed),
         CHANNELS.load(Ordering::Relaxed)
     ));
+    let code = EXIT_CODE.load(Ordering::Relaxed);
+    if code != i64::MIN {
+        s.push_str(&format!("exit_code\t{code}\n"));
+    }
     for e in g.errors.lock().unwrap().iter() {
         s.push_str(&format!("error\t{e}\n"));
     }
-    if let Err(e) = std::fs::write(g.dir.join("threads.tsv"), s) {
+    // Whole or not at all: written beside, then renamed over the one written before (at the
+    // program's exit call), so that a process killed meanwhile leaves one of the two.
+    let tmp = g.dir.join("threads.tsv.new");
+    if let Err(e) =
+        std::fs::write(&tmp, s).and_then(|()| std::fs::rename(&tmp, g.dir.join("threads.tsv")))
+    {
         say(&format!("isim plugin: cannot write threads.tsv: {e}\n"));
     }
 }
