@@ -363,6 +363,38 @@ def native_acquisitions(name, args):
     return t * i
 
 
+def per_iteration(name, nat, sim, n1, n2, s1, s2, ghz, at):
+    """The programs' time per iteration of the whole work, in the day's cycles (native: its
+    steady-state time at `ghz`; isim: run cycles), alone (1 thread: an iteration's own cost)
+    and shared by 2 threads (then each iteration's share, the hand-overs included); None where
+    the arguments do not give the iteration count (tree_locks) or the runs were not steady.
+    The speedup's error is the product of the two ratios: isim/native alone over isim/native
+    shared."""
+    k = iteration_arg(name, nat[0])
+    if k is None or at is None:
+        return None
+    native_iters = int(nat[0][k]) * (STEADY - 1)
+    isim_iters = int(sim[0][k])
+    return {"native_1": n1 * ghz * 1e9 / native_iters, "isim_1": s1 / isim_iters,
+            "native_2": n2 * ghz * 1e9 / native_iters, "isim_2": s2 / isim_iters}
+
+
+def print_per_iteration(rows):
+    """Where each speedup's error comes from: each program's cycles per iteration alone and
+    shared by 2 threads, natively and in isim (see `per_iteration`)."""
+    print("\n| program | cycles per iteration, 1 thread: native, isim (isim/native) | "
+          "2 threads: native, isim (isim/native) |")
+    print("|---|---|---|")
+    for r in rows:
+        c = r.get("cycles_per_iteration")
+        if c is None:
+            print(f"| {r['program']} | - | - |")
+            continue
+        print(f"| {r['program']} | {c['native_1']:.0f}, {c['isim_1']:.0f} "
+              f"({c['isim_1'] / c['native_1']:.2f}) | {c['native_2']:.0f}, {c['isim_2']:.0f} "
+              f"({c['isim_2'] / c['native_2']:.2f}) |")
+
+
 def main():
     reps, only, transfer, bound, clock, steady = 9, None, True, True, True, True
     argv = sys.argv[1:]
@@ -425,9 +457,11 @@ def main():
                      "native_2_threads_cpus": cpus, "native_2_threads_steal": steal,
                      "isim_speedup": ss, "error_pct": err,
                      "native_futex_per_acquisition": nf, "isim_futex_per_acquisition": sf})
+        rows[-1]["cycles_per_iteration"] = per_iteration(name, nat, sim, n1, n2, s1, s2, ghz, at)
         shown = "-" if nf is None else f"{nf:.3f}"
         print(f"| {name} | {n1 * 1e3:.1f} ms | {n2 * 1e3:.1f} ms | {ns:.2f} ({spread[0]:.2f}-{spread[1]:.2f}) | {cpus:.2f}, {100 * steal:.1f} | {s1:,.0f} | {s2:,.0f} | {ss:.2f} | {err:+.1f} | {shown}, {sf:.3f} |",
               flush=True)
+    print_per_iteration(rows)
     with open(os.path.join(WORK, "locks.json"), "w") as f:
         json.dump({"config": CONFIG, "sets": SETS, "reps": reps, "bound": bound, "steady": steady,
                    "guest_par_compute_speedup": capacity, "rows": rows}, f, indent=1)
