@@ -414,7 +414,15 @@ fn semaphores_hand_units_to_waiters_in_simulated_time() {
                 tw.inst(t, alu, false, &[]).unwrap();
             }
             if t == 0 {
-                tw.marker(t, Marker::SemPost { addr: S, init: 0 }).unwrap();
+                tw.marker(
+                    t,
+                    Marker::SemPost {
+                        addr: S,
+                        init: 0,
+                        wakes: false,
+                    },
+                )
+                .unwrap();
             }
         }
     });
@@ -439,7 +447,15 @@ fn semaphores_hand_units_to_waiters_in_simulated_time() {
         for _ in 0..c {
             tw.inst(t, alu, false, &[]).unwrap();
         }
-        tw.marker(t, Marker::SemPost { addr: S, init: 2 }).unwrap();
+        tw.marker(
+            t,
+            Marker::SemPost {
+                addr: S,
+                init: 2,
+                wakes: false,
+            },
+        )
+        .unwrap();
     });
     let s = simulate(&trace, &dir.path().join("count"));
     let expect = 2.0 * c as f64 / WIDTH;
@@ -1606,6 +1622,76 @@ fn cpp_semaphores_are_arbitrated_in_simulated_time() {
         }
     }
     assert_same_instructions("semaphores pipe", &runs);
+}
+
+/// libstdc++ 12's semaphore release calls futex wake whenever it finds the count at 0, with
+/// or without sleepers: on the host, one thread's `semaphores lock 1 10000 30 20` makes 10,001
+/// futex calls (strace) and takes 615 cycles an iteration against 145 in replay before
+/// (benches/host/locks.py: 0.24 of native; 705 with the wake). Under `[locks] model = "futex"`
+/// replay charges each such release `futex_wake` cycles (0.5-1.5 of it, deterministic
+/// jitter), `sync-cond`: one thread × 2,000 iterations makes 2,000 wakes, and the run takes
+/// 2,000 × `futex_wake` more than with a free wake. POSIX `sem_post` (glibc wakes only
+/// registered sleepers, which replay does not model) pays nothing: `sem_pipeline` makes no
+/// futex wake.
+#[test]
+fn cpp_semaphore_releases_from_zero_pay_their_futex_wake() {
+    if !common::tools_present(&["qemu-x86_64", "g++", "gcc"]) {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let prog = compile_cpp(dir.path(), "semaphores", "c++20");
+    let (trace, traced, _) = trace_way(
+        &prog,
+        &["lock", "1", "2000", "30", "20"],
+        "normal",
+        dir.path(),
+    );
+    assert_eq!(
+        traced["futex_locks"]["semaphore_gives"], 2000,
+        "{}",
+        traced["futex_locks"]
+    );
+    let run = |wake: u32, name: &str| {
+        let wake = format!("locks.futex_wake={wake}");
+        simulate_with(
+            &trace,
+            &dir.path().join(name),
+            &["locks.model=futex", wake.as_str()],
+        )
+    };
+    let (paid, free) = (run(1000, "paid"), run(0, "free"));
+    for r in [&paid, &free] {
+        assert_eq!(r["sync"]["futex_wakes"], 2000, "{}", r["sync"]);
+    }
+    let extra = cycles(&paid) - cycles(&free);
+    assert!(
+        (0.9 * 2000.0 * 1000.0..1.3 * 2000.0 * 1000.0).contains(&extra),
+        "{extra} cycles more for 2,000 wakes of 1,000: {} against {}",
+        cycles(&paid),
+        cycles(&free)
+    );
+    let worker = &paid["threads"][1]["stack"];
+    assert!(
+        worker["sync-cond"].as_f64().unwrap() >= 0.9 * 2000.0 * 1000.0,
+        "{worker}"
+    );
+    // POSIX semaphores: no wake charged.
+    let posix = common::example(dir.path(), "sem_pipeline");
+    let (trace, _, _) = trace_way(&posix, &["2", "200", "500"], "normal", dir.path());
+    let r = simulate_with(
+        &trace,
+        &dir.path().join("posix"),
+        &["locks.model=futex", "locks.futex_wake=1000"],
+    );
+    assert_eq!(
+        r["sync"]
+            .get("futex_wakes")
+            .and_then(Value::as_u64)
+            .unwrap_or(0),
+        0,
+        "{}",
+        r["sync"]
+    );
 }
 
 /// The timed forms of C++'s and POSIX's waits are marked as their untimed twins are:

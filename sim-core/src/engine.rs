@@ -2834,13 +2834,29 @@ impl<'t, O: Observer> Engine<'t, O> {
     }
 
     /// Thread `tid` posts semaphore `addr` at `now` (its atomic): the unit goes to the waiter
-    /// that asked first, if any, else it is there for the next wait.
-    fn sem_post(&mut self, tid: u32, addr: u64, now: f64) {
+    /// that asked first, if any, else it is there for the next wait. A release that `wakes`
+    /// the futex whenever it finds the count at 0 (libstdc++'s) and finds it so in simulated
+    /// time then makes that system call: under [`LockModel::Futex`] the thread is in the
+    /// kernel for its `wake` cycles, `sync-cond` as the semaphore's waits.
+    fn sem_post(&mut self, tid: u32, addr: u64, now: f64, wakes: bool) {
         let freed = self.move_line(tid, addr, now);
         if self.timed() {
             let comp = self.line_comp;
             let core = &mut self.threads[tid as usize].core;
             core.atomic(freed, comp, f64::NEG_INFINITY, addr);
+        }
+        let s = self.sems.get_mut(&addr).expect("made by the marker");
+        if let LockModel::Futex { wake, .. } = self.locks
+            && wakes
+            && s.units.is_empty()
+        {
+            self.sync.futex_wakes += 1;
+            let wake = wake * self.jitter(tid);
+            if self.timed() {
+                // A system call: it waits for the instructions before it.
+                self.threads[tid as usize].core.stall_until(freed);
+            }
+            self.resume(tid, freed + wake, Component::SyncCond);
         }
         let s = self.sems.get_mut(&addr).expect("made by the marker");
         match s.first_waiter() {
@@ -3130,7 +3146,7 @@ impl<'t, O: Observer> Engine<'t, O> {
                 let now = self.atomic_at(tid).max(self.threads[tid as usize].wake);
                 self.lock_as(tid, addr, now, order, Some(!write));
             }
-            Marker::SemWait { addr, init } | Marker::SemPost { addr, init } => {
+            Marker::SemWait { addr, init } | Marker::SemPost { addr, init, .. } => {
                 // Decided in the order of the threads' clocks, as a lock is: a post and a
                 // wait meet in simulated time.
                 if self.timed() && self.someone_earlier(tid, self.threads[tid as usize].key()) {
@@ -3140,10 +3156,9 @@ impl<'t, O: Observer> Engine<'t, O> {
                 let now = self.atomic_at(tid).max(self.threads[tid as usize].wake);
                 self.touched.push(tid);
                 self.sems.entry(addr).or_insert_with(|| SemState::new(init));
-                if matches!(m, Marker::SemWait { .. }) {
-                    self.sem_wait(tid, addr, now);
-                } else {
-                    self.sem_post(tid, addr, now);
+                match m {
+                    Marker::SemPost { wakes, .. } => self.sem_post(tid, addr, now, wakes),
+                    _ => self.sem_wait(tid, addr, now),
                 }
             }
             Marker::CondWait {

@@ -623,12 +623,18 @@ pub enum Marker {
         /// Its initial value (units there before any post).
         init: u32,
     },
-    /// Give one unit of a POSIX semaphore (`sem_post`).
+    /// Give one unit of a POSIX semaphore (`sem_post`), or of a semaphore built on a futex
+    /// word in the program's code (libstdc++'s C++20 semaphores).
     SemPost {
         /// Semaphore address.
         addr: u64,
         /// Its initial value, as [`Marker::SemWait`].
         init: u32,
+        /// The release calls futex wake whenever it finds the count at 0, sleepers or not
+        /// (libstdc++ 12's `release`: it does not count its sleepers): a system call replay
+        /// charges when the count is 0 in simulated time. Stored in bit 32 of the marker's
+        /// second argument (traces before it: false).
+        wakes: bool,
     },
     /// Release a mutex, or a read/write lock however the thread holds it.
     MutexUnlock {

@@ -120,13 +120,15 @@ fn arb_marker(threads: u32) -> impl Strategy<Value = Marker> {
         ),
         (any::<u64>(), order(), any::<bool>())
             .prop_map(|(addr, order, write)| { Marker::RwLock { addr, order, write } }),
-        (any::<u64>(), any::<u32>(), any::<bool>()).prop_map(|(addr, init, post)| {
-            if post {
-                Marker::SemPost { addr, init }
-            } else {
-                Marker::SemWait { addr, init }
+        (any::<u64>(), any::<u32>(), any::<bool>(), any::<bool>()).prop_map(
+            |(addr, init, post, wakes)| {
+                if post {
+                    Marker::SemPost { addr, init, wakes }
+                } else {
+                    Marker::SemWait { addr, init }
+                }
             }
-        }),
+        ),
         (any::<u64>(), any::<bool>()).prop_map(|(addr, plain)| Marker::MutexUnlock { addr, plain }),
         (any::<u64>(), any::<u64>(), order(), order()).prop_map(|(cond, mutex, wake, relock)| {
             // A wait is either replayed by semantics or fully recorded.

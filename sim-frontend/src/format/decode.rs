@@ -6,7 +6,7 @@
 
 use super::{
     DecodeEntry, FlowTables, H_DYN_MEM, H_HIT_SHIFT, H_MARKER, H_TAKEN, HIT_BITS, PRED_SLOTS,
-    Predictor, code, get_varint, unzigzag,
+    Predictor, SEM_WAKES_BIT, code, get_varint, unzigzag,
 };
 use crate::model::{Batch, BranchKind, Inst, Marker, MemAccess, NO_SIDX, Order, Record};
 
@@ -295,14 +295,27 @@ fn marker(
                 v => return Err((at, format!("write flag {v} is neither 0 nor 1"))),
             },
         },
-        code::SEM_WAIT | code::SEM_POST => {
+        code::SEM_WAIT => {
             let addr = arg("semaphore address")?;
             let init = u32::try_from(arg("initial value")?)
                 .map_err(|_| (at, "semaphore initial value above 2^32 - 1".to_string()))?;
-            if c == code::SEM_WAIT {
-                Marker::SemWait { addr, init }
-            } else {
-                Marker::SemPost { addr, init }
+            Marker::SemWait { addr, init }
+        }
+        code::SEM_POST => {
+            let addr = arg("semaphore address")?;
+            let v = arg("initial value")?;
+            if v >> SEM_WAKES_BIT > 1 {
+                return Err((
+                    at,
+                    format!(
+                        "semaphore post argument {v:#x}: above bit {SEM_WAKES_BIT} (the wake flag)"
+                    ),
+                ));
+            }
+            Marker::SemPost {
+                addr,
+                init: v as u32,
+                wakes: v >> SEM_WAKES_BIT == 1,
             }
         }
         code::COND_WAIT_ORDERED => Marker::CondWait {

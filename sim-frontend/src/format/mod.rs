@@ -32,6 +32,9 @@ pub const CHUNK_MAGIC: &[u8; 4] = b"ICHK";
 /// ([`code::MUTEX_UNLOCK_PLAIN`]: an earlier trace's releases read as locked instructions, as
 /// they replayed when it was written).
 pub const VERSION: u16 = 7;
+/// The bit of a semaphore post's second argument that says its release wakes the futex
+/// whenever it finds the count at 0 ([`crate::model::Marker::SemPost`]).
+pub const SEM_WAKES_BIT: u32 = 32;
 /// The oldest format version this code reads.
 pub const OLDEST_VERSION: u16 = 1;
 /// Prologue length: magic, version, flags, crc.
@@ -130,7 +133,9 @@ pub mod code {
     pub const RW_LOCK: u8 = 23;
     /// Semaphore wait (version 6): varint address, varint initial value.
     pub const SEM_WAIT: u8 = 24;
-    /// Semaphore post (version 6): varint address, varint initial value.
+    /// Semaphore post (version 6): varint address, varint initial value, plus
+    /// 2^[`super::SEM_WAKES_BIT`] if the release calls futex wake whenever it finds the count
+    /// at 0 (a reader before it refuses the bit as a value above 2^32 - 1).
     pub const SEM_POST: u8 = 25;
     /// Mutex unlock by a plain store (version 7): varint address.
     pub const MUTEX_UNLOCK_PLAIN: u8 = 26;

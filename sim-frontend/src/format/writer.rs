@@ -23,8 +23,8 @@ use std::sync::Mutex;
 use super::tables::{self, StreamCounts, Tables, ThreadDir};
 use super::{
     CHUNK_HEADER_LEN, CHUNK_MAGIC, CHUNK_TARGET, H_DYN_MEM, H_HIT_SHIFT, H_MARKER, H_TAKEN,
-    HIT_BITS, MAGIC, PRED_SLOTS, Predictor, TRAILER_MAGIC, VERSION, ZSTD_LEVEL, code, put_varint,
-    zigzag,
+    HIT_BITS, MAGIC, PRED_SLOTS, Predictor, SEM_WAKES_BIT, TRAILER_MAGIC, VERSION, ZSTD_LEVEL,
+    code, put_varint, zigzag,
 };
 use crate::error::TraceError;
 use crate::model::{BranchKind, Marker, MemAccess, Order, Program, SrcLoc, StaticInst, TraceMeta};
@@ -229,7 +229,10 @@ impl ThreadEnc {
                 &[addr, order_or_zero(order), u64::from(write)],
             ),
             Marker::SemWait { addr, init } => put(code::SEM_WAIT, &[addr, u64::from(init)]),
-            Marker::SemPost { addr, init } => put(code::SEM_POST, &[addr, u64::from(init)]),
+            Marker::SemPost { addr, init, wakes } => put(
+                code::SEM_POST,
+                &[addr, u64::from(init) | u64::from(wakes) << SEM_WAKES_BIT],
+            ),
             Marker::MutexUnlock { addr, plain } => put(
                 if plain {
                     code::MUTEX_UNLOCK_PLAIN

@@ -1164,9 +1164,11 @@ pub fn find(
         let sk = 1 << 41;
         for (j, e) in sem_eps[t].iter().enumerate() {
             let op = if e.take { Op::SemWait } else { Op::SemPost };
+            // A release says that it wakes the futex whenever it finds the count at 0: the
+            // signature `atomicsem.rs` read (libstdc++'s).
             let m = RawMark {
                 op,
-                args: [e.word, e.initial, 0],
+                args: [e.word, e.initial, u64::from(!e.take)],
                 seq: e.seq,
             };
             items.push((e.begin, ADDED, sk + 2 * j, m, e.end));

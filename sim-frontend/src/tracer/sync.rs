@@ -657,6 +657,9 @@ pub fn plan(marks: &[Vec<RawMark>], simple: &mut Simple<'_>) -> Plan {
                         v.push(Marker::SemPost {
                             addr: a0,
                             init: initial(a0, a1),
+                            // A semaphore on a futex word (`atomicsem.rs`) says so; the
+                            // interposed `sem_post` leaves it 0.
+                            wakes: a2 == 1,
                         });
                     }
                 }
@@ -842,8 +845,22 @@ mod tests {
             done(11),
         ];
         let p = plan(&[t0, t1], &mut none);
-        assert_eq!(p.at(0, 0), &[Marker::SemPost { addr: S, init: 2 }]);
-        assert_eq!(p.at(0, 2), &[Marker::SemPost { addr: T, init: 8 }]);
+        assert_eq!(
+            p.at(0, 0),
+            &[Marker::SemPost {
+                addr: S,
+                init: 2,
+                wakes: false
+            }]
+        );
+        assert_eq!(
+            p.at(0, 2),
+            &[Marker::SemPost {
+                addr: T,
+                init: 8,
+                wakes: false
+            }]
+        );
         assert_eq!(p.at(1, 0), &[Marker::SemWait { addr: S, init: 2 }]);
         assert_eq!(p.at(1, 4), &[], "a failed wait took nothing");
         assert_eq!(p.at(1, 6), &[Marker::SemWait { addr: S, init: 2 }]);
