@@ -262,7 +262,10 @@ def simulated(binary, args, tag):
         s = json.load(f)
     sync = s.get("sync", {})
     calls = sync.get("futex_waits", 0) + sync.get("futex_wakes", 0)
-    return s["cycles"], calls / max(sync.get("lock_acquisitions", 0), 1)
+    # Per mutex acquisition; None for a program without any (a semaphore's takes are not
+    # counted as acquisitions, and its releases' wakes would read as thousands per one).
+    acquisitions = sync.get("lock_acquisitions", 0)
+    return s["cycles"], (calls / acquisitions if acquisitions else None)
 
 
 def kernels():
@@ -459,7 +462,8 @@ def main():
                      "native_futex_per_acquisition": nf, "isim_futex_per_acquisition": sf})
         rows[-1]["cycles_per_iteration"] = per_iteration(name, nat, sim, n1, n2, s1, s2, ghz, at)
         shown = "-" if nf is None else f"{nf:.3f}"
-        print(f"| {name} | {n1 * 1e3:.1f} ms | {n2 * 1e3:.1f} ms | {ns:.2f} ({spread[0]:.2f}-{spread[1]:.2f}) | {cpus:.2f}, {100 * steal:.1f} | {s1:,.0f} | {s2:,.0f} | {ss:.2f} | {err:+.1f} | {shown}, {sf:.3f} |",
+        shown_isim = "-" if sf is None else f"{sf:.3f}"
+        print(f"| {name} | {n1 * 1e3:.1f} ms | {n2 * 1e3:.1f} ms | {ns:.2f} ({spread[0]:.2f}-{spread[1]:.2f}) | {cpus:.2f}, {100 * steal:.1f} | {s1:,.0f} | {s2:,.0f} | {ss:.2f} | {err:+.1f} | {shown}, {shown_isim} |",
               flush=True)
     print_per_iteration(rows)
     with open(os.path.join(WORK, "locks.json"), "w") as f:
