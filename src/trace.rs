@@ -368,6 +368,11 @@ fn qemu_failed_at_exit(cap: &Path, qemu_status: &str) -> Option<(String, String)
         return None;
     }
     let program_status = format!("exit {}", field("exit_code")?);
+    if program_status == qemu_status {
+        // QEMU exited as the program asked; only the callback's rewrite failed (its
+        // message is above), and the file written at the exit call holds every thread.
+        return None;
+    }
     let warning = format!(
         "QEMU ended with {qemu_status} after the program's exit call ({program_status}), before \
          its own exit was done (its message is above: a failure inside QEMU, not the \
