@@ -2845,10 +2845,10 @@ impl<'t, O: Observer> Engine<'t, O> {
             let core = &mut self.threads[tid as usize].core;
             core.atomic(freed, comp, f64::NEG_INFINITY, addr);
         }
-        let s = self.sems.get_mut(&addr).expect("made by the marker");
+        let from_zero = self.sems.get(&addr).is_some_and(|s| s.units.is_empty());
         if let LockModel::Futex { wake, .. } = self.locks
             && wakes
-            && s.units.is_empty()
+            && from_zero
         {
             self.sync.futex_wakes += 1;
             let wake = wake * self.jitter(tid);
