@@ -42,11 +42,13 @@ guest is sometimes another processor: `lscpu`'s model is printed first), so the 
 measures the day's clock with kernels.c's `add-chain` and simulates CONFIG at that clock
 (`system.frequency`; `--config-clock` keeps CONFIG's): its latencies in nanoseconds (DRAM)
 become the day's cycles. Then it measures the day's transfer with kernels.c's `pingpong`
-(median of REPS runs; one-way time = half a round trip) and simulates with the
-`coherence.snoop_latency` that gives CONFIG that transfer (the config's other terms of a
-transfer from another core's L1, as its comment lists them: L1 tag, L2 tag, bus slot, L3 tag,
-L1 data), printed with the results; `--config-transfer` keeps CONFIG's own value, and a
-`coherence.snoop_latency` in SETS wins.
+(median of REPS runs; one-way time = half a round trip), printed, and again before each
+round of each program's native runs (a short pingpong): each program is simulated with the
+`coherence.snoop_latency` that gives CONFIG the median transfer of its own runs (the config's
+other terms of a transfer from another core's L1, as its comment lists them: L1 tag, L2 tag,
+bus slot, L3 tag, L1 data), and its row shows that transfer and its range over the rounds,
+since the guest's transfer moves within a pass (66 to 442 ns a round trip on one day);
+`--config-transfer` keeps CONFIG's own value, and a `coherence.snoop_latency` in SETS wins.
 
 Before the programs, the guest's own 2-thread capacity: `par-compute` (two threads sharing
 nothing, timed from their start barrier) at 1 and 2 threads, whose speedup a 2-core machine
@@ -183,7 +185,7 @@ def scaled(args, at, factor):
     return out
 
 
-def native(binary, args1, args2, reps, bound, at=None):
+def native(binary, args1, args2, reps, bound, at=None, probe=False):
     """Alternating runs of the 1- and 2-thread commands: their median times, the speedups
     of the lower and upper quartile pairs (slow 1-thread over slow 2-thread), and for the
     2-thread runs the median CPUs the process used (its user and system time over its wall
@@ -196,14 +198,20 @@ def native(binary, args1, args2, reps, bound, at=None):
     run costs whatever its length — the process's start and end, the threads' creation, and
     a 2-thread run's first milliseconds on a second vCPU that was idle (a 2-thread
     `lock_counter -w 1000` took 4.7 ms more than its iterations' share on 2026-12-06, a
-    1-thread one 1.5 ms), none of which isim simulates. The CPUs used are the long runs'."""
+    1-thread one 1.5 ms), none of which isim simulates. The CPUs used are the long runs'.
+
+    With `probe`, each round of runs starts with a short `pingpong` (`transfer_probe`), and
+    the round trips it measured during the program's runs are returned too (else [])."""
     commands = [args1, args2]
     if at is not None:
         commands += [scaled(args1, at, STEADY), scaled(args2, at, STEADY)]
     times = [[] for _ in commands]
     cpus, steal = [], []
     env = native_env(bound)
+    trips = []
     for _ in range(reps):
+        if probe:
+            trips.append(transfer_probe())
         for k, args in enumerate(commands):
             cmd = [binary] + args
             if LOCK:
@@ -226,7 +234,7 @@ def native(binary, args1, args2, reps, bound, at=None):
         med = [med[2] - med[0], med[3] - med[1]]
         q = [[q[2][i] - q[0][i] for i in range(3)], [q[3][i] - q[1][i] for i in range(3)]]
     return (med[0], med[1], (q[0][0] / q[1][0], q[0][2] / q[1][2]),
-            (statistics.median(cpus), statistics.median(steal)))
+            (statistics.median(cpus), statistics.median(steal)), trips)
 
 
 def native_futex(binary, args, bound):
@@ -244,7 +252,7 @@ def native_futex(binary, args, bound):
     return None
 
 
-def simulated(binary, args, tag):
+def simulated(binary, args, tag, extra=()):
     env = dict(os.environ)
     env.pop("_", None)
     trace = os.path.join(WORK, tag + ".itrace")
@@ -254,7 +262,7 @@ def simulated(binary, args, tag):
     # Each live thread holds a simulated core, the main thread waiting in its join too; the
     # host's 2 vCPUs run the 2 workers while it sleeps. isim grows the 2-core socket to 3
     # (docs/output.md), the workers on one socket as on the host.
-    sets = [a for kv in SETS for a in ("--set", kv)]
+    sets = [a for kv in SETS + list(extra) for a in ("--set", kv)]
     subprocess.run([ISIM, "run", "-c", CONFIG] + sets
                    + ["--trace", trace, "-o", run], check=True,
                    stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
@@ -321,19 +329,35 @@ def host_model():
     return "unknown"
 
 
-def day_snoop_latency(reps, ghz):
-    """The day's core-to-core transfer (pingpong, median of `reps` runs): the one-way time in
-    cycles at `ghz` and the `coherence.snoop_latency` that gives it."""
+def snoop_latency(round_trip, ghz):
+    """A pingpong round trip of `round_trip` ns at `ghz`: the one-way time in cycles and the
+    `coherence.snoop_latency` that gives CONFIG that transfer."""
     import tomllib
     with open(CONFIG, "rb") as f:
         cfg = tomllib.load(f)
     c = cfg["cache"]
     base = (c["l1d"]["tag_latency"] + c["l2"]["tag_latency"] + 1 + c["l3"]["tag_latency"]
             + c["l1d"]["data_latency"])
+    one_way = round_trip / 2 * ghz
+    return one_way, max(0, round(one_way - base))
+
+
+def day_snoop_latency(reps, ghz):
+    """The day's core-to-core transfer (pingpong, median of `reps` runs): the round trip in
+    ns, the one-way time in cycles at `ghz` and the `coherence.snoop_latency` that gives it."""
     n = 200000
     round_trip = statistics.median(ns / n for ns in kernel_times(["pingpong", str(n)], reps))
-    one_way = round_trip / 2 * ghz
-    return round_trip, one_way, max(0, round(one_way - base))
+    return (round_trip,) + snoop_latency(round_trip, ghz)
+
+
+def transfer_probe():
+    """One short `pingpong` (20,000 round trips, a few milliseconds): ns per round trip. Run
+    before each round of a program's native runs, since the guest's transfer does not stay
+    put for a pass: on 2026-12-06 the AMD guest's round trip was 93 ns at one pass's start,
+    66 ns half an hour later and 442 ns at the next pass's start, and a contended lock's
+    speedup follows it."""
+    n = 20000
+    return kernel_times(["pingpong", str(n)], 1)[0] / n
 
 
 def guest_capacity(reps):
@@ -426,11 +450,14 @@ def main():
     else:
         ghz = next((float(kv.split("=", 1)[1].lower().removesuffix("ghz")) for kv in SETS
                     if kv.startswith("system.frequency=")), None) or config_ghz()
-    if transfer and not any(kv.startswith("coherence.snoop_latency=") for kv in SETS):
+    # Each program is simulated with the transfer measured during its own native runs (the
+    # median of a short pingpong before each round), unless CONFIG's or SETS' is asked for.
+    probe = transfer and not any(kv.startswith("coherence.snoop_latency=") for kv in SETS)
+    if probe:
         round_trip, one_way, snoop = day_snoop_latency(reps, ghz)
-        print(f"pingpong: {round_trip:.0f} ns per round trip, {one_way:.0f} cycles one way: "
-              f"coherence.snoop_latency={snoop}")
-        SETS.append(f"coherence.snoop_latency={snoop}")
+        print(f"pingpong: {round_trip:.0f} ns per round trip, {one_way:.0f} cycles one way "
+              f"(coherence.snoop_latency={snoop}) at the pass's start; each program is "
+              f"simulated with the transfer measured during its own native runs")
     capacity, capacity_spread = guest_capacity(reps)
     print(f"guest: par-compute (two threads sharing nothing) 2-thread speedup {capacity:.2f} "
           f"({capacity_spread[0]:.2f}-{capacity_spread[1]:.2f}); a 2-core machine: 2.00")
@@ -440,30 +467,39 @@ def main():
     if steady:
         print(f"native times: the counters' steady state ({STEADY - 1}x the listed iterations: the "
               f"runs with {STEADY}x less the listed runs); tree_locks' whole runs\n")
-    print("| program | native 1 thread | native 2 threads | native speedup (quartiles) | native 2 threads: CPUs used, steal % | isim 1 thread | isim 2 threads | isim speedup | error % | futex calls per acquisition: native, isim |")
-    print("|---|---:|---:|---|---|---:|---:|---:|---:|---|")
+    print("| program | native 1 thread | native 2 threads | native speedup (quartiles) | native 2 threads: CPUs used, steal % | transfer during the native runs: one-way cycles, median (range) | isim 1 thread | isim 2 threads | isim speedup | error % | futex calls per acquisition: native, isim |")
+    print("|---|---:|---:|---|---|---|---:|---:|---:|---:|---|")
     for name, src, lang, nat, sim in PROGRAMS:
         if only and name not in only:
             continue
         binary = build(name, src, lang)
         at = iteration_arg(name, nat[0]) if steady else None
-        n1, n2, spread, (cpus, steal) = native(binary, nat[0], nat[1], reps, bound, at)
+        n1, n2, spread, (cpus, steal), trips = native(binary, nat[0], nat[1], reps, bound, at,
+                                                      probe)
+        extra, shown_transfer = [], "-"
+        if trips:
+            (one_way, snoop), ways = snoop_latency(statistics.median(trips), ghz), [
+                snoop_latency(t, ghz)[0] for t in trips]
+            extra = [f"coherence.snoop_latency={snoop}"]
+            shown_transfer = f"{one_way:.0f} ({min(ways):.0f}-{max(ways):.0f})"
         calls = native_futex(binary, nat[1], bound)
         acquisitions = native_acquisitions(name, nat[1])
         nf = calls / acquisitions if calls is not None and acquisitions else None
-        (s1, _), (s2, sf) = simulated(binary, sim[0], name + "-1"), simulated(binary, sim[1], name + "-2")
+        (s1, _), (s2, sf) = (simulated(binary, sim[0], name + "-1", extra),
+                             simulated(binary, sim[1], name + "-2", extra))
         ns, ss = n1 / n2, s1 / s2
         err = 100 * (ss / ns - 1)
         rows.append({"program": name, "native_s": [n1, n2], "native_steady": at is not None,
                      "isim_cycles": [s1, s2],
                      "native_speedup": ns, "native_quartile_speedups": spread,
                      "native_2_threads_cpus": cpus, "native_2_threads_steal": steal,
+                     "native_round_trips_ns": trips, "isim_sets": extra,
                      "isim_speedup": ss, "error_pct": err,
                      "native_futex_per_acquisition": nf, "isim_futex_per_acquisition": sf})
         rows[-1]["cycles_per_iteration"] = per_iteration(name, nat, sim, n1, n2, s1, s2, ghz, at)
         shown = "-" if nf is None else f"{nf:.3f}"
         shown_isim = "-" if sf is None else f"{sf:.3f}"
-        print(f"| {name} | {n1 * 1e3:.1f} ms | {n2 * 1e3:.1f} ms | {ns:.2f} ({spread[0]:.2f}-{spread[1]:.2f}) | {cpus:.2f}, {100 * steal:.1f} | {s1:,.0f} | {s2:,.0f} | {ss:.2f} | {err:+.1f} | {shown}, {shown_isim} |",
+        print(f"| {name} | {n1 * 1e3:.1f} ms | {n2 * 1e3:.1f} ms | {ns:.2f} ({spread[0]:.2f}-{spread[1]:.2f}) | {cpus:.2f}, {100 * steal:.1f} | {shown_transfer} | {s1:,.0f} | {s2:,.0f} | {ss:.2f} | {err:+.1f} | {shown}, {shown_isim} |",
               flush=True)
     print_per_iteration(rows)
     with open(os.path.join(WORK, "locks.json"), "w") as f:
