@@ -478,10 +478,10 @@ def main():
                                                       probe)
         extra, shown_transfer = [], "-"
         if trips:
-            (one_way, snoop), ways = snoop_latency(statistics.median(trips), ghz), [
-                snoop_latency(t, ghz)[0] for t in trips]
+            one_way, snoop = snoop_latency(statistics.median(trips), ghz)
+            low, high = (snoop_latency(t, ghz)[0] for t in (min(trips), max(trips)))
             extra = [f"coherence.snoop_latency={snoop}"]
-            shown_transfer = f"{one_way:.0f} ({min(ways):.0f}-{max(ways):.0f})"
+            shown_transfer = f"{one_way:.0f} ({low:.0f}-{high:.0f})"
         calls = native_futex(binary, nat[1], bound)
         acquisitions = native_acquisitions(name, nat[1])
         nf = calls / acquisitions if calls is not None and acquisitions else None
