@@ -1398,6 +1398,50 @@ fn a_pthread_spin_lock_is_arbitrated_in_simulated_time() {
     assert_eq!(kinds, (4000, 0), "plain and locked unlocks");
 }
 
+/// glibc's malloc arena lock is a lock whoever takes it where. `examples/c/arena_churn.c`:
+/// worker threads created and joined in rounds allocate and free small blocks in the one
+/// arena main shares (`M_ARENA_MAX` 1, as glibc shares arenas once threads outnumber 8 per
+/// core). The arena's lock is also taken where the trace does not go — in `pthread_create`
+/// and `pthread_join`, in a new thread's start code before it is recorded, in each worker's
+/// exit path freeing its cache — and the plugin records those atomic instructions for the
+/// word's history. Before (2026-12-07), the history read as no lock's: the word's futex
+/// waits and wakes replayed as the traced run paired them, and its values as thousands of
+/// counts down to zero, each a wait for another thread (a 16-thread Rust program's main
+/// thread waited in `malloc`, between two spawns, for six threads to end, in one trace beside
+/// a CPU hog). Each thread's malloc work itself depends on the interleaving (who emptied the
+/// shared bins), so the three ways' cycles are not compared here.
+#[test]
+fn a_malloc_arena_shared_by_threads_is_a_lock_in_every_trace() {
+    if !common::tools_present(&["qemu-x86_64", "gcc", "taskset"]) {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let prog = common::example(dir.path(), "arena_churn");
+    for way in ["normal", "pinned", "hog"] {
+        let (r, t) = trace_and_run(&prog, &["-t", "3", "-r", "4", "-i", "100"], way, dir.path());
+        let locks = &t["futex_locks"];
+        assert_eq!(locks["rejected"], 0, "{way}: {locks}");
+        assert!(locks["words"].as_u64().unwrap() >= 1, "{way}: {locks}");
+        assert_eq!(t["countdowns"]["waits"], 0, "{way}: {}", t["countdowns"]);
+        for th in t["threads"].as_array().unwrap() {
+            let futex = th["markers"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .filter(|m| m[0] == "futex-wait" || m[0] == "futex-wake")
+                .count();
+            assert_eq!(
+                futex, 0,
+                "{way}: thread {} keeps futex calls: {}",
+                th["thread"], th["markers"]
+            );
+        }
+        // Every worker's malloc calls that reach the arena are arbitrated.
+        let taken = r["sync"]["lock_acquisitions"].as_u64().unwrap();
+        assert!(taken > 1000, "{way}: {}", r["sync"]);
+    }
+}
+
 /// Hand-written spin locks are locks too. A test-and-set lock (`examples/c/spin_counter.c
 /// -x`: `xchg` until it reads 0, `while (word) pause;` between tries, a release `store(0)`, a
 /// plain `mov`): the conversion finds the word from its exchanges and the holders' stores. A

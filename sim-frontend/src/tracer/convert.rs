@@ -488,6 +488,11 @@ struct FirstPass {
     mark_at: Vec<u64>,
     /// Its atomic instructions with their values (for `futexlock`).
     atomics: Vec<Atomic>,
+    /// Its atomic instructions the trace does not hold ([`Op::Atomic`]: in wrapped calls,
+    /// in its exit path after its `ThreadEnd`), each at the position of the stretch it came
+    /// in: part of the histories of the words they update only (`futexlock` reads a lock's
+    /// history whole).
+    hidden_atomics: Vec<Atomic>,
     /// Its spin-waits and recorded plain stores (for `spinwait`).
     spins: spinwait::Detector,
     /// The kept static instructions it executes, in the order it first does, each with the
@@ -495,6 +500,50 @@ struct FirstPass {
     statics: Vec<(u32, Vec<MemAccess>)>,
     /// The section names it uses, in the order it first does.
     sections: Vec<String>,
+}
+
+/// The atomic instructions of the threads the plugin did not record (`untraced.bin`, if
+/// any): each with its thread's number, `first` + its vCPU index (its identity while it
+/// lived), for `futexlock`'s histories only.
+fn untraced_atomics(dir: &Path, first: u32) -> Result<Vec<(u32, Atomic)>, TraceError> {
+    let path = dir.join("untraced.bin");
+    let bytes = match std::fs::read(&path) {
+        Ok(b) => b,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
+        Err(e) => return Err(TraceError::io(&path, 0, "cannot read", e)),
+    };
+    let n = raw::UNTRACED_RECORD;
+    if bytes.len() % n != 0 {
+        return Err(TraceError::at(
+            &path,
+            None,
+            (bytes.len() / n * n) as u64,
+            format!(
+                "a record cut short: {} bytes is no whole number of {n}-byte records",
+                bytes.len()
+            ),
+        ));
+    }
+    Ok(bytes
+        .chunks_exact(n)
+        .map(|r| {
+            let f = |k: usize| u64::from_le_bytes(r[8 * k..8 * k + 8].try_into().expect("8 bytes"));
+            let vcpu = u32::try_from(f(0)).unwrap_or(u32::MAX - first);
+            (
+                first.saturating_add(vcpu),
+                Atomic {
+                    at: 0,
+                    raw: (f(3) >> 8) as u32,
+                    addr: f(1),
+                    size: f(3) as u8,
+                    value: f(2),
+                    seq: f(4),
+                    plain: false,
+                    frame: futexlock::NO_FRAME,
+                },
+            )
+        })
+        .collect())
 }
 
 /// Pass 1 over thread `t` (raw id `raw_tid`).
@@ -507,10 +556,13 @@ fn first_pass(dir: &Path, t: u32, raw_tid: u32, hot: &[Hot]) -> Result<FirstPass
         marks: Vec::new(),
         mark_at: Vec::new(),
         atomics: Vec::new(),
+        hidden_atomics: Vec::new(),
         spins: spinwait::Detector::default(),
         statics: Vec::new(),
         sections: Vec::new(),
     };
+    // Past its `ThreadEnd`: its exit path, of which only atomic instructions are read.
+    let mut exiting = false;
     let mut seen = vec![false; hot.len()];
     let mut seen_sections: HashSet<String> = HashSet::new();
     // The first execution being collected: its index in `out.statics`.
@@ -529,6 +581,22 @@ fn first_pass(dir: &Path, t: u32, raw_tid: u32, hot: &[Hot]) -> Result<FirstPass
     // Positions of the calls not yet returned from.
     let mut calls: Vec<u64> = Vec::new();
     while let Some(w) = rd.next_word() {
+        if let Word::Mark(Op::Atomic) = w {
+            out.hidden_atomics.push(Atomic {
+                at: execs,
+                raw: (rd.args[2] >> 8) as u32,
+                addr: rd.args[0],
+                size: rd.args[2] as u8,
+                value: rd.args[1],
+                seq: rd.seq,
+                plain: false,
+                frame: futexlock::NO_FRAME,
+            });
+            continue;
+        }
+        if exiting {
+            continue;
+        }
         match w {
             Word::Exec(raw) => {
                 execs += 1;
@@ -628,6 +696,7 @@ fn first_pass(dir: &Path, t: u32, raw_tid: u32, hot: &[Hot]) -> Result<FirstPass
                     args: [rd.args[0], rd.args[1], rd.args[2]],
                     seq: rd.seq,
                 });
+                exiting = op == Op::ThreadEnd;
                 if matches!(op, Op::SectionBegin | Op::SectionEnd) {
                     let name = raw::unpack_name(&rd.args);
                     if seen_sections.insert(name.clone()) {
@@ -735,6 +804,8 @@ fn unrecorded_stores(
                 pending = None;
                 after = after.max(seq);
             }
+            // Its exit path follows (`first_pass`).
+            Word::Mark(Op::ThreadEnd) => break,
             Word::Mark(_) => after = after.max(rd.seq),
         }
     }
@@ -790,6 +861,8 @@ fn plain_stores(
                 }
                 open = false;
             }
+            // Its exit path follows (`first_pass`).
+            Word::Mark(Op::ThreadEnd) => break,
             Word::Mark(_) => open = false,
         }
     }
@@ -874,6 +947,8 @@ fn first_plain_loads(
                         }
                     }
                 }
+                // Its exit path follows (`first_pass`).
+                Word::Mark(Op::ThreadEnd) => break,
                 _ => {}
             }
         }
@@ -1145,8 +1220,9 @@ fn second_pass(ctx: &Ctx, t: u32, mut enc: ThreadEncoder) -> Result<ThreadOut, T
                 }
             }
             Word::Value { .. } => {}
-            // A poller's yield is the spin-wait finder's business only (pass 1).
-            Word::Mark(Op::Yield) => {}
+            // A poller's yield is the spin-wait finder's business only (pass 1), an untraced
+            // atomic instruction `futexlock`'s.
+            Word::Mark(Op::Yield | Op::Atomic) => {}
             Word::Mark(op) => {
                 now = rd.seq;
                 if op == Op::ThreadStart {
@@ -1192,6 +1268,10 @@ fn second_pass(ctx: &Ctx, t: u32, mut enc: ThreadEncoder) -> Result<ThreadOut, T
                 {
                     let base = ctx.stacks.map(&stack, *buf, now);
                     deferred.extend(waits.iter().map(|&(lo, hi, m)| (base + lo, base + hi, m)));
+                }
+                if op == Op::ThreadEnd {
+                    // Its exit path follows (`first_pass`): no part of the trace.
+                    break;
                 }
             }
         }
@@ -1410,6 +1490,9 @@ pub fn convert(dir: &Path, out: &Path, opts: &Options) -> Result<Summary, TraceE
     let mut marks: Vec<Vec<RawMark>> = Vec::with_capacity(tids.len());
     let mut mark_at: Vec<Vec<u64>> = Vec::with_capacity(tids.len());
     let mut atomics: Vec<Vec<Atomic>> = Vec::with_capacity(tids.len());
+    // The atomic instructions the trace does not hold: each traced thread's, and those of
+    // threads the plugin did not record, numbered after the traced ones by their vCPU.
+    let mut hidden: Vec<(u32, Atomic)> = untraced_atomics(dir, tids.len() as u32)?;
     // Static indices, function, file and section names are numbered in the order a serial
     // pass over thread 0, then thread 1, … meets them, whatever the host threads' timing.
     for f in &firsts {
@@ -1428,6 +1511,8 @@ pub fn convert(dir: &Path, out: &Path, opts: &Options) -> Result<Summary, TraceE
         marks.push(f.marks);
         mark_at.push(f.mark_at);
         atomics.push(f.atomics);
+        let t = marks.len() as u32 - 1;
+        hidden.extend(f.hidden_atomics.into_iter().map(|a| (t, a)));
         let mut changes = f.spins.changes;
         changes.extend(f.spins.first_looks);
         spins.push(changes);
@@ -1463,6 +1548,7 @@ pub fn convert(dir: &Path, out: &Path, opts: &Options) -> Result<Summary, TraceE
         marks,
         &mark_at,
         &atomics,
+        &hidden,
         &spins,
         &stores,
         |raw| raw::atomic_kind(&statics[raw as usize].code),

@@ -302,11 +302,51 @@ fn ending_before(spins: &[Change], to: u64) -> &[Change] {
 /// The role of each instruction of a word's history, or `None` if it is no lock's history.
 /// `events` are (sequence number, thread, index in its atomics), in sequence order.
 fn roles(events: &[(u64, u32, usize)], atomics: &[Vec<Atomic>]) -> Option<Vec<Role>> {
+    roles_of(
+        events
+            .iter()
+            .map(|&(_, t, i)| (t, atomics[t as usize][i].value)),
+    )
+}
+
+/// [`roles`] of a word's history read whole, with `hidden`, the instructions on it that the
+/// trace does not hold (sequence number, thread, value left): the roles of `events` alone.
+/// glibc's malloc takes its arena's lock in wrapped calls (`pthread_create` allocating the
+/// new thread's memory, a join freeing it) and in a thread's exit path (freeing its cache);
+/// without those acquisitions and releases the lock's history reads as no lock's (a holder
+/// seen taking the word it holds) whenever threads share an arena, and the lock's futex
+/// calls stayed as the traced run paired them.
+fn roles_whole(
+    events: &[(u64, u32, usize)],
+    hidden: Option<&Vec<(u64, u32, u64)>>,
+    atomics: &[Vec<Atomic>],
+) -> Option<Vec<Role>> {
+    let Some(hidden) = hidden else {
+        return roles(events, atomics);
+    };
+    // Both, in sequence order: (sequence number, thread, value left, one of `events`).
+    let mut whole: Vec<(u64, u32, u64, bool)> = events
+        .iter()
+        .map(|&(seq, t, i)| (seq, t, atomics[t as usize][i].value, true))
+        .chain(hidden.iter().map(|&(seq, t, v)| (seq, t, v, false)))
+        .collect();
+    whole.sort_unstable();
+    let r = roles_of(whole.iter().map(|w| (w.1, w.2)))?;
+    Some(
+        r.into_iter()
+            .zip(&whole)
+            .filter(|(_, w)| w.3)
+            .map(|(r, _)| r)
+            .collect(),
+    )
+}
+
+/// The roles of a history given as (thread, value left) in sequence order ([`roles`]).
+fn roles_of(events: impl ExactSizeIterator<Item = (u32, u64)>) -> Option<Vec<Role>> {
     let mut holder: Option<u32> = None;
     let mut value = 0u64;
     let mut out = Vec::with_capacity(events.len());
-    for &(_, t, i) in events {
-        let after = atomics[t as usize][i].value;
+    for (t, after) in events {
         let role = match holder {
             None if value == 0 && after != 0 => {
                 holder = Some(t);
@@ -393,7 +433,10 @@ fn rw_roles(events: &[(u64, u32, usize)], atomics: &[Vec<Atomic>]) -> Option<Vec
 
 /// Finds the lock words and rewrites each thread's markers (see the module docs).
 /// `marks[t]` are thread `t`'s raw markers, `mark_at[t]` the position of each, `atomics[t]`
-/// its atomic instructions in order, `changes[t]` and `stores[t]` its spin-waits and recorded
+/// its atomic instructions in order, `hidden` the atomic instructions the trace does not hold
+/// (thread, instruction: the traced threads' in wrapped calls and exit paths, untraced
+/// threads' under numbers of their own), read only as part of a lock word's history
+/// ([`roles_whole`]), `changes[t]` and `stores[t]` its spin-waits and recorded
 /// plain stores (`spinwait.rs`), which it also turns into markers and edits, with the waits
 /// for counters counted down to zero (`countdown.rs`).
 /// `kind(raw)` says what atomic instruction `raw` is (an `xchg`, a compare-and-swap, …);
@@ -405,6 +448,7 @@ pub fn find(
     marks: Vec<Vec<RawMark>>,
     mark_at: &[Vec<u64>],
     atomics: &[Vec<Atomic>],
+    hidden: &[(u32, Atomic)],
     changes: &[Vec<Change>],
     stores: &[Vec<Store>],
     kind: impl Fn(u32) -> Option<AtomicKind>,
@@ -427,6 +471,14 @@ pub fn find(
                 .or_default()
                 .push((x.seq, t as u32, i));
         }
+    }
+    // The untraced instructions on those words: (sequence number, thread, value left).
+    let mut hidden_by_word: HashMap<u64, Vec<(u64, u32, u64)>> = HashMap::new();
+    for (t, x) in hidden.iter().filter(|(_, x)| by_word.contains_key(&x.addr)) {
+        hidden_by_word
+            .entry(x.addr)
+            .or_default()
+            .push((x.seq, *t, x.value));
     }
     let mut words: Vec<u64> = by_word.keys().copied().collect();
     words.sort_unstable();
@@ -510,7 +562,8 @@ pub fn find(
         .iter()
         .filter(|w| futex.contains(w) && !rw_words.contains(w))
     {
-        match roles(&by_word[&w], atomics).filter(|r| lock_like(w, r)) {
+        match roles_whole(&by_word[&w], hidden_by_word.get(&w), atomics).filter(|r| lock_like(w, r))
+        {
             Some(r) => {
                 for (&(_, t, i), role) in by_word[&w].iter().zip(&r) {
                     if *role == Role::Acquire {
@@ -535,7 +588,8 @@ pub fn find(
         .filter(|w| !futex.contains(w) && !rw_words.contains(w))
     {
         let ev = &by_word[&w];
-        let Some(r) = roles(ev, atomics).filter(|r| lock_like(w, r)) else {
+        let Some(r) = roles_whole(ev, hidden_by_word.get(&w), atomics).filter(|r| lock_like(w, r))
+        else {
             continue;
         };
         let at = |e: &(u64, u32, usize)| atomics[e.1 as usize][e.2];
@@ -1233,6 +1287,7 @@ mod tests {
             atomics,
             &[],
             &[],
+            &[],
             swap,
             |_| false,
             |_| 0,
@@ -1454,6 +1509,49 @@ mod tests {
         assert!(l.edits.iter().all(Vec::is_empty));
     }
 
+    /// A lock's history goes on where the trace does not (glibc frees an ended thread's
+    /// malloc cache into its arena under the arena's lock after the thread's end, and takes
+    /// that lock inside wrapped calls: `Op::Atomic`): thread 2 takes and frees the word there, between thread 0's
+    /// release and thread 1's attempts. Read without those two, thread 1's second swap would
+    /// be a holder's change of its own lock (no lock: the word's futex calls would stay as the
+    /// traced run paired them); read whole, thread 1 failed once and then took it.
+    #[test]
+    fn a_lock_taken_where_the_trace_does_not_go_is_still_a_lock() {
+        const W: u64 = 0x100;
+        let a0 = vec![atomic(10, 1, W, 1, 1), atomic(20, 2, W, 0, 2)];
+        let a1 = vec![
+            atomic(30, 2, W, 2, 4),
+            atomic(40, 2, W, 2, 8),
+            atomic(50, 2, W, 0, 9),
+        ];
+        let hidden = [(2, atomic(70, 1, W, 1, 3)), (2, atomic(70, 2, W, 0, 7))];
+        let m1 = vec![raw(Op::FutexWait, W, 5), raw(Op::Done, 0, 6)];
+        let marks = vec![vec![], m1, vec![]];
+        let mark_at = [vec![], vec![31, 31], vec![]];
+        let atomics = [a0, a1, vec![]];
+        let whole = |hidden: &[(u32, Atomic)]| {
+            find(
+                marks.clone(),
+                &mark_at,
+                &atomics,
+                hidden,
+                &[],
+                &[],
+                swap,
+                |_| false,
+                |_| 0,
+                no_loads,
+            )
+        };
+        let l = whole(&[]);
+        assert_eq!((l.words, l.rejected), (0, 1));
+        let l = whole(&hidden);
+        assert_eq!((l.words, l.rejected), (1, 0));
+        // Thread 1's futex wait went with the word's history: one acquisition, from its
+        // first swap on.
+        assert!(!l.edits[1].is_empty());
+    }
+
     /// Rust's thread parker reads like a lock its owner takes (0 → -1 when it parks, back to 0
     /// when it wakes), and another thread's unpark like a failed attempt followed by a wake:
     /// taken by one thread, woken by a non-releaser, it is no lock.
@@ -1501,6 +1599,7 @@ mod tests {
             vec![vec![], vec![]],
             &[vec![], vec![]],
             &[vec![], vec![]],
+            &[],
             &[vec![change], vec![]],
             &[vec![], vec![store]],
             swap,
@@ -1549,6 +1648,7 @@ mod tests {
                 vec![vec![], vec![]],
                 &[vec![], vec![]],
                 &[a0.clone(), a1.clone()],
+                &[],
                 changes,
                 &[],
                 swap,
@@ -1587,6 +1687,7 @@ mod tests {
             vec![vec![], vec![]],
             &[vec![], vec![]],
             &[a0, a1],
+            &[],
             &[vec![], vec![spin]],
             &[],
             swap,
@@ -1731,6 +1832,7 @@ mod tests {
                 &atomics,
                 &[],
                 &[],
+                &[],
                 swap,
                 |_| false,
                 |_| tested,
@@ -1784,6 +1886,7 @@ mod tests {
             vec![vec![], vec![]],
             &[vec![], vec![]],
             &[a0.clone(), a1.clone()],
+            &[],
             &[vec![], vec![spin]],
             &[],
             swap,
@@ -1803,6 +1906,7 @@ mod tests {
             vec![vec![], vec![]],
             &[vec![], vec![]],
             &[four(a0), four(a1)],
+            &[],
             &[vec![], vec![spin]],
             &[],
             swap,

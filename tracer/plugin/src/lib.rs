@@ -105,6 +105,10 @@ struct Global {
     /// Every failed write of the capture, said again in `threads.tsv` (`error` lines) so that
     /// isim refuses to convert a capture with holes (a full disk, a file size limit).
     errors: Mutex<Vec<String>>,
+    /// The atomic instructions of threads that are not recorded (a created thread's start
+    /// code before its `ThreadStart`: the interposer asks glibc for its stack, which
+    /// allocates), in `untraced.bin`'s layout ([`isim_trace_protocol::UNTRACED_RECORD`]).
+    untraced: Mutex<Vec<u8>>,
 }
 
 struct Statics {
@@ -410,6 +414,11 @@ struct ThreadState {
     /// It has had a trace thread number (its code after its end is the C library's exit
     /// path, not a stray thread's); cleared when the host thread exits.
     traced: bool,
+    /// Its `ThreadEnd` is recorded and it runs the C library's exit path (freeing its malloc
+    /// cache into its arena under the arena's lock, thread-local destructors), whose atomic
+    /// instructions are recorded ([`Op::Atomic`]) up to its `exit` call, so that the words
+    /// they update (that lock) have whole histories.
+    exiting: bool,
 }
 
 impl ThreadState {
@@ -437,6 +446,7 @@ impl ThreadState {
             failed: false,
             stray: 0,
             traced: false,
+            exiting: false,
         }
     }
 
@@ -510,6 +520,7 @@ impl ThreadState {
         // The vCPU index may serve a later thread.
         self.tid = u32::MAX;
         self.failed = false;
+        self.exiting = false;
     }
 
     /// Writes out the buffer, closes the file and records the thread's final state.
@@ -776,19 +787,19 @@ extern "C" fn on_exec_atomic(vcpu: c_uint, udata: *mut c_void) {
 
 /// An atomic instruction's access: as [`on_mem`]; at its store, the value and a sequence
 /// number, and [`ATOMIC`] released.
-extern "C" fn on_mem_atomic(vcpu: c_uint, info: u32, vaddr: u64, _udata: *mut c_void) {
-    atomic_access(vcpu, info, vaddr, false);
+extern "C" fn on_mem_atomic(vcpu: c_uint, info: u32, vaddr: u64, udata: *mut c_void) {
+    atomic_access(vcpu, info, vaddr, udata as usize as u32, false);
 }
 
 /// An `xchg`'s access: as [`on_mem_atomic`], and if it stored into another thread's stack
 /// (rayon's `join`: the thief sets the latch in the waiting owner's frame), the line is
 /// watched from then on, so that the owner's look that finds the latch set records its value
 /// and waits for this store in replay (`sim_frontend::tracer::spinwait`).
-extern "C" fn on_mem_swap(vcpu: c_uint, info: u32, vaddr: u64, _udata: *mut c_void) {
-    atomic_access(vcpu, info, vaddr, true);
+extern "C" fn on_mem_swap(vcpu: c_uint, info: u32, vaddr: u64, udata: *mut c_void) {
+    atomic_access(vcpu, info, vaddr, udata as usize as u32, true);
 }
 
-fn atomic_access(vcpu: c_uint, info: u32, vaddr: u64, swap: bool) {
+fn atomic_access(vcpu: c_uint, info: u32, vaddr: u64, raw: u32, swap: bool) {
     with_state(vcpu, |t| {
         // SAFETY: plain queries of the opaque info word.
         let (shift, store) = unsafe {
@@ -813,6 +824,33 @@ fn atomic_access(vcpu: c_uint, info: u32, vaddr: u64, swap: bool) {
             }
             if swap && on_anothers_stack(t.stack, vaddr) {
                 watch(vaddr);
+            }
+        } else if t.is_open()
+            && !t.failed
+            && let Some(v) = guest_word(vaddr, shift)
+        {
+            // An untraced stretch of a traced thread (a wrapped call, its exit path): the
+            // word's history needs this instruction, the trace does not ([`Op::Atomic`]).
+            t.mark(Op::Atomic, &[vaddr, v, 1u64 << shift | u64::from(raw) << 8]);
+            if t.buf.len() >= FLUSH_AT {
+                t.flush();
+            }
+        } else if t.tid == u32::MAX
+            && MAIN_SEEN.load(Ordering::Relaxed)
+            && let Some(g) = GLOBAL.get()
+            && let Some(v) = guest_word(vaddr, shift)
+            && let Ok(mut u) = g.untraced.lock()
+        {
+            // A thread not recorded (yet): its instruction still belongs to the word's history.
+            let seq = SEQ.fetch_add(1, Ordering::SeqCst);
+            for x in [
+                u64::from(vcpu),
+                vaddr,
+                v,
+                1u64 << shift | u64::from(raw) << 8,
+                seq,
+            ] {
+                u.extend_from_slice(&x.to_le_bytes());
             }
         }
         atomic_unlock(t);
@@ -924,7 +962,7 @@ fn syscall_entry(vcpu: c_uint, num: i64, args: [u64; 6]) {
             if (num == SYS_EXIT_GROUP || num == SYS_EXIT) && t.is_open() {
                 // The process, or this thread, ends here; the at-exit callback cannot name
                 // this thread, and a thread that has exited records nothing more.
-                t.finish("exited");
+                t.finish(if t.exiting { "ended" } else { "exited" });
             } else {
                 t.flush();
             }
@@ -1003,7 +1041,8 @@ fn syscall_entry(vcpu: c_uint, num: i64, args: [u64; 6]) {
             }
             Op::ThreadStart if t.tid == u32::MAX => t.start(a1 as u32),
             Op::Resume => {
-                if t.is_open() && !t.failed {
+                // (A call wrapped in a thread's exit path returns to what is not traced.)
+                if t.is_open() && !t.failed && !t.exiting {
                     t.recording = true;
                 }
                 return;
@@ -1029,7 +1068,11 @@ fn syscall_entry(vcpu: c_uint, num: i64, args: [u64; 6]) {
             t.recording = false;
         }
         match op {
-            Op::ThreadEnd => t.finish("ended"),
+            Op::ThreadEnd => {
+                // Its exit path's atomic instructions are recorded on, to its `exit` call.
+                t.exiting = true;
+                t.recording = false;
+            }
             Op::MainEnd => {
                 t.finish("ended");
                 STOPPED.store(true, Ordering::Relaxed);
@@ -1185,6 +1228,14 @@ fn write_threads_file(end: &str) {
     for e in g.errors.lock().unwrap().iter() {
         s.push_str(&format!("error\t{e}\n"));
     }
+    // The untraced threads' atomic instructions first: a capture whose `threads.tsv` is
+    // written has them whole.
+    if let Ok(u) = g.untraced.lock()
+        && !u.is_empty()
+        && let Err(e) = std::fs::write(g.dir.join("untraced.bin"), &u[..])
+    {
+        s.push_str(&format!("error\tcannot write untraced.bin: {e}\n"));
+    }
     // Whole or not at all: written beside, then renamed over the one written before (at the
     // program's exit call), so that a process killed meanwhile leaves one of the two.
     let tmp = g.dir.join("threads.tsv.new");
@@ -1322,6 +1373,7 @@ pub unsafe extern "C" fn qemu_plugin_install(
         }),
         threads: Mutex::new(Vec::new()),
         errors: Mutex::new(Vec::new()),
+        untraced: Mutex::new(Vec::new()),
     };
     if GLOBAL.set(g).is_err() {
         return 1;

@@ -17,6 +17,8 @@
 //! * `modules.tsv`: the objects the guest had loaded when `main` started, written by the
 //!   interposition library: `load_bias<TAB>start<TAB>end<TAB>path` per executable segment.
 //! * `threads.tsv`: written by the plugin at exit: `N<TAB>state` per thread it saw.
+//! * `untraced.bin`: the atomic instructions of threads it does not record
+//!   ([`UNTRACED_RECORD`]), if there were any.
 
 /// First magic system call number (far above Linux's, which end below 1,000).
 pub const SYS_BASE: i64 = 0x1515_0000;
@@ -34,7 +36,9 @@ isim_names::indexed_enum! {
         /// A created thread starts (`a1` = its sequence number; `a2..a3` = its stack's address
         /// range, `[a2, a3)`, or 0 if unknown).
         ThreadStart = "thread-start",
-        /// The calling thread ends.
+        /// The calling thread ends (its start routine returned, or it called `pthread_exit`).
+        /// The plugin records no more of its instructions, but goes on recording its exit
+        /// path's atomic instructions ([`Op::Atomic`]) up to its `exit` call.
         ThreadEnd = "thread-end",
         /// Create thread `a1` (sequence number); untraced until [`Op::Resume`].
         Create = "create",
@@ -119,8 +123,21 @@ isim_names::indexed_enum! {
         /// Traced code wrote `a2` bytes to stream `a1` (after the `write`, `writev`, `sendto`
         /// or `sendmsg` system call returned; `a3` the sequence number taken as it began).
         ChannelWrite = "channel-write",
+        /// An atomic instruction the trace does not hold (the plugin's own marker): one of a
+        /// traced thread's untraced stretches (a wrapped call, as `pthread_create` allocating
+        /// the new thread's memory; its exit path after [`Op::ThreadEnd`], freeing its malloc
+        /// cache), left `a2` in the word at `a1`; `a3` = its size in bytes | its raw index
+        /// << 8. The converter reads it into the word's history only (a lock's history is
+        /// whole, whoever took it where), never into the trace.
+        Atomic = "atomic",
     }
 }
+
+/// The size of a record of `untraced.bin` (the atomic instructions of threads the plugin does
+/// not record, [`Op::Atomic`]'s for the others): five little-endian `u64`: the thread's vCPU
+/// index (its identity while it lives), the word's address, the value left, its size in bytes
+/// | its raw index << 8, and its sequence number.
+pub const UNTRACED_RECORD: usize = 40;
 
 /// The stream of channel number `channel` (the plugin counts the channels a program makes)
 /// that a read or write of one of its file descriptors is part of. A pipe has one stream
@@ -159,7 +176,7 @@ impl Op {
             | Op::OmpBarrier => 2,
             Op::Done | Op::FutexWait => 1,
             Op::FutexWake => 2,
-            Op::ChannelRead | Op::ChannelWrite => 3,
+            Op::ChannelRead | Op::ChannelWrite | Op::Atomic => 3,
             Op::OmpBegin => 3,
             Op::SectionBegin | Op::SectionEnd => 6,
             _ => 0,
