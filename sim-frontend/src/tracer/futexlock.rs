@@ -1281,11 +1281,21 @@ mod tests {
         mark_at: &[Vec<u64>],
         atomics: &[Vec<Atomic>],
     ) -> Locks {
+        find_with_hidden(marks, mark_at, atomics, &[])
+    }
+
+    /// [`find_plain`] with atomic instructions the trace does not hold.
+    fn find_with_hidden(
+        marks: Vec<Vec<RawMark>>,
+        mark_at: &[Vec<u64>],
+        atomics: &[Vec<Atomic>],
+        hidden: &[(u32, Atomic)],
+    ) -> Locks {
         find(
             marks,
             mark_at,
             atomics,
-            &[],
+            hidden,
             &[],
             &[],
             swap,
@@ -1529,20 +1539,8 @@ mod tests {
         let marks = vec![vec![], m1, vec![]];
         let mark_at = [vec![], vec![31, 31], vec![]];
         let atomics = [a0, a1, vec![]];
-        let whole = |hidden: &[(u32, Atomic)]| {
-            find(
-                marks.clone(),
-                &mark_at,
-                &atomics,
-                hidden,
-                &[],
-                &[],
-                swap,
-                |_| false,
-                |_| 0,
-                no_loads,
-            )
-        };
+        let whole =
+            |hidden: &[(u32, Atomic)]| find_with_hidden(marks.clone(), &mark_at, &atomics, hidden);
         let l = whole(&[]);
         assert_eq!((l.words, l.rejected), (0, 1));
         let l = whole(&hidden);
