@@ -672,7 +672,8 @@ mod tests {
         assert_eq!(Op::Channel as u32, 30);
         assert_eq!(Op::ChannelRead as u32, 31);
         assert_eq!(Op::ChannelWrite as u32, 32);
-        assert_eq!(Op::from_syscall(SYS_BASE + 33), None);
+        assert_eq!(Op::Atomic as u32, 33);
+        assert_eq!(Op::from_syscall(SYS_BASE + 34), None);
         assert_eq!(Op::from_syscall(SYS_BASE - 1), None);
     }
 
