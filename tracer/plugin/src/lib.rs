@@ -627,8 +627,10 @@ fn say(s: &str) {
 extern "C" fn on_exec(vcpu: c_uint, udata: *mut c_void) {
     with_state(vcpu, |t| {
         if EXITING.load(Ordering::Relaxed) {
-            // The process is ending: this thread's events so far are all it will have.
-            if t.is_open() {
+            // The process is ending: this thread's events so far are all it will have. (An
+            // untraced stretch — a wrapped call, an exit path — runs parked, and the exiting
+            // thread may be writing it out: claimed first.)
+            if claim(vcpu) && t.is_open() {
                 t.finish("stopped");
             }
             return;
@@ -825,15 +827,19 @@ fn atomic_access(vcpu: c_uint, info: u32, vaddr: u64, raw: u32, swap: bool) {
             if swap && on_anothers_stack(t.stack, vaddr) {
                 watch(vaddr);
             }
-        } else if t.is_open()
-            && !t.failed
-            && let Some(v) = guest_word(vaddr, shift)
-        {
+        } else if t.is_open() && !t.failed {
             // An untraced stretch of a traced thread (a wrapped call, its exit path): the
-            // word's history needs this instruction, the trace does not ([`Op::Atomic`]).
-            t.mark(Op::Atomic, &[vaddr, v, 1u64 << shift | u64::from(raw) << 8]);
-            if t.buf.len() >= FLUSH_AT {
-                t.flush();
+            // word's history needs this instruction, the trace does not ([`Op::Atomic`]). The
+            // state is parked there (the process's exit may take it): claimed first, parked
+            // again after.
+            if claim(vcpu) && t.is_open() {
+                if let Some(v) = guest_word(vaddr, shift) {
+                    t.mark(Op::Atomic, &[vaddr, v, 1u64 << shift | u64::from(raw) << 8]);
+                    if t.buf.len() >= FLUSH_AT {
+                        t.flush();
+                    }
+                }
+                park(vcpu, t, false);
             }
         } else if t.tid == u32::MAX
             && MAIN_SEEN.load(Ordering::Relaxed)
