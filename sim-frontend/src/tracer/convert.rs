@@ -528,9 +528,8 @@ fn untraced_atomics(dir: &Path, first: u32) -> Result<Vec<(u32, Atomic)>, TraceE
         .chunks_exact(n)
         .map(|r| {
             let f = |k: usize| u64::from_le_bytes(r[8 * k..8 * k + 8].try_into().expect("8 bytes"));
-            let vcpu = u32::try_from(f(0)).unwrap_or(u32::MAX - first);
             (
-                first.saturating_add(vcpu),
+                first.saturating_add(f(0) as u32),
                 Atomic {
                     at: 0,
                     raw: (f(3) >> 8) as u32,

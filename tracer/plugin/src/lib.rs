@@ -827,12 +827,12 @@ fn atomic_access(vcpu: c_uint, info: u32, vaddr: u64, raw: u32, swap: bool) {
             if swap && on_anothers_stack(t.stack, vaddr) {
                 watch(vaddr);
             }
-        } else if t.is_open() && !t.failed {
+        } else if t.tid != u32::MAX {
             // An untraced stretch of a traced thread (a wrapped call, its exit path): the
             // word's history needs this instruction, the trace does not ([`Op::Atomic`]). The
-            // state is parked there (the process's exit may take it): claimed first, parked
-            // again after.
-            if claim(vcpu) && t.is_open() {
+            // state is parked there (the process's exit may take it): claimed before it is
+            // read (the thread number only its owner changes), parked again after.
+            if claim(vcpu) && t.is_open() && !t.failed {
                 if let Some(v) = guest_word(vaddr, shift) {
                     t.mark(Op::Atomic, &[vaddr, v, 1u64 << shift | u64::from(raw) << 8]);
                     if t.buf.len() >= FLUSH_AT {
