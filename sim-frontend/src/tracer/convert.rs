@@ -1505,6 +1505,7 @@ pub fn convert(dir: &Path, out: &Path, opts: &Options) -> Result<Summary, TraceE
         }
     }
     let mut spins = Vec::with_capacity(tids.len());
+    let mut blind = Vec::with_capacity(tids.len());
     let mut stores = Vec::with_capacity(tids.len());
     for f in firsts {
         marks.push(f.marks);
@@ -1515,6 +1516,7 @@ pub fn convert(dir: &Path, out: &Path, opts: &Options) -> Result<Summary, TraceE
         let mut changes = f.spins.changes;
         changes.extend(f.spins.first_looks);
         spins.push(changes);
+        blind.push(f.spins.blind);
         stores.push(f.spins.stores);
     }
     // A poller whose first look found the flag set by a store made before anybody watched
@@ -1549,6 +1551,7 @@ pub fn convert(dir: &Path, out: &Path, opts: &Options) -> Result<Summary, TraceE
         &atomics,
         &hidden,
         &spins,
+        &blind,
         &stores,
         |raw| raw::atomic_kind(&statics[raw as usize].code),
         |raw| {
@@ -1570,7 +1573,7 @@ pub fn convert(dir: &Path, out: &Path, opts: &Options) -> Result<Summary, TraceE
     if let Some(e) = load_error {
         return Err(e);
     }
-    drop((spins, stores));
+    drop((spins, blind, stores));
     drop(atomics);
     let marks = &locks.marks;
     let mut saw_roi_marker = false;

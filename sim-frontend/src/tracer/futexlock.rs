@@ -438,7 +438,8 @@ fn rw_roles(events: &[(u64, u32, usize)], atomics: &[Vec<Atomic>]) -> Option<Vec
 /// threads' under numbers of their own), read only as part of a lock word's history
 /// ([`roles_whole`]), `changes[t]` and `stores[t]` its spin-waits and recorded
 /// plain stores (`spinwait.rs`), which it also turns into markers and edits, with the waits
-/// for counters counted down to zero (`countdown.rs`).
+/// for counters counted down to zero (`countdown.rs`); `blind[t]` its spins whose end was not
+/// recorded ([`spinwait::Detector::blind`]), read only as a spin lock's spinning.
 /// `kind(raw)` says what atomic instruction `raw` is (an `xchg`, a compare-and-swap, …);
 /// `spinning_code(raw)` whether the failure path of instruction `raw` (a lock call's first compare-and-swap) enters a lock
 /// slow path that spins ([`spinning_slow_path`]), read from the program's code;
@@ -450,6 +451,7 @@ pub fn find(
     atomics: &[Vec<Atomic>],
     hidden: &[(u32, Atomic)],
     changes: &[Vec<Change>],
+    blind: &[Vec<Change>],
     stores: &[Vec<Store>],
     kind: impl Fn(u32) -> Option<AtomicKind>,
     mut spinning_code: impl FnMut(u32) -> bool,
@@ -654,9 +656,13 @@ pub fn find(
         .map(|l| l.0)
         .chain(sems.iter().map(|s| s.0))
         .collect();
-    // Each thread's spins (`spinwait.rs`), by their end: a spin lock's attempts chain
-    // through them.
-    let spins = changes_by_end(changes, n, |c| c.spun());
+    // Each thread's spins (`spinwait.rs`), by their end, with those whose end the plugin did
+    // not see: a spin lock's attempts chain through them.
+    let mut spins = changes_by_end(changes, n, |c| c.spun());
+    for (v, b) in spins.iter_mut().zip(blind) {
+        v.extend(b.iter().filter(|c| c.spun()));
+        v.sort_by_key(|c| c.to);
+    }
     // A read/write lock's writers wait on a futex word of their own beside the state word
     // (Rust's `writer_notify`), which a releaser bumps and wakes: its futex calls go with
     // the lock's.
@@ -1298,6 +1304,7 @@ mod tests {
             hidden,
             &[],
             &[],
+            &[],
             swap,
             |_| false,
             |_| 0,
@@ -1599,6 +1606,7 @@ mod tests {
             &[vec![], vec![]],
             &[],
             &[vec![change], vec![]],
+            &[],
             &[vec![], vec![store]],
             swap,
             |_| false,
@@ -1641,13 +1649,14 @@ mod tests {
             release(10_200, 5),
         ];
         let spin = Change::clean_spin(W, 8, 8_997, 0, 3, 2);
-        let run = |changes: &[Vec<Change>]| {
+        let run_with = |changes: &[Vec<Change>], blind: &[Vec<Change>]| {
             find(
                 vec![vec![], vec![]],
                 &[vec![], vec![]],
                 &[a0.clone(), a1.clone()],
                 &[],
                 changes,
+                blind,
                 &[],
                 swap,
                 |_| false,
@@ -1655,6 +1664,7 @@ mod tests {
                 no_loads,
             )
         };
+        let run = |changes: &[Vec<Change>]| run_with(changes, &[]);
         let l = run(&[vec![], vec![spin]]);
         assert_eq!((l.words, l.acquisitions, l.contended), (1, 2, 1));
         // Both threads' acquisitions spin (a test-and-set lock spins until it gets the word).
@@ -1663,6 +1673,11 @@ mod tests {
         let spans: Vec<(u64, u64)> = l.edits[1].iter().map(|e| (e.start, e.end)).collect();
         assert_eq!(spans, vec![(5, 10_101), (10_200, 10_201)]);
         assert_eq!((l.edits[0][1].start, l.edits[0][1].end), (10_000, 10_001));
+        // A spin whose end the plugin did not see (`spinwait::Detector::blind`) chains them
+        // the same way.
+        let blind = run_with(&[vec![], vec![]], &[vec![], vec![spin]]);
+        assert_eq!(blind.edits, l.edits);
+        assert_eq!(blind.marks, l.marks);
         // Without the spin between them, tries 9,000 instructions apart are not one attempt.
         let l = run(&[vec![], vec![]]);
         assert_eq!(l.edits[1][0].start, 9_000);
@@ -1687,6 +1702,7 @@ mod tests {
             &[a0, a1],
             &[],
             &[vec![], vec![spin]],
+            &[],
             &[],
             swap,
             |_| false,
@@ -1831,6 +1847,7 @@ mod tests {
                 &[],
                 &[],
                 &[],
+                &[],
                 swap,
                 |_| false,
                 |_| tested,
@@ -1887,6 +1904,7 @@ mod tests {
             &[],
             &[vec![], vec![spin]],
             &[],
+            &[],
             swap,
             |_| false,
             |_| 0,
@@ -1906,6 +1924,7 @@ mod tests {
             &[four(a0), four(a1)],
             &[],
             &[vec![], vec![spin]],
+            &[],
             &[],
             swap,
             |_| false,

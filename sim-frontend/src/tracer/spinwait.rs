@@ -197,6 +197,15 @@ pub struct Detector {
     /// Kept apart from `changes`, with no effect on the runs followed: most first looks read
     /// what no thread stored.
     pub first_looks: Vec<Change>,
+    /// Spins whose end the plugin did not see: a run of looks at an address ended by the
+    /// thread's own atomic instruction there, the last look's new value unrecorded. The plugin
+    /// reads a load's value after the load, and another thread can change the word back in
+    /// between (a test-and-set lock freed and taken again at once: the waiter's last look
+    /// read 0, the plugin 1 again, the same as before). No store can be named for such a spin,
+    /// but it was spinning all the same: a spin lock's attempts chain through these
+    /// (`futexlock.rs`), and nothing else reads them. `value`, `seq` and `since` are those of
+    /// the last value seen there.
+    pub blind: Vec<Change>,
     /// The largest sequence number of the thread's recorded values so far.
     last_seq: u64,
     /// One past the position of its last atomic read-modify-write, and of its last marker or
@@ -237,6 +246,31 @@ impl Detector {
             return;
         }
         for o in &mut self.open {
+            if atomic
+                && o.addr == addr
+                && !o.broken
+                && o.run_loads >= 2
+                && at - o.last_load <= PER_CHECK
+                && at - o.run_start <= PER_CHECK * o.run_loads + SLACK
+            {
+                // The loop left its looks for an atomic instruction on the word: its last
+                // look read what let it go, whatever the plugin saw there.
+                self.blind.push(Change {
+                    addr,
+                    from: o.run_start + 1,
+                    to: o.last_load,
+                    value: o.value,
+                    seq: o.seq,
+                    since: o.seq,
+                    clean: true,
+                    under_lock: None,
+                    first: false,
+                    after: None,
+                    own,
+                    polled: None,
+                    yield_at: self.yield_at,
+                });
+            }
             if atomic || (store && !own) {
                 o.broken = true;
             } else if !store && o.addr == addr {
@@ -1032,6 +1066,61 @@ mod tests {
         let mut d = Detector::default();
         flag_wait(&mut d);
         assert_eq!(d.changes, vec![Change::clean_spin(A, 11, 50, 1, 9, 5)]);
+    }
+
+    /// A test-and-set lock's waiter whose last look read the word free, where the plugin read
+    /// it taken again (the holder freed it and another thread took it between the load and
+    /// the plugin's read): no change is recorded, and the loop leaves its looks for an
+    /// exchange on the word. That run is a spin all the same, with no store to name
+    /// ([`Detector::blind`]); a run left for an atomic instruction elsewhere, or one that did
+    /// work, is not. (Found in a trace of `examples/c/spin_counter.c -x`, 1 in 50: 82,703
+    /// instructions of spinning kept as work.)
+    #[test]
+    fn a_spin_left_for_an_exchange_on_its_word_is_a_spin_whose_end_was_not_seen() {
+        let exchange = |d: &mut Detector, at: u64| {
+            d.access(at, A, true, false, true);
+            d.atomic_store(at, A, 1, at);
+        };
+        let spin = |d: &mut Detector| {
+            exchange(d, 100); // found it taken
+            d.access(104, A, false, false, false);
+            d.recorded(104, A, false, 1, 101); // the memo had 0: recorded, the same value
+            for k in 1..=50u64 {
+                d.access(104 + 5 * k, A, false, false, false);
+            }
+        };
+        let mut d = Detector::default();
+        spin(&mut d);
+        exchange(&mut d, 356);
+        assert!(d.changes.is_empty(), "{:?}", d.changes);
+        let b: Vec<(u64, u64, u64)> = d.blind.iter().map(|c| (c.addr, c.from, c.to)).collect();
+        assert_eq!(b, vec![(A, 105, 354)]);
+        assert!(d.blind[0].spun());
+        // An exchange on another word ends the run, and is no end of a spin on this one.
+        let mut other = Detector::default();
+        spin(&mut other);
+        other.access(356, A + 64, true, false, true);
+        exchange(&mut other, 360);
+        assert!(other.blind.is_empty(), "{:?}", other.blind);
+        // A store between the looks and the exchange: work, no spin.
+        let mut work = Detector::default();
+        spin(&mut work);
+        work.access(355, 0x5000, true, false, false);
+        exchange(&mut work, 356);
+        assert!(work.blind.is_empty(), "{:?}", work.blind);
+        // The exchange long after the last look: the thread did something else in between.
+        let mut late = Detector::default();
+        spin(&mut late);
+        exchange(&mut late, 354 + PER_CHECK + 1);
+        assert!(late.blind.is_empty(), "{:?}", late.blind);
+        // A recorded end: a change, no blind spin.
+        let mut seen = Detector::default();
+        spin(&mut seen);
+        seen.access(355, A, false, false, false);
+        seen.recorded(355, A, false, 0, 300);
+        exchange(&mut seen, 356);
+        assert_eq!(seen.changes.len(), 1);
+        assert!(seen.blind.is_empty(), "{:?}", seen.blind);
     }
 
     /// A store outside the thread's stack, an atomic instruction or a synchronization call
