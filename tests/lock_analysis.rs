@@ -14,7 +14,7 @@ use std::path::Path;
 
 use serde_json::Value;
 use sim_frontend::TraceWriter;
-use sim_frontend::model::{Marker, Order, TraceMeta};
+use sim_frontend::model::{Marker, Order, Spin, TraceMeta};
 
 const A: u64 = 0x7000_1000;
 const B: u64 = 0x7000_2000;
@@ -49,7 +49,7 @@ fn two_locks(path: &Path, p: u32, n: u32, w: u32, ca: u32, cb: u32) {
                     Marker::MutexLock {
                         addr: lock,
                         order,
-                        spins: false,
+                        spin: Spin::NONE,
                         call: false,
                     },
                 )

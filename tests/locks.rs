@@ -29,7 +29,7 @@ use std::process::Command;
 
 use serde_json::Value;
 use sim_frontend::TraceWriter;
-use sim_frontend::model::{Marker, Order, TraceMeta};
+use sim_frontend::model::{Marker, Order, Spin, TraceMeta};
 
 const LOCK: u64 = 0x7000_1000;
 const WIDTH: f64 = 4.0; // configs/default.toml: dispatch_width
@@ -40,22 +40,22 @@ const OFF_SOCKET: f64 = 120.0; // configs/default.toml: off_socket latency 40 ns
 /// Writes the lock program: thread 0 creates threads 1..P, each thread (0 included) runs
 /// `n` × {`w` ALU; lock; `c` ALU; unlock}, then thread 0 joins the others.
 fn lock_trace(path: &Path, p: u32, n: u32, w: u32, c: u32) {
-    spinning_lock_trace(path, p, n, w, c, false)
+    spinning_lock_trace(path, p, n, w, c, Spin::NONE)
 }
 
 /// [`lock_trace`], its lock markers saying whether the lock's code spins before it sleeps.
-fn spinning_lock_trace(path: &Path, p: u32, n: u32, w: u32, c: u32, spins: bool) {
-    marked_lock_trace(path, p, n, w, c, spins, false)
+fn spinning_lock_trace(path: &Path, p: u32, n: u32, w: u32, c: u32, spin: Spin) {
+    marked_lock_trace(path, p, n, w, c, spin, false)
 }
 
 /// [`spinning_lock_trace`], its lock markers also saying whether they are calls into library
 /// code the trace does not hold (`call`: the interposed pthread calls).
-fn marked_lock_trace(path: &Path, p: u32, n: u32, w: u32, c: u32, spins: bool, call: bool) {
+fn marked_lock_trace(path: &Path, p: u32, n: u32, w: u32, c: u32, spin: Spin, call: bool) {
     // A recorded order the engine must not follow: "after nothing".
     locked_trace(path, p, n, w, c, |_, _| Marker::MutexLock {
         addr: LOCK,
         order: Order::NONE,
-        spins,
+        spin,
         call,
     })
 }
@@ -582,7 +582,7 @@ fn a_spinning_futex_lock_is_handed_over_within_its_spin_and_sleeps_after_it() {
     let (n, w, c) = (20u32, 2000u32, 8000u32);
     let dir = tempfile::tempdir().unwrap();
     let trace = dir.path().join("t.itrace");
-    spinning_lock_trace(&trace, 2, n, w, c, true);
+    spinning_lock_trace(&trace, 2, n, w, c, Spin::DEFAULT);
     let h = hand_over();
     // (The hand-over is priced without the atomics' own latency, as `hand_over` measures it.)
     let sets = |spin: &'static str| [&FUTEX[..], &[spin, NO_LOCKED]].concat();
@@ -617,7 +617,7 @@ fn a_spinner_that_looks_too_late_is_overtaken_by_the_releaser_and_sleeps() {
     let (n, w, c) = (20u32, 40u32, 8000u32);
     let dir = tempfile::tempdir().unwrap();
     let trace = dir.path().join("t.itrace");
-    spinning_lock_trace(&trace, 2, n, w, c, true);
+    spinning_lock_trace(&trace, 2, n, w, c, Spin::DEFAULT);
     let sets = [&FUTEX[..], &["locks.spin=5000"]].concat();
     let s = simulate_with(&trace, &dir.path().join("run"), &sets);
     let sync = &s["sync"];
@@ -657,7 +657,8 @@ fn a_releaser_asking_before_the_others_request_arrives_takes_the_lock_back() {
     let sets = [&FUTEX[..], &[FAR, NO_LOCKED]].concat();
     let waits = |s: &Value| s["sync"]["lock_waits"].as_u64().unwrap();
     for (w, spins) in [(160u32, false), (160, true), (600, false), (600, true)] {
-        spinning_lock_trace(&trace, 2, n, w, c, spins);
+        let spin = if spins { Spin::DEFAULT } else { Spin::NONE };
+        spinning_lock_trace(&trace, 2, n, w, c, spin);
         let label = format!("W={w} spins={spins}");
         let futex = simulate_with(&trace, &dir.path().join(format!("f-{label}")), &sets);
         let fifo = simulate_with(
@@ -720,7 +721,7 @@ fn a_spinner_whose_compare_and_swap_is_overtaken_marks_the_word_and_waits() {
     let (n, w, c) = (200u32, 240u32, 2000u32);
     let dir = tempfile::tempdir().unwrap();
     let trace = dir.path().join("t.itrace");
-    spinning_lock_trace(&trace, 2, n, w, c, true);
+    spinning_lock_trace(&trace, 2, n, w, c, Spin::DEFAULT);
     let sets = [
         &FUTEX[..],
         &["locks.spin=1000000", "coherence.snoop_latency=160"],
@@ -730,6 +731,56 @@ fn a_spinner_whose_compare_and_swap_is_overtaken_marks_the_word_and_waits() {
     let sync = &s["sync"];
     assert!(sync["lock_spins"].as_u64().unwrap() >= 1, "{sync}");
     assert!(sync["futex_waits"].as_u64().unwrap_or(0) >= 1, "{sync}");
+}
+
+/// libgomp's mutex (`critical`, `omp_set_lock`) is the same lock but for what a spinner does
+/// after losing the race for a word it saw freed: it spins again while nobody has marked the
+/// word (its slow path loops while the word says "taken, nobody asleep"), as long as
+/// `GOMP_SPINCOUNT` lets it each time. The program above (a budget of 10,000 turns here, as
+/// long as `locks.spin` 1,000,000 is for Rust's 100), with the interposer's libgomp marker:
+/// no futex call at all, where Rust's lock made at least one (the releaser, back after 60
+/// cycles, keeps the lock: 229,679 cycles, everything serial 224,000); and with 300,000 turns
+/// (libgomp's default) at `default.toml`'s `locks.spin`, none either (a look every 96 cycles:
+/// the lock changes hands at each release, 252,835 cycles). Each run is at least the critical
+/// sections' (2·N·C / width) and at most everything serial plus two transfers (~180 cycles
+/// here) per acquisition.
+#[test]
+fn a_libgomp_spinner_that_loses_the_race_spins_again() {
+    let (n, w, c) = (200u32, 240u32, 2000u32);
+    let dir = tempfile::tempdir().unwrap();
+    let trace = dir.path().join("t.itrace");
+    for (turns, spin) in [
+        (10_000u32, "locks.spin=1000000"),
+        (300_000, "locks.spin=9600"),
+    ] {
+        marked_lock_trace(&trace, 2, n, w, c, Spin::gomp(turns), true);
+        let sets = [&FUTEX[..], &[spin, "coherence.snoop_latency=160"]].concat();
+        let s = simulate_with(&trace, &dir.path().join(format!("run-{turns}")), &sets);
+        let sync = &s["sync"];
+        assert!(sync["lock_spins"].as_u64().unwrap() >= 1, "{turns}: {sync}");
+        assert_eq!(sync.get("futex_waits"), None, "{turns}: {sync}");
+        assert_eq!(sync.get("futex_wakes"), None, "{turns}: {sync}");
+        let held = 2.0 * n as f64 * c as f64 / WIDTH;
+        let serial = 2.0 * n as f64 * (w + c) as f64 / WIDTH + 2.0 * n as f64 * 2.0 * 180.0;
+        assert!(
+            (held..=serial).contains(&cycles(&s)),
+            "{turns}: run {} outside [{held}, {serial}]",
+            cycles(&s)
+        );
+    }
+    // The same program with Rust's lock (`Spin::DEFAULT`) at the first budget: futex waits.
+    marked_lock_trace(&trace, 2, n, w, c, Spin::DEFAULT, true);
+    let sets = [
+        &FUTEX[..],
+        &["locks.spin=1000000", "coherence.snoop_latency=160"],
+    ]
+    .concat();
+    let s = simulate_with(&trace, &dir.path().join("rust"), &sets);
+    assert!(
+        s["sync"]["futex_waits"].as_u64().unwrap_or(0) >= 1,
+        "{}",
+        s["sync"]
+    );
 }
 
 /// Under the futex model a rarely taken lock costs what it costs under the first come, first
@@ -822,7 +873,7 @@ fn a_library_lock_call_costs_its_code_and_a_lock_found_in_traced_code_does_not()
         let label = format!("call {call}, {model}");
         let trace = dir.path().join(format!("{call}.itrace"));
         if !trace.exists() {
-            marked_lock_trace(&trace, 1, n, 50, 5, false, call);
+            marked_lock_trace(&trace, 1, n, 50, 5, Spin::NONE, call);
         }
         let model = format!("locks.model={model}");
         let run = |cost: u32| {
@@ -852,7 +903,7 @@ fn lock_unlock(tw: &mut TraceWriter, addr: u64) {
         Marker::MutexLock {
             addr,
             order,
-            spins: false,
+            spin: Spin::NONE,
             call: false,
         },
     )
@@ -975,7 +1026,7 @@ fn a_lock_order_inversion_that_ran_to_completion_replays_to_completion() {
             Marker::MutexLock {
                 addr: first,
                 order: o1,
-                spins: false,
+                spin: Spin::NONE,
                 call: false,
             },
         )
@@ -988,7 +1039,7 @@ fn a_lock_order_inversion_that_ran_to_completion_replays_to_completion() {
             Marker::MutexLock {
                 addr: second,
                 order: o2,
-                spins: false,
+                spin: Spin::NONE,
                 call: false,
             },
         )
@@ -1222,6 +1273,84 @@ fn unlock_kinds(path: &Path) -> (u64, u64) {
         }
     }
     (plain, locked)
+}
+
+/// The spins of trace `path`'s lock markers, each with how many carry it.
+fn lock_spins_of(path: &Path) -> Vec<(Spin, u64)> {
+    let t = sim_frontend::Trace::open(path).unwrap();
+    let mut b = sim_frontend::model::Batch::default();
+    let mut seen: Vec<(Spin, u64)> = Vec::new();
+    for tid in 0..t.thread_count() {
+        let mut s = t.stream(tid).unwrap();
+        while s.next_batch(&mut b).unwrap() {
+            for r in &b.records {
+                if let sim_frontend::model::Record::Marker(Marker::MutexLock { spin, .. }) = r {
+                    match seen.iter_mut().find(|(s, _)| s == spin) {
+                        Some(e) => e.1 += 1,
+                        None => seen.push((*spin, 1)),
+                    }
+                }
+            }
+        }
+    }
+    seen
+}
+
+/// libgomp's locks (`critical`, `omp_set_lock`: its futex mutex) spin before they sleep, as
+/// long as `GOMP_SPINCOUNT` says (300,000 turns unless `OMP_WAIT_POLICY` or the variable says
+/// otherwise), and a spinner that loses the race for the freed word spins again: the
+/// interposer marks them so (`Spin::gomp`), where it marked them as glibc's mutex, which
+/// sleeps at once, until 2026-12-07. Natively a 2-thread `critical` counter of 200,000
+/// iterations makes 2 futex calls with the default, 409 with `GOMP_SPINCOUNT=0` (`strace -f
+/// -c`). Traced with each setting, every lock marker of `omp_critical.c` says the spin the
+/// environment gave; replayed on the futex model, the default trace makes no futex call.
+#[test]
+fn libgomp_locks_spin_as_the_environment_says() {
+    if !common::tools_present(&["qemu-x86_64", "gcc"]) {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let prog = common::compile(
+        dir.path(),
+        "omp_critical",
+        &common::root().join("examples/omp/omp_critical.c"),
+        &["-fopenmp"],
+    );
+    for (env, want) in [
+        (None, Spin::gomp(300_000)),
+        (Some(("GOMP_SPINCOUNT", "2k")), Spin::gomp(2_000)),
+        (Some(("OMP_WAIT_POLICY", "passive")), Spin::NONE),
+    ] {
+        let trace = dir.path().join(format!("{}.itrace", want.turns));
+        let mut cmd = Command::new(env!("CARGO_BIN_EXE_isim"));
+        cmd.env("ISIM_TRACER_DIR", common::tracer_libs())
+            .env("OMP_NUM_THREADS", "4")
+            .env_remove("GOMP_SPINCOUNT")
+            .env_remove("OMP_WAIT_POLICY");
+        if let Some((k, v)) = env {
+            cmd.env(k, v);
+        }
+        let o = cmd
+            .args(["trace", "-o"])
+            .arg(&trace)
+            .arg("--")
+            .arg(&prog)
+            .args(["-n", "300"])
+            .output()
+            .unwrap();
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+        let spins = lock_spins_of(&trace);
+        assert_eq!(spins.len(), 1, "{env:?}: {spins:?}");
+        assert_eq!(spins[0].0, want, "{env:?}: {spins:?}");
+        // 300 iterations, each a `critical` and an `omp_set_lock`.
+        assert_eq!(spins[0].1, 600, "{env:?}: {spins:?}");
+        if env.is_none() {
+            let run = simulate_with(&trace, &dir.path().join("run"), &FUTEX);
+            let sync = &run["sync"];
+            assert_eq!(sync["lock_acquisitions"].as_u64(), Some(600), "{sync}");
+            assert_eq!(sync.get("futex_waits"), None, "{sync}");
+        }
+    }
 }
 
 /// Every worker (threads 1..=workers) of run `r` spends more than a fifth of its cycles

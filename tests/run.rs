@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 
 use isim::run::{RunOutcome, RunRequest, run};
 use sim_core::{Component, Engine, EngineConfig, Model};
-use sim_frontend::model::{BranchKind, Marker, OpClass, Order, StaticInst, TraceMeta};
+use sim_frontend::model::{BranchKind, Marker, OpClass, Order, Spin, StaticInst, TraceMeta};
 use sim_frontend::{Trace, TraceWriter};
 
 fn root() -> PathBuf {
@@ -556,7 +556,7 @@ fn locked_slots_trace(path: &Path, iters: u64, work: u64, crit: u64, fresh: bool
                         Marker::MutexLock {
                             addr: word,
                             order: Order::SIM,
-                            spins: false,
+                            spin: Spin::NONE,
                             call: false,
                         },
                     )
@@ -1333,7 +1333,7 @@ fn the_scheduler_hears_of_every_thread_a_marker_wakes_or_blocks() {
     let lock = |addr| Marker::MutexLock {
         addr,
         order: Order::SIM,
-        spins: false,
+        spin: Spin::NONE,
         call: false,
     };
     let unlock = |addr| Marker::MutexUnlock { addr, plain: false };

@@ -25,7 +25,7 @@ use std::process::{Command, Output};
 
 use serde_json::Value;
 use sim_frontend::TraceWriter;
-use sim_frontend::model::{Marker, Order, TraceMeta};
+use sim_frontend::model::{Marker, Order, Spin, TraceMeta};
 
 use common::{compile, root, tools_present, tracer_libs};
 
@@ -334,7 +334,7 @@ fn a_truly_deadlocking_trace_gets_the_watchdogs_report() {
     let lock = |addr| Marker::MutexLock {
         addr,
         order: Order::SIM,
-        spins: false,
+        spin: Spin::NONE,
         call: false,
     };
     w.marker(0, Marker::ThreadStart).unwrap();

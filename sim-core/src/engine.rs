@@ -86,7 +86,8 @@ use std::sync::atomic::AtomicBool;
 use serde::Serialize;
 use sim_frontend::format::reader::BATCH_RECORDS;
 use sim_frontend::model::{
-    Batch, Inst, Marker, NO_SIDX, Order, Record, exit_count_thread, is_channel_addr,
+    Batch, Inst, Marker, NO_SIDX, Order, Record, SPIN_TURNS, Spin, exit_count_thread,
+    is_channel_addr,
 };
 use sim_frontend::{ThreadStream, Trace, TraceError};
 use sim_memory::{CacheStats, CoreStats, Memory, MemoryConfig, Private, Served};
@@ -176,9 +177,10 @@ pub enum LockModel {
     /// `latency` cycles later and tries again. A thread that went through a futex wait takes
     /// the lock with the word marked contended, so its release calls futex wake too.
     ///
-    /// A lock whose implementation spins (the trace says which: Rust's std `Mutex` and other
-    /// futex-word locks seen spinning) first watches a word it found held and not yet marked contended, for up to
-    /// `spin` cycles: a release within that budget is seen by the thread that has spun
+    /// A lock whose implementation spins (the trace says which and for how many turns: Rust's
+    /// std `Mutex` and other futex-word locks seen spinning, 100; libgomp's, 300,000 by
+    /// default) first watches a word it found held and not yet marked contended, for up to
+    /// `spin` cycles per 100 turns: a release within that budget is seen by the thread that has spun
     /// longest at its next look (`spin` / 100 apart, at a phase the engine's noise picks)
     /// once its load has fetched the line, and it takes the lock then, the word left as it
     /// found it, unless another thread (the releaser, back soon) took it first; a spinner
@@ -263,7 +265,13 @@ const TRAVEL_JITTER: f64 = 0.25;
 /// Looks at the lock word a spinning lock makes in its `[locks] spin` budget (Rust's std
 /// `Mutex`: 100 loads, each followed by a `pause`): a release is seen at the spinner's next
 /// look, one budget / `SPIN_LOOKS` apart.
-const SPIN_LOOKS: f64 = 100.0;
+const SPIN_LOOKS: f64 = SPIN_TURNS as f64;
+
+/// The cycles a lock spinning as `s` watches a held word before it sleeps, `spin` being those
+/// of [`SPIN_TURNS`] turns (`[locks] spin`).
+fn spin_budget(spin: f64, s: Spin) -> f64 {
+    spin * f64::from(s.turns) / SPIN_LOOKS
+}
 
 /// Everything the engine needs besides the trace.
 #[derive(Debug, Clone)]
@@ -867,9 +875,9 @@ struct MutexState {
     epoch: u64,
     /// The word is marked contended ([`LockModel::Futex`]): its release calls futex wake.
     contended: bool,
-    /// Its lock implementation spins before it sleeps ([`LockModel::Futex`]; a lock marker
-    /// said so).
-    spins: bool,
+    /// How its lock implementation spins before it sleeps ([`LockModel::Futex`]; what the
+    /// last lock marker that said it spins said).
+    spin: Spin,
     /// Its releases are plain stores (glibc's spin lock, test-and-set locks: an unlock
     /// marker said so), which cannot tell whether anyone sleeps on the word, so its waiters
     /// never sleep: they spin until they take it ([`LockModel::Futex`]).
@@ -2453,14 +2461,23 @@ impl<'t, O: Observer> Engine<'t, O> {
             if !saw_free && until > now && !m.contended {
                 return self.spin_on(tid, addr, order, now, until, marks);
             }
-        } else if matches!(step, Some(FutexStep::Cas { .. })) {
+            if saw_free && m.spin.again && !m.contended && spin > 0.0 {
+                // libgomp's mutex: a lost race sends it back to spinning, a new spin.
+                let until = now + spin_budget(spin, m.spin);
+                return self.spin_on(tid, addr, order, now, until, marks);
+            }
+        } else if let Some(FutexStep::Cas { marks }) = step {
             // Overtaken while its compare-and-swap was on its way (the new holder's release
             // fetches the line back): it marks the word and waits, or spins again on a lock
-            // freed by plain stores.
+            // freed by plain stores, or on libgomp's while nobody has marked the word.
             if m.plain {
                 return self.spin_on(tid, addr, order, now, f64::INFINITY, false);
             }
-        } else if m.plain || (m.spins && !m.contended && spin > 0.0) {
+            if m.spin.again && !m.contended && spin > 0.0 {
+                let until = now + spin_budget(spin, m.spin);
+                return self.spin_on(tid, addr, order, now, until, marks);
+            }
+        } else if m.plain || (m.spin.spins() && !m.contended && spin > 0.0) {
             // A spinning lock watches a word held but not marked (a load and a pause at a
             // time: Rust's std `Mutex` after its failed compare-and-swap, and again after
             // each futex wait) until it sees a release, or its budget runs out, or another
@@ -2468,7 +2485,11 @@ impl<'t, O: Observer> Engine<'t, O> {
             // ([`Engine::end_spins`]).
             self.sync.lock_spins += 1;
             let marks = matches!(step, Some(FutexStep::Woken));
-            let until = if m.plain { f64::INFINITY } else { now + spin };
+            let until = if m.plain {
+                f64::INFINITY
+            } else {
+                now + spin_budget(spin, m.spin)
+            };
             return self.spin_on(tid, addr, order, now, until, marks);
         }
         // Still held: the exchange marking the word contended, then a futex wait, whose
@@ -2565,7 +2586,7 @@ impl<'t, O: Observer> Engine<'t, O> {
         th.pending_marker = Some(Marker::MutexLock {
             addr,
             order,
-            spins: false,
+            spin: Spin::NONE,
             call: false,
         });
         if timed && matches!(step, FutexStep::Attempt) {
@@ -3076,11 +3097,11 @@ impl<'t, O: Observer> Engine<'t, O> {
             Marker::MutexLock {
                 addr,
                 order,
-                spins,
+                spin,
                 call,
             } => {
-                if spins {
-                    self.mutexes.entry(addr).or_default().spins = true;
+                if spin.spins() {
+                    self.mutexes.entry(addr).or_default().spin = spin;
                 }
                 if call {
                     self.mutexes.entry(addr).or_default().called = true;
@@ -3091,7 +3112,7 @@ impl<'t, O: Observer> Engine<'t, O> {
                         self.threads[tid as usize].pending_marker = Some(Marker::MutexLock {
                             addr,
                             order,
-                            spins,
+                            spin,
                             call: false,
                         });
                         self.resume(tid, now + self.lock_call, Component::SyncCritSect);
@@ -3181,7 +3202,7 @@ impl<'t, O: Observer> Engine<'t, O> {
                 self.threads[tid as usize].pending_marker = Some(Marker::MutexLock {
                     addr: mutex,
                     order: relock,
-                    spins: false,
+                    spin: Spin::NONE,
                     call: false,
                 });
             }

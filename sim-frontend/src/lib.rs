@@ -1,5 +1,5 @@
-//! The simulator's front end: the trace model, trace format v7 (writer, and a streaming reader
-//! of v7 and every earlier version), built-in workload generators and importers of other
+//! The simulator's front end: the trace model, trace format v8 (writer, and a streaming reader
+//! of v8 and every earlier version), built-in workload generators and importers of other
 //! simulators' traces.
 //!
 //! Everything that produces or consumes instructions goes through [`model`]; the byte layout

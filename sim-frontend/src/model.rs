@@ -566,6 +566,51 @@ impl Order {
     }
 }
 
+/// The turns of the spin `[locks] spin` times (Rust's std `Mutex`: 100 loads and `pause`s),
+/// and what a lock marker's spin means when it only says that the lock spins
+/// ([`Spin::DEFAULT`]).
+pub const SPIN_TURNS: u32 = 100;
+
+/// How a lock's implementation spins on a held word before it sleeps ([`Marker::MutexLock`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+pub struct Spin {
+    /// Turns (a load of the word and a `pause`) of one spin: 0, it does not spin (glibc's
+    /// pthread mutex).
+    pub turns: u32,
+    /// Having seen the word freed and lost the race for it, it spins again (libgomp's mutex,
+    /// while the word says nobody sleeps); otherwise it marks the word and sleeps (Rust's std
+    /// `Mutex`).
+    pub again: bool,
+}
+
+impl Spin {
+    /// No spin.
+    pub const NONE: Spin = Spin {
+        turns: 0,
+        again: false,
+    };
+    /// Rust's std `Mutex`, and any futex-word lock seen spinning in the trace
+    /// (`futexlock.rs`): [`SPIN_TURNS`] turns, then it marks the word and sleeps.
+    pub const DEFAULT: Spin = Spin {
+        turns: SPIN_TURNS,
+        again: false,
+    };
+
+    /// libgomp's mutex (`critical`, `atomic`, `omp_*_lock`): `turns` at a time
+    /// (`GOMP_SPINCOUNT`), again after each lost race.
+    pub fn gomp(turns: u32) -> Spin {
+        Spin {
+            turns,
+            again: turns > 0,
+        }
+    }
+
+    /// It spins at all.
+    pub fn spins(self) -> bool {
+        self.turns > 0
+    }
+}
+
 /// Synchronization and region markers in a thread's stream.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Marker {
@@ -594,10 +639,12 @@ pub enum Marker {
         addr: u64,
         /// Recorded order (the previous holder's release), or [`Order::SIM`].
         order: Order,
-        /// Its implementation spins on a held lock word before it sleeps (Rust's std `Mutex`:
-        /// seen in the trace, `futexlock.rs`), where glibc's pthread mutex does not
-        /// (`[locks] spin`). Interposed lock calls (pthread, OpenMP) never say so.
-        spins: bool,
+        /// How its implementation spins on a held lock word before it sleeps: not at all
+        /// (glibc's pthread mutex), [`Spin::DEFAULT`] (Rust's std `Mutex` and other locks seen
+        /// spinning in the trace, `futexlock.rs`), or as libgomp's locks do ([`Spin::gomp`],
+        /// marked by the interposer). A lock found in traced code (`call` false) spins as
+        /// [`Spin::NONE`] or [`Spin::DEFAULT`]: the trace format has no other spin for it.
+        spin: Spin,
         /// A call into a library whose code the trace does not hold (the interposed pthread
         /// and OpenMP lock calls): its lock and unlock code costs `[locks] call` cycles each
         /// in replay. A lock found in traced code (`futexlock.rs`) has its instructions in

@@ -110,11 +110,23 @@ fn arb_marker(threads: u32) -> impl Strategy<Value = Marker> {
             participants,
             lead: participants % 2 == 0
         }),
-        (any::<u64>(), order(), any::<bool>(), any::<bool>()).prop_map(
-            |(addr, order, spins, call)| Marker::MutexLock {
+        // A library call's lock spins any number of turns, one in traced code none or the
+        // default (`Marker::MutexLock::spins`).
+        (any::<u64>(), order(), any::<u32>(), any::<bool>()).prop_map(
+            |(addr, order, turns, call)| Marker::MutexLock {
                 addr,
                 order,
-                spins,
+                spin: match (call, turns % 4) {
+                    (true, 0) => Spin::NONE,
+                    (true, 1) => Spin::DEFAULT,
+                    (true, 2) => Spin::gomp(turns),
+                    (true, _) => Spin {
+                        turns,
+                        again: false,
+                    },
+                    (false, 0) => Spin::NONE,
+                    (false, _) => Spin::DEFAULT,
+                },
                 call,
             }
         ),

@@ -8,7 +8,7 @@ use super::{
     DecodeEntry, FlowTables, H_DYN_MEM, H_HIT_SHIFT, H_MARKER, H_TAKEN, HIT_BITS, PRED_SLOTS,
     Predictor, SEM_WAKES_BIT, code, get_varint, unzigzag,
 };
-use crate::model::{Batch, BranchKind, Inst, Marker, MemAccess, NO_SIDX, Order, Record};
+use crate::model::{Batch, BranchKind, Inst, Marker, MemAccess, NO_SIDX, Order, Record, Spin};
 
 /// Decoding state carried from one chunk of a thread to the next.
 #[derive(Clone)]
@@ -261,28 +261,36 @@ fn marker(
         code::MUTEX_LOCK => Marker::MutexLock {
             addr: arg("mutex address")?,
             order: Order::SIM,
-            spins: false,
+            spin: Spin::NONE,
             call: false,
         },
         code::MUTEX_LOCK_ORDERED => Marker::MutexLock {
             addr: arg("mutex address")?,
             order: order(arg("lock order")?, at)?,
-            spins: false,
+            spin: Spin::NONE,
             call: false,
         },
         code::MUTEX_LOCK_SPINNING => Marker::MutexLock {
             addr: arg("mutex address")?,
             order: order_or_sim(arg("lock order")?, at)?,
-            spins: true,
+            spin: Spin::DEFAULT,
             call: false,
         },
         code::MUTEX_LOCK_CALL => Marker::MutexLock {
             addr: arg("mutex address")?,
             order: order_or_sim(arg("lock order")?, at)?,
-            spins: match arg("spinning flag")? {
-                0 => false,
-                1 => true,
-                v => return Err((at, format!("spinning flag {v} is neither 0 nor 1"))),
+            spin: match arg("spin")? {
+                0 => Spin::NONE,
+                1 => Spin::DEFAULT,
+                v => Spin {
+                    turns: u32::try_from((v - 2) / 2).map_err(|_| {
+                        (
+                            at,
+                            format!("spin of {} turns is more than 2^32 - 1", (v - 2) / 2),
+                        )
+                    })?,
+                    again: v % 2 == 1,
+                },
             },
             call: true,
         },

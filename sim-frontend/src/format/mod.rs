@@ -30,8 +30,9 @@ pub const CHUNK_MAGIC: &[u8; 4] = b"ICHK";
 /// ([`code::RW_LOCK`], [`code::SEM_WAIT`], [`code::SEM_POST`]: read/write locks and
 /// semaphores, which earlier traces replayed through their futexes), version 7 another
 /// ([`code::MUTEX_UNLOCK_PLAIN`]: an earlier trace's releases read as locked instructions, as
-/// they replayed when it was written).
-pub const VERSION: u16 = 7;
+/// they replayed when it was written), and version 8 lets [`code::MUTEX_LOCK_CALL`]'s spin
+/// be more than 1 (a count of turns: libgomp's locks), which no earlier writer wrote.
+pub const VERSION: u16 = 8;
 /// The bit of a semaphore post's second argument that says its release wakes the futex
 /// whenever it finds the count at 0 ([`crate::model::Marker::SemPost`]).
 pub const SEM_WAKES_BIT: u32 = 32;
@@ -125,8 +126,10 @@ pub mod code {
     /// varint 0 (no recorded order) or a recorded order plus one.
     pub const MUTEX_LOCK_SPINNING: u8 = 21;
     /// Mutex lock by a call into a library the trace does not hold (version 5): varint
-    /// address, varint 0 (no recorded order) or a recorded order plus one, varint 1 if its
-    /// implementation spins (else 0).
+    /// address, varint 0 (no recorded order) or a recorded order plus one, varint spin: 0 if
+    /// its implementation does not spin, 1 if it spins as `Spin::DEFAULT` (`[locks] spin`),
+    /// else 2 + 2 × its turns, plus 1 if it spins again after a lost race (since 2026-12-07:
+    /// libgomp's locks).
     pub const MUTEX_LOCK_CALL: u8 = 22;
     /// Read/write lock by a library call (version 6): varint address, varint 0 (no recorded
     /// order) or a recorded order plus one, varint 1 for writing (else 0: reading).

@@ -27,7 +27,9 @@ use super::{
     code, put_varint, zigzag,
 };
 use crate::error::TraceError;
-use crate::model::{BranchKind, Marker, MemAccess, Order, Program, SrcLoc, StaticInst, TraceMeta};
+use crate::model::{
+    BranchKind, Marker, MemAccess, Order, Program, Spin, SrcLoc, StaticInst, TraceMeta,
+};
 
 /// Highest thread id a writer accepts (a guard against a garbage id allocating gigabytes).
 pub const MAX_THREADS: u32 = 1 << 20;
@@ -203,25 +205,28 @@ impl ThreadEnc {
             Marker::MutexLock {
                 addr,
                 order,
-                spins,
+                spin,
                 call: true,
             } => put(
                 code::MUTEX_LOCK_CALL,
-                &[addr, order_or_zero(order), u64::from(spins)],
+                &[addr, order_or_zero(order), encode_spin(spin)],
             ),
             Marker::MutexLock {
                 addr,
                 order,
-                spins: false,
+                spin: Spin::NONE,
                 ..
             } if order == Order::SIM => put(code::MUTEX_LOCK, &[addr]),
             Marker::MutexLock {
                 addr,
                 order,
-                spins: false,
+                spin: Spin::NONE,
                 ..
             } => put(code::MUTEX_LOCK_ORDERED, &[addr, order.encode()]),
-            Marker::MutexLock { addr, order, .. } => {
+            Marker::MutexLock {
+                addr, order, spin, ..
+            } => {
+                debug_assert_eq!(spin, Spin::DEFAULT, "a traced lock spins as Spin::DEFAULT");
                 put(code::MUTEX_LOCK_SPINNING, &[addr, order_or_zero(order)])
             }
             Marker::RwLock { addr, order, write } => put(
@@ -463,6 +468,19 @@ impl ThreadEncoder<'_> {
 
 /// A failed write of the trace, said plainly when the disk (or a file size limit) is full.
 /// An order field that may be absent: 0 for none ([`Order::SIM`]), else the order plus one.
+/// A library lock call's spin ([`code::MUTEX_LOCK_CALL`]): 0 for none, 1 for
+/// [`Spin::DEFAULT`] (what traces written before turns were counted say of a lock that
+/// spins), else 2 + 2 × turns + 1 if it spins again after a lost race.
+fn encode_spin(spin: Spin) -> u64 {
+    if !spin.spins() {
+        0
+    } else if spin == Spin::DEFAULT {
+        1
+    } else {
+        2 + 2 * u64::from(spin.turns) + u64::from(spin.again)
+    }
+}
+
 fn order_or_zero(order: Order) -> u64 {
     if order == Order::SIM {
         0

@@ -38,8 +38,8 @@
 
 use std::collections::HashMap;
 
-use super::raw::{Op, SEM_UNKNOWN};
-use crate::model::{Marker, Order, channel_addr};
+use super::raw::{LockSpin, Op, SEM_UNKNOWN};
+use crate::model::{Marker, Order, Spin, channel_addr};
 
 /// One raw marker of a thread, as read from the capture.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -620,13 +620,19 @@ pub fn plan(marks: &[Vec<RawMark>], simple: &mut Simple<'_>) -> Plan {
                     // mutex's EDEADLK): the thread did not take the mutex.
                     if b.is_some_and(|b| acquired(b.ret)) {
                         // futexlock.rs marks a lock found in traced code with a third argument
-                        // of 1, and one whose code spins with a second argument of 1 (the
-                        // interposer's lock calls have one argument: calls into code the
-                        // trace does not hold).
+                        // of 1 (the interposer's lock calls, into code the trace does not
+                        // hold, have 0), and how its code spins with a second argument
+                        // (`LockSpin`: 1 for the default spin, as futexlock.rs and glibc's
+                        // spin lock say, or libgomp's turns).
+                        let spin = match LockSpin::of_arg(a1) {
+                            LockSpin::None => Spin::NONE,
+                            LockSpin::Default => Spin::DEFAULT,
+                            LockSpin::Gomp(n) => Spin::gomp(u32::try_from(n).unwrap_or(u32::MAX)),
+                        };
                         v.push(Marker::MutexLock {
                             addr: a0,
                             order: order_of(lock_edge(at)),
-                            spins: a1 != 0,
+                            spin,
                             call: a2 == 0,
                         });
                     }
@@ -811,7 +817,7 @@ mod tests {
         let lock = Marker::MutexLock {
             addr: M,
             order: Order::NONE,
-            spins: false,
+            spin: Spin::NONE,
             call: true,
         };
         assert_eq!(p.at(0, 0), &[lock]);
@@ -917,7 +923,7 @@ mod tests {
             &[Marker::MutexLock {
                 addr: M,
                 order: Order::after(0),
-                spins: false,
+                spin: Spin::NONE,
                 call: true,
             }]
         );
@@ -948,7 +954,7 @@ mod tests {
             &[Marker::MutexLock {
                 addr: M,
                 order: Order::NONE,
-                spins: false,
+                spin: Spin::NONE,
                 call: true,
             }]
         );

@@ -8,7 +8,7 @@ use super::asm::{Asm, Em, reg};
 use super::{DATA_BASE, Frame, Params, Workload};
 use crate::error::TraceError;
 use crate::format::writer::TraceWriter;
-use crate::model::{BranchKind, Marker, OpClass, Order};
+use crate::model::{BranchKind, Marker, OpClass, Order, Spin};
 
 /// Register-only instructions of private work per iteration.
 pub const PRIVATE_OPS: usize = 32;
@@ -87,7 +87,7 @@ fn emit(p: &Params, w: &mut TraceWriter) -> Result<(), TraceError> {
                 Marker::MutexLock {
                     addr: LOCK_ADDR,
                     order: Order::SIM,
-                    spins: false,
+                    spin: Spin::NONE,
                     call: false,
                 },
             )?;

@@ -1345,6 +1345,25 @@ omp_quiet!(GOMP_taskwait, c"GOMP_taskwait");
 static CRITICAL: u8 = 0;
 static ATOMIC: u8 = 0;
 
+/// The second argument of a libgomp lock's marker: every lock of the runtime (`critical`,
+/// `atomic`, `omp_*_lock`) is its futex mutex, whose waiter spins on the word before it sleeps
+/// as long as `GOMP_SPINCOUNT` and `OMP_WAIT_POLICY` say (300,000 turns by default), so a lock
+/// says how long it spins (read from the environment once); a release is an atomic exchange.
+fn omp_spins(op: Op) -> u64 {
+    static TURNS: std::sync::OnceLock<u64> = std::sync::OnceLock::new();
+    if op != Op::MutexLock {
+        return 0;
+    }
+    let turns = *TURNS.get_or_init(|| {
+        let var = |k| std::env::var(k).ok();
+        isim_trace_protocol::gomp_spin_turns(
+            var("GOMP_SPINCOUNT").as_deref(),
+            var("OMP_WAIT_POLICY").as_deref(),
+        )
+    });
+    isim_trace_protocol::LockSpin::Gomp(turns).arg()
+}
+
 /// A lock taken or released through a runtime entry point without arguments.
 macro_rules! omp_global_lock {
     ($name:ident, $sym:literal, $op:expr, $id:expr) => {
@@ -1352,7 +1371,7 @@ macro_rules! omp_global_lock {
         pub unsafe extern "C" fn $name() {
             enter();
             let real = real!($sym, unsafe extern "C" fn());
-            magic($op, $id, 0);
+            magic($op, $id, omp_spins($op));
             unsafe { real() };
             done(0);
             leave();
@@ -1392,7 +1411,7 @@ macro_rules! omp_object_lock {
         pub unsafe extern "C" fn $name(p: *mut c_void) {
             enter();
             let real = real!($sym, unsafe extern "C" fn(*mut c_void));
-            magic($op, p as u64, 0);
+            magic($op, p as u64, omp_spins($op));
             unsafe { real(p) };
             done(0);
             leave();
@@ -1424,7 +1443,7 @@ macro_rules! omp_test_lock {
             let real = real!($sym, unsafe extern "C" fn(*mut c_void) -> c_int);
             let r = unsafe { real(p) };
             if r != 0 {
-                magic(Op::MutexLock, p as u64, 0);
+                magic(Op::MutexLock, p as u64, omp_spins(Op::MutexLock));
                 done(0);
             }
             leave();

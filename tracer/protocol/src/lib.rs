@@ -147,6 +147,73 @@ pub fn channel_stream(channel: u64, dir: u64) -> u64 {
     channel << 1 | (dir & 1)
 }
 
+/// How a lock's implementation spins on a held word before it sleeps: the second argument of
+/// its [`Op::MutexLock`] marker ([`LockSpin::arg`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum LockSpin {
+    /// It does not (glibc's pthread mutex): 0.
+    None,
+    /// As a lock that spins by default (Rust's std `Mutex`: 100 turns, then it sleeps; glibc's
+    /// spin lock, freed by plain stores, until it gets the word): 1.
+    Default,
+    /// As libgomp's mutex: this many turns at a time (`GOMP_SPINCOUNT`), and again after each
+    /// race for the freed word it lost: 2 + turns.
+    Gomp(u64),
+}
+
+impl LockSpin {
+    /// The marker argument.
+    pub fn arg(self) -> u64 {
+        match self {
+            LockSpin::None | LockSpin::Gomp(0) => 0,
+            LockSpin::Default => 1,
+            LockSpin::Gomp(n) => n.saturating_add(2),
+        }
+    }
+
+    /// The spin a marker argument says.
+    pub fn of_arg(arg: u64) -> LockSpin {
+        match arg {
+            0 => LockSpin::None,
+            1 => LockSpin::Default,
+            n => LockSpin::Gomp(n - 2),
+        }
+    }
+}
+
+/// The turns libgomp's locks spin on a held word before they sleep, as its manual says
+/// (`GOMP_SPINCOUNT`): the variable's count (an integer, optionally times `k`, `M`, `G` or `T`;
+/// `INFINITE` or `INFINITY` for no end: `u64::MAX`), or, when it is unset or unreadable, 0
+/// under `OMP_WAIT_POLICY=passive`,
+/// 30 billion under `active` and 300,000 when neither is set. (With more threads than CPUs
+/// libgomp spins 100 or 1,000 turns instead: the simulated machine, not the host that ran the
+/// traced program, would decide that, and it is not modelled.)
+pub fn gomp_spin_turns(spincount: Option<&str>, wait_policy: Option<&str>) -> u64 {
+    let count = spincount.and_then(|s| {
+        let s = s.trim();
+        if s.eq_ignore_ascii_case("infinite") || s.eq_ignore_ascii_case("infinity") {
+            return Some(u64::MAX);
+        }
+        let digits = s.trim_end_matches(|c: char| !c.is_ascii_digit());
+        let scale: u64 = match &s[digits.len()..] {
+            "" => 1,
+            "k" | "K" => 1_000,
+            "M" => 1_000_000,
+            "G" => 1_000_000_000,
+            "T" => 1_000_000_000_000,
+            _ => return None,
+        };
+        digits.parse::<u64>().ok().map(|n| n.saturating_mul(scale))
+    });
+    let policy = wait_policy.map(str::trim);
+    match (count, policy) {
+        (Some(n), _) => n,
+        (None, Some(p)) if p.eq_ignore_ascii_case("passive") => 0,
+        (None, Some(p)) if p.eq_ignore_ascii_case("active") => 30_000_000_000,
+        (None, _) => 300_000,
+    }
+}
+
 /// A semaphore's initial value that the interposer did not see (`sem_open`, or a semaphore
 /// initialized before the interposer was loaded): the conversion takes the least the traced
 /// run's order needs.
@@ -642,6 +709,44 @@ pub fn unpack_name(a: &[u64; 6]) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The figures of libgomp's manual (`GOMP_SPINCOUNT`, `OMP_WAIT_POLICY`).
+    #[test]
+    fn libgomp_spins_as_its_manual_says() {
+        assert_eq!(gomp_spin_turns(None, None), 300_000);
+        assert_eq!(gomp_spin_turns(None, Some("PASSIVE")), 0);
+        assert_eq!(gomp_spin_turns(None, Some("active")), 30_000_000_000);
+        assert_eq!(gomp_spin_turns(Some("2500"), None), 2_500);
+        assert_eq!(gomp_spin_turns(Some("10k"), Some("passive")), 10_000);
+        assert_eq!(gomp_spin_turns(Some("3M"), None), 3_000_000);
+        assert_eq!(gomp_spin_turns(Some("1G"), None), 1_000_000_000);
+        assert_eq!(gomp_spin_turns(Some("2T"), None), 2_000_000_000_000);
+        assert_eq!(gomp_spin_turns(Some("INFINITE"), None), u64::MAX);
+        assert_eq!(gomp_spin_turns(Some("infinity"), None), u64::MAX);
+        assert_eq!(gomp_spin_turns(Some("0"), None), 0);
+        // Unreadable: as if unset.
+        assert_eq!(gomp_spin_turns(Some("lots"), None), 300_000);
+        assert_eq!(gomp_spin_turns(Some("5x"), Some("active")), 30_000_000_000);
+    }
+
+    /// A lock marker's spin argument: none, the default, or libgomp's count of turns.
+    #[test]
+    fn spin_arguments_round_trip() {
+        for s in [
+            LockSpin::None,
+            LockSpin::Default,
+            LockSpin::Gomp(1),
+            LockSpin::Gomp(300_000),
+            LockSpin::Gomp(u64::MAX - 2),
+        ] {
+            assert_eq!(LockSpin::of_arg(s.arg()), s, "{s:?}");
+        }
+        // What futexlock.rs and the interposer wrote before turns were counted.
+        assert_eq!(LockSpin::of_arg(0), LockSpin::None);
+        assert_eq!(LockSpin::of_arg(1), LockSpin::Default);
+        // libgomp told not to spin (`OMP_WAIT_POLICY=passive`) does not.
+        assert_eq!(LockSpin::Gomp(0).arg(), 0);
+    }
 
     /// The operation numbers are the variants' order; `include/isim.h` hard-codes four of
     /// them, and a trace's marker words the rest.
