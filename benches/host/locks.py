@@ -57,8 +57,8 @@ took 0.89-1.85 times one thread's time for the same work each, 2026-11-29), and 
 2-thread figure of that pass is capped with it.
 
 Beside the speedups, the futex system calls per lock acquisition of the 2-thread runs: natively
-counted by `perf stat -e syscalls:sys_enter_futex` (one extra run; "-" where perf or its
-tracepoints are missing), in isim the futex waits and wakes of `summary.json` (0 under
+counted by `perf stat -e syscalls:sys_enter_futex` (one extra run; where perf or its
+tracepoints are missing, by `strace -f -c`; "-" without either), in isim the futex waits and wakes of `summary.json` (0 under
 `model = "fifo"`, which makes none).
 """
 import json
@@ -121,6 +121,12 @@ PROGRAMS = [
     ("cpp-semaphore-w30-c20", "examples/cpp/semaphores.cpp", "c++",
      (["lock", "1", "2000000", "30", "20"], ["lock", "2", "1000000", "30", "20"]),
      (["lock", "1", "50000", "30", "20"], ["lock", "2", "25000", "30", "20"])),
+    ("omp-critical-w200-c20", "examples/omp/omp_counter.c", "omp",
+     (["-t", "1", "-w", "200", "-c", "20", "-i", "400000"], ["-t", "2", "-w", "200", "-c", "20", "-i", "200000"]),
+     (["-t", "1", "-w", "200", "-c", "20", "-i", "20000"], ["-t", "2", "-w", "200", "-c", "20", "-i", "10000"])),
+    ("omp-critical-w30-c20", "examples/omp/omp_counter.c", "omp",
+     (["-t", "1", "-w", "30", "-c", "20", "-i", "2000000"], ["-t", "2", "-w", "30", "-c", "20", "-i", "1000000"]),
+     (["-t", "1", "-w", "30", "-c", "20", "-i", "50000"], ["-t", "2", "-w", "30", "-c", "20", "-i", "25000"])),
     ("tree_locks", "examples/c/tree_locks.c", "c",
      (["-t", "1", "-n", "200000"], ["-t", "2", "-n", "100000"]),
      (["-t", "1", "-n", "200000"], ["-t", "2", "-n", "100000"])),
@@ -134,6 +140,8 @@ def build(name, src, lang):
     path = os.path.join(ROOT, src)
     if lang == "c":
         cmd = ["gcc", "-O2", "-g", "-pthread", "-o", out, path]
+    elif lang == "omp":
+        cmd = ["gcc", "-O2", "-g", "-fopenmp", "-o", out, path]
     elif lang == "c++":
         cmd = ["g++", "-O2", "-g", "-std=c++20", "-pthread", "-o", out, path]
     else:
@@ -238,18 +246,32 @@ def native(binary, args1, args2, reps, bound, at=None, probe=False):
 
 
 def native_futex(binary, args, bound):
-    """Futex system calls of one native run, or None without perf's syscall tracepoints."""
+    """Futex system calls of one native run: perf's syscall tracepoint, else strace's count
+    (`strace -f -c`, which slows the run but not its count by much), else None."""
     cmd = ["perf", "stat", "-x,", "-e", "syscalls:sys_enter_futex", binary] + args
     try:
         p = subprocess.run(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
                            env=native_env(bound))
+        for line in p.stderr.splitlines():
+            field = line.split(",")
+            if len(field) > 2 and field[2].endswith("sys_enter_futex") and field[0].isdigit():
+                return int(field[0])
     except FileNotFoundError:
+        pass
+    cmd = ["strace", "-f", "-c", "-e", "trace=futex", "-o", os.path.join(WORK, "strace.txt"),
+           binary] + args
+    try:
+        subprocess.run(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                       env=native_env(bound), check=True)
+    except (FileNotFoundError, subprocess.CalledProcessError):
         return None
-    for line in p.stderr.splitlines():
-        field = line.split(",")
-        if len(field) > 2 and field[2].endswith("sys_enter_futex") and field[0].isdigit():
-            return int(field[0])
-    return None
+    with open(os.path.join(WORK, "strace.txt")) as f:
+        for line in f:
+            field = line.split()
+            # "% time  seconds  usecs/call  calls  [errors]  syscall": the futex row.
+            if field and field[-1] == "futex" and len(field) >= 5 and field[3].isdigit():
+                return int(field[3])
+    return 0
 
 
 def simulated(binary, args, tag, extra=()):
