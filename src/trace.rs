@@ -527,6 +527,8 @@ pub fn trace(a: &TraceArgs) -> Result<TraceReport> {
         );
     }
     let qemu_failed = qemu_failed_at_exit(&cap, &status_s);
+    let openmp = std::fs::read_to_string(cap.join("modules.tsv"))
+        .is_ok_and(|t| t.lines().any(|l| l.contains("/libgomp.so")));
     let t1 = Instant::now();
     let summary = convert::convert(&cap, &a.out, &options(a, &program))
         .with_context(|| format!("cannot convert the capture of {}", program.display()))?;
@@ -535,6 +537,9 @@ pub fn trace(a: &TraceArgs) -> Result<TraceReport> {
         let _ = std::fs::remove_dir_all(&cap);
     }
     let mut warnings = summary.warnings.clone();
+    if openmp && std::env::var_os("OMP_NUM_THREADS").is_none() {
+        warnings.extend(host_sized_team(summary.threads.len(), usable_cpus()));
+    }
     let status_s = match qemu_failed {
         Some((program_status, warning)) => {
             warnings.insert(0, warning);
@@ -561,6 +566,29 @@ pub fn trace(a: &TraceArgs) -> Result<TraceReport> {
         convert_seconds,
         warnings,
     )
+}
+
+/// The CPUs this process may run on (on Linux its affinity mask, which the traced program
+/// inherits and libgomp counts to size a team; less if a cgroup quota says so), if the system
+/// says.
+fn usable_cpus() -> Option<usize> {
+    std::thread::available_parallelism().ok().map(|n| n.get())
+}
+
+/// The warning for an OpenMP program traced without `OMP_NUM_THREADS` whose trace has as many
+/// threads as the host let it use (`cpus`): libgomp then sized its teams from the host (one
+/// thread under `taskset -c 0`), and the simulated machine can only run the team the trace
+/// holds.
+fn host_sized_team(threads: usize, cpus: Option<usize>) -> Option<String> {
+    let cpus = cpus?;
+    (threads == cpus).then(|| {
+        format!(
+            "OpenMP teams sized by the host: OMP_NUM_THREADS was unset, and the trace has {threads} \
+             thread(s), as many as the CPUs this process could use ({cpus}), which is how libgomp \
+             sizes a team by default; the replay runs the team the host chose. Set \
+             OMP_NUM_THREADS to trace the team you mean to simulate"
+        )
+    })
 }
 
 /// `--reconvert`: converts the kept capture `cap` of `program` again, without running it.

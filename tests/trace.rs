@@ -1052,3 +1052,55 @@ int main(void) {
     let said = ok(&o, "isim trace of mutex_counter") + &String::from_utf8_lossy(&o.stderr);
     assert!(!said.contains("untraced"), "{said}");
 }
+
+/// libgomp sizes a team from the CPUs the process may use unless `OMP_NUM_THREADS` (or the
+/// program) says otherwise: traced under `taskset -c 0` without the variable, an OpenMP
+/// program runs one thread, and the simulated machine can only replay that team. `isim
+/// trace` says so when the trace has as many threads as those CPUs and the variable was
+/// unset; with `OMP_NUM_THREADS=4` under the same `taskset` the trace has the four threads
+/// and no such warning.
+#[test]
+fn an_openmp_team_sized_by_the_host_is_reported() {
+    if !common::tools_present(&["qemu-x86_64", "gcc", "taskset"]) {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let exe = compile(
+        dir.path(),
+        "omp_critical",
+        &root().join("examples/omp/omp_critical.c"),
+        &["-fopenmp"],
+    );
+    let run = |threads: Option<&str>| -> Value {
+        let t = dir
+            .path()
+            .join(format!("t{}.itrace", threads.unwrap_or("-")));
+        let mut c = Command::new("taskset");
+        c.args(["-c", "0", env!("CARGO_BIN_EXE_isim")])
+            .current_dir(root())
+            .env("ISIM_TRACER_DIR", tracer_libs())
+            .env_remove("OMP_NUM_THREADS")
+            .args(["trace", "--json", "-o", t.to_str().unwrap(), "--"])
+            .arg(&exe)
+            .args(["-n", "200"]);
+        if let Some(n) = threads {
+            c.env("OMP_NUM_THREADS", n);
+        }
+        let out = ok(&c.output().unwrap(), "isim trace of omp_critical");
+        let json = out.find("\n{\n").map_or(out.as_str(), |i| &out[i + 1..]);
+        serde_json::from_str(json).unwrap_or_else(|e| panic!("{e}: {out}"))
+    };
+    let said = |v: &Value| {
+        v["warnings"].as_array().unwrap().iter().any(|w| {
+            w.as_str()
+                .unwrap()
+                .starts_with("OpenMP teams sized by the host")
+        })
+    };
+    let host = run(None);
+    assert_eq!(host["threads"].as_array().unwrap().len(), 1, "{host}");
+    assert!(said(&host), "{}", host["warnings"]);
+    let four = run(Some("4"));
+    assert_eq!(four["threads"].as_array().unwrap().len(), 4, "{four}");
+    assert!(!said(&four), "{}", four["warnings"]);
+}
