@@ -1310,12 +1310,7 @@ fn libgomp_locks_spin_as_the_environment_says() {
         return;
     }
     let dir = tempfile::tempdir().unwrap();
-    let prog = common::compile(
-        dir.path(),
-        "omp_critical",
-        &common::root().join("examples/omp/omp_critical.c"),
-        &["-fopenmp"],
-    );
+    let prog = omp_critical(dir.path());
     for (env, want) in [
         (None, Spin::gomp(300_000)),
         (Some(("GOMP_SPINCOUNT", "2k")), Spin::gomp(2_000)),
@@ -1446,12 +1441,7 @@ fn lock_programs_time_the_same_however_the_host_ran_the_traced_program() {
         return;
     }
     let dir = tempfile::tempdir().unwrap();
-    let omp_critical = common::compile(
-        dir.path(),
-        "omp_critical",
-        &common::root().join("examples/omp/omp_critical.c"),
-        &["-fopenmp"],
-    );
+    let omp_critical = omp_critical(dir.path());
     let object_locks = compile_cpp(dir.path(), "object_locks", "c++17");
     let ex = common::root().join("examples/c");
     let lock_counter = common::compile(dir.path(), "lock_counter", &ex.join("lock_counter.c"), &[]);
@@ -2185,17 +2175,22 @@ fn the_trace_path_does_not_move_the_programs_memory() {
         return;
     }
     let dir = tempfile::tempdir().unwrap();
-    let prog = common::compile(
-        dir.path(),
-        "omp_critical",
-        &common::root().join("examples/omp/omp_critical.c"),
-        &["-fopenmp"],
-    );
+    let prog = omp_critical(dir.path());
     let args = ["-n", "1000"];
     let (short, _) = trace_and_run(&prog, &args, "a", dir.path());
     let (long, _) = trace_and_run(&prog, &args, "a-much-longer-name-for-the-trace", dir.path());
     assert_eq!(short["threads"], long["threads"]);
     assert_eq!(cycles(&short), cycles(&long));
+}
+
+/// Compiles `examples/omp/omp_critical.c` into `dir`.
+fn omp_critical(dir: &Path) -> std::path::PathBuf {
+    common::compile(
+        dir,
+        "omp_critical",
+        &common::root().join("examples/omp/omp_critical.c"),
+        &["-fopenmp"],
+    )
 }
 
 /// Compiles `examples/rust/NAME.rs` into `dir`.
