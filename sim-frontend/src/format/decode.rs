@@ -282,15 +282,15 @@ fn marker(
             spin: match arg("spin")? {
                 0 => Spin::NONE,
                 1 => Spin::DEFAULT,
-                v => Spin {
-                    turns: u32::try_from((v - 2) / 2).map_err(|_| {
-                        (
-                            at,
-                            format!("spin of {} turns is more than 2^32 - 1", (v - 2) / 2),
-                        )
-                    })?,
-                    again: v % 2 == 1,
-                },
+                v => {
+                    let turns = (v - 2) / 2;
+                    Spin {
+                        turns: u32::try_from(turns).map_err(|_| {
+                            (at, format!("spin of {turns} turns is more than 2^32 - 1"))
+                        })?,
+                        again: v % 2 == 1,
+                    }
+                }
             },
             call: true,
         },

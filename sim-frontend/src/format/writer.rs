@@ -466,8 +466,6 @@ impl ThreadEncoder<'_> {
     }
 }
 
-/// A failed write of the trace, said plainly when the disk (or a file size limit) is full.
-/// An order field that may be absent: 0 for none ([`Order::SIM`]), else the order plus one.
 /// A library lock call's spin ([`code::MUTEX_LOCK_CALL`]): 0 for none, 1 for
 /// [`Spin::DEFAULT`] (what traces written before turns were counted say of a lock that
 /// spins), else 2 + 2 × turns + 1 if it spins again after a lost race.
@@ -481,6 +479,7 @@ fn encode_spin(spin: Spin) -> u64 {
     }
 }
 
+/// An order field that may be absent: 0 for none ([`Order::SIM`]), else the order plus one.
 fn order_or_zero(order: Order) -> u64 {
     if order == Order::SIM {
         0
@@ -489,6 +488,7 @@ fn order_or_zero(order: Order) -> u64 {
     }
 }
 
+/// A failed write of the trace, said plainly when the disk (or a file size limit) is full.
 fn write_error(path: &Path, offset: u64, what: &str, e: std::io::Error) -> TraceError {
     const ENOSPC: i32 = 28;
     const EFBIG: i32 = 27;
