@@ -120,6 +120,9 @@ pub struct TraceReport {
     pub convert_seconds: f64,
     /// Instructions per wall second, capture and conversion together.
     pub instructions_per_second: f64,
+    /// Critical sections that found their condition true where the same code elsewhere
+    /// waited on a condition variable: each waits for the signal that made it so.
+    pub skipped_waits: u64,
     /// Barrier episodes recognised in condition variables.
     pub hand_barriers: u64,
     /// Condition variables those episodes came from.
@@ -678,6 +681,7 @@ fn report(
         convert_seconds,
         instructions_per_second: instructions as f64
             / (capture_seconds + convert_seconds).max(1e-9),
+        skipped_waits: s.skipped_waits,
         hand_barriers: s.hand_barriers,
         hand_barrier_conds: s.hand_barrier_conds,
         channel_reads: s.channel_reads,
@@ -777,6 +781,14 @@ impl TraceReport {
             self.convert_seconds,
             self.instructions_per_second / 1e6
         );
+        if self.skipped_waits > 0 {
+            let _ = writeln!(
+                s,
+                "condition waits skipped: {} critical sections found their condition true \
+                 (each waits for the signal that made it so)",
+                self.skipped_waits
+            );
+        }
         if self.hand_barriers > 0 {
             let _ = writeln!(
                 s,

@@ -3228,6 +3228,17 @@ impl<'t, O: Observer> Engine<'t, O> {
                     addr,
                 );
             }
+            Marker::CondReady { cond, wake } => {
+                // A wait the thread skipped (its condition was already true): no call, so
+                // the window is not drained; it goes on once the signal that made the
+                // condition true has happened in simulated time (at once if it has).
+                self.ordered(
+                    tid,
+                    [(wake, Component::SyncCond), (Order::NONE, Component::Base)],
+                    "condition",
+                    cond,
+                );
+            }
             Marker::FutexWake { .. } => {}
             Marker::Release { index } => {
                 // The point a recorded edge releases from: when everything before it has

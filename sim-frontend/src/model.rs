@@ -736,6 +736,18 @@ pub enum Marker {
         /// Section name index.
         name: u32,
     },
+    /// A critical section that found its condition already true, where other executions of
+    /// the same code wait on `cond` (a wait the thread skipped: `tracer/sync.rs`): before
+    /// it asks for the mutex, the thread waits for the signal or broadcast that made the
+    /// condition true in the traced run (a data dependence, as a condition wait's wake).
+    /// Placed just before the section's [`Marker::MutexLock`]; one whose signal is already
+    /// past in simulated time costs nothing.
+    CondReady {
+        /// Condition variable address.
+        cond: u64,
+        /// The signal or broadcast that made the condition true.
+        wake: Order,
+    },
     /// A futex wait of traced code (always recorded order).
     FutexWait {
         /// Futex address.
@@ -758,7 +770,7 @@ pub enum Marker {
 
 impl Marker {
     /// Number of marker kinds (for per-kind counters).
-    pub const KINDS: usize = 20;
+    pub const KINDS: usize = 21;
 
     /// Dense kind index, 0..KINDS.
     pub fn kind_index(&self) -> usize {
@@ -783,6 +795,7 @@ impl Marker {
             Marker::RwLock { .. } => 17,
             Marker::SemWait { .. } => 18,
             Marker::SemPost { .. } => 19,
+            Marker::CondReady { .. } => 20,
         }
     }
 
@@ -808,6 +821,7 @@ impl Marker {
         "rw-lock",
         "sem-wait",
         "sem-post",
+        "cond-ready",
     ];
 }
 

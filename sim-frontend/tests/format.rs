@@ -160,6 +160,10 @@ fn arb_marker(threads: u32) -> impl Strategy<Value = Marker> {
             .prop_filter("futex waits are recorded", |(_, o)| *o != Order::SIM)
             .prop_map(|(addr, wake)| Marker::FutexWait { addr, wake }),
         any::<u64>().prop_map(|addr| Marker::FutexWake { addr }),
+        (any::<u64>(), order())
+            .prop_filter("a skipped wait's signal is recorded", |(_, o)| *o
+                != Order::SIM)
+            .prop_map(|(cond, wake)| Marker::CondReady { cond, wake }),
         (0..=Order::MAX_RELEASE).prop_map(|index| Marker::Release { index }),
         any::<u64>().prop_map(|cond| Marker::CondSignal { cond }),
         any::<u64>().prop_map(|cond| Marker::CondBroadcast { cond }),

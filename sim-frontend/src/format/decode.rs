@@ -336,6 +336,10 @@ fn marker(
             addr: arg("futex address")?,
             wake: order(arg("wake order")?, at)?,
         },
+        code::COND_READY => Marker::CondReady {
+            cond: arg("condition address")?,
+            wake: order(arg("wake order")?, at)?,
+        },
         code::FUTEX_WAKE => Marker::FutexWake {
             addr: arg("futex address")?,
         },

@@ -31,8 +31,10 @@ pub const CHUNK_MAGIC: &[u8; 4] = b"ICHK";
 /// semaphores, which earlier traces replayed through their futexes), version 7 another
 /// ([`code::MUTEX_UNLOCK_PLAIN`]: an earlier trace's releases read as locked instructions, as
 /// they replayed when it was written), and version 8 lets [`code::MUTEX_LOCK_CALL`]'s spin
-/// be more than 1 (a count of turns: libgomp's locks), which no earlier writer wrote.
-pub const VERSION: u16 = 8;
+/// be more than 1 (a count of turns: libgomp's locks), which no earlier writer wrote; version
+/// 9 adds [`code::COND_READY`] (a condition wait a critical section skipped), which no
+/// earlier writer wrote.
+pub const VERSION: u16 = 9;
 /// The bit of a semaphore post's second argument that says its release wakes the futex
 /// whenever it finds the count at 0 ([`crate::model::Marker::SemPost`]).
 pub const SEM_WAKES_BIT: u32 = 32;
@@ -142,6 +144,10 @@ pub mod code {
     pub const SEM_POST: u8 = 25;
     /// Mutex unlock by a plain store (version 7): varint address.
     pub const MUTEX_UNLOCK_PLAIN: u8 = 26;
+    /// A critical section that found its condition already true waits for the signal that
+    /// made it so (version 9): varint condition address, varint wake order (0 = none, k + 1
+    /// = after release k).
+    pub const COND_READY: u8 = 27;
     /// Control continues at a static index not implied by the previous instruction.
     pub const JUMP: u8 = 0x7f;
 }

@@ -262,6 +262,7 @@ impl ThreadEnc {
                 &[cond, mutex, wake.encode(), relock.encode()],
             ),
             Marker::FutexWait { addr, wake } => put(code::FUTEX_WAIT, &[addr, wake.encode()]),
+            Marker::CondReady { cond, wake } => put(code::COND_READY, &[cond, wake.encode()]),
             Marker::FutexWake { addr } => put(code::FUTEX_WAKE, &[addr]),
             Marker::Release { index } => put(code::RELEASE, &[index as u64]),
             Marker::CondSignal { cond } => put(code::COND_SIGNAL, &[cond]),

@@ -86,6 +86,9 @@ pub struct Summary {
     pub dropped_instructions: u64,
     /// Things a user should know (cut threads, unknown barriers, missing debug info).
     pub warnings: Vec<String>,
+    /// Critical sections that found their condition true where the same code elsewhere
+    /// waited, replayed as waits for the signal that made it so (see `sync.rs`).
+    pub skipped_waits: u64,
     /// Barrier episodes recognised in condition variables (see `sync.rs`).
     pub hand_barriers: u64,
     /// Condition variables those episodes came from.
@@ -500,6 +503,8 @@ struct FirstPass {
     statics: Vec<(u32, Vec<MemAccess>)>,
     /// The section names it uses, in the order it first does.
     sections: Vec<String>,
+    /// Its critical sections on interposed mutexes, for the condition waits they skipped.
+    cond_sections: sync::SectionTracker,
 }
 
 /// The atomic instructions of the threads the plugin did not record (`untraced.bin`, if
@@ -559,6 +564,7 @@ fn first_pass(dir: &Path, t: u32, raw_tid: u32, hot: &[Hot]) -> Result<FirstPass
         spins: spinwait::Detector::default(),
         statics: Vec::new(),
         sections: Vec::new(),
+        cond_sections: sync::SectionTracker::default(),
     };
     // Past its `ThreadEnd`: its exit path, of which only atomic instructions are read.
     let mut exiting = false;
@@ -613,6 +619,12 @@ fn first_pass(dir: &Path, t: u32, raw_tid: u32, hot: &[Hot]) -> Result<FirstPass
                     }
                     _ => {}
                 }
+                out.cond_sections.exec(
+                    calls.len(),
+                    raw,
+                    hot.get(raw as usize)
+                        .is_some_and(|h| h.branch == BranchKind::Conditional),
+                );
                 let Some(h) = hot.get(raw as usize) else {
                     // Pass 2 reports it with its place.
                     collecting = None;
@@ -689,6 +701,8 @@ fn first_pass(dir: &Path, t: u32, raw_tid: u32, hot: &[Hot]) -> Result<FirstPass
                         base: 0,
                     };
                 }
+                out.cond_sections
+                    .marker(out.marks.len() as u32, op, &rd.args);
                 out.mark_at.push(execs);
                 out.marks.push(RawMark {
                     op,
@@ -1507,6 +1521,7 @@ pub fn convert(dir: &Path, out: &Path, opts: &Options) -> Result<Summary, TraceE
     let mut spins = Vec::with_capacity(tids.len());
     let mut blind = Vec::with_capacity(tids.len());
     let mut stores = Vec::with_capacity(tids.len());
+    let mut cond_sections: Vec<sync::CondSections> = Vec::with_capacity(tids.len());
     for f in firsts {
         marks.push(f.marks);
         mark_at.push(f.mark_at);
@@ -1518,6 +1533,7 @@ pub fn convert(dir: &Path, out: &Path, opts: &Options) -> Result<Summary, TraceE
         spins.push(changes);
         blind.push(f.spins.blind);
         stores.push(f.spins.stores);
+        cond_sections.push(f.cond_sections.found);
     }
     // A poller whose first look found the flag set by a store made before anybody watched
     // its line: that store, found by reading the captures again (rarely needed).
@@ -1623,7 +1639,26 @@ pub fn convert(dir: &Path, out: &Path, opts: &Options) -> Result<Summary, TraceE
                 _ => None,
             }
         };
-        sync::plan(marks, &mut simple)
+        // futexlock.rs renumbered the markers: the sections name them anew.
+        for (cs, map) in cond_sections.iter_mut().zip(&locks.raw_index) {
+            let to = |k: u32| map.get(k as usize).copied().filter(|&n| n != u32::MAX);
+            cs.waits = cs
+                .waits
+                .iter()
+                .filter_map(|&(k, b)| Some((to(k)?, b)))
+                .collect();
+            cs.checks = cs
+                .checks
+                .iter()
+                .filter_map(|c| {
+                    Some(sync::Check {
+                        mark: to(c.mark)?,
+                        ..*c
+                    })
+                })
+                .collect();
+        }
+        sync::plan_with(marks, &cond_sections, &mut simple)
     };
     // Pass 2, every thread on its own host thread again: its records, encoded into its own
     // chunks (the thread directory says where each went).
@@ -1748,6 +1783,7 @@ pub fn convert(dir: &Path, out: &Path, opts: &Options) -> Result<Summary, TraceE
             plan.channel_reads
         ));
     }
+    c.summary.skipped_waits = plan.skipped_waits;
     if plan.hand_barriers > 0 {
         c.summary.hand_barriers = plan.hand_barriers;
         c.summary.hand_barrier_conds = plan.hand_barrier_conds;

@@ -71,6 +71,9 @@ pub struct Plan {
     pub starts: Vec<Vec<u32>>,
     /// The markers.
     pub markers: Vec<Marker>,
+    /// Critical sections that found their condition true where the same code elsewhere
+    /// waited, each now waiting for the signal that made it so ([`Marker::CondReady`]).
+    pub skipped_waits: u64,
     /// Hand-built barrier episodes recognised, and the conditions they came from.
     pub hand_barriers: u64,
     /// Condition variables recognised as barriers.
@@ -102,15 +105,160 @@ impl Plan {
     }
 }
 
+/// What pass 1 saw of one thread's critical sections on interposed mutexes, for the
+/// condition waits they skipped ([`plan_with`]). Branches are the capture's static indices.
+#[derive(Debug, Default, Clone)]
+pub struct CondSections {
+    /// Each critical section that ended in a condition wait: the wait's raw marker index and
+    /// the last conditional branch the section ran before it in the code that took the lock
+    /// (its predicate test), if any.
+    pub waits: Vec<(u32, u32)>,
+    /// Each critical section that ended in an unlock without a condition wait.
+    pub checks: Vec<Check>,
+}
+
+/// A critical section that did not wait ([`CondSections::checks`]): its lock's raw marker
+/// index and the first [`Check::BRANCHES`] distinct conditional branches it ran in the code
+/// that took the lock.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Check {
+    /// The lock's raw marker index.
+    pub mark: u32,
+    /// The branches; `n` of them are valid.
+    pub branches: [u32; Check::BRANCHES],
+    /// How many.
+    pub n: u8,
+}
+
+impl Check {
+    /// Branches kept per section: a predicate's test comes first after the lock (after, in
+    /// C++, the lock call's error test).
+    pub const BRANCHES: usize = 4;
+
+    /// The valid branches.
+    pub fn branches(&self) -> &[u32] {
+        &self.branches[..self.n as usize]
+    }
+}
+
+/// Pass 1's view of one thread's critical sections on interposed mutexes: it follows the
+/// thread's markers and, inside a section, the conditional branches of the code that took
+/// the lock (the shallowest call depth the section has reached: the lock call's own code,
+/// run deeper, is forgotten when it returns), and gathers [`CondSections`].
+#[derive(Debug, Default)]
+pub struct SectionTracker {
+    /// The sections the thread holds, innermost last.
+    open: Vec<OpenSection>,
+    /// A lock call not yet returned: its mutex and marker index.
+    lock: Option<(u64, u32)>,
+    /// What it found.
+    pub found: CondSections,
+}
+
+/// A critical section being followed ([`SectionTracker`]).
+#[derive(Debug)]
+struct OpenSection {
+    mutex: u64,
+    /// The call depth of the code that took the lock, as far as seen.
+    depth: u32,
+    /// The last conditional branch at that depth.
+    last: Option<u32>,
+    check: Check,
+}
+
+impl SectionTracker {
+    /// Sections followed at once; a thread holding more (locks it never releases) forgets
+    /// its oldest.
+    const MAX_OPEN: usize = 64;
+
+    /// The thread runs static instruction `raw` at call depth `depth`.
+    #[inline]
+    pub fn exec(&mut self, depth: usize, raw: u32, conditional: bool) {
+        let Some(s) = self.open.last_mut() else {
+            return;
+        };
+        let depth = u32::try_from(depth).unwrap_or(u32::MAX);
+        if depth < s.depth {
+            s.depth = depth;
+            s.last = None;
+            s.check.n = 0;
+        }
+        if conditional && depth == s.depth {
+            s.last = Some(raw);
+            let n = s.check.n as usize;
+            if n < Check::BRANCHES && !s.check.branches[..n].contains(&raw) {
+                s.check.branches[n] = raw;
+                s.check.n += 1;
+            }
+        }
+    }
+
+    /// The thread's raw marker `k`.
+    pub fn marker(&mut self, k: u32, op: Op, args: &[u64]) {
+        match op {
+            Op::MutexLock => self.lock = Some((args[0], k)),
+            Op::Done => {
+                if let Some((mutex, mark)) = self.lock.take()
+                    && acquired(args[0] as i64)
+                {
+                    if self.open.len() == Self::MAX_OPEN {
+                        self.open.remove(0);
+                    }
+                    self.open.push(OpenSection {
+                        mutex,
+                        depth: u32::MAX,
+                        last: None,
+                        check: Check {
+                            mark,
+                            branches: [0; Check::BRANCHES],
+                            n: 0,
+                        },
+                    });
+                }
+            }
+            Op::CondWait => {
+                self.lock = None;
+                if let Some(i) = self.open.iter().rposition(|s| s.mutex == args[1]) {
+                    let s = self.open.remove(i);
+                    if let Some(b) = s.last {
+                        self.found.waits.push((k, b));
+                    }
+                }
+            }
+            Op::MutexUnlock => {
+                if let Some(i) = self.open.iter().rposition(|s| s.mutex == args[0]) {
+                    let s = self.open.remove(i);
+                    if s.check.n > 0 {
+                        self.found.checks.push(s.check);
+                    }
+                }
+            }
+            _ => {}
+        }
+    }
+}
+
 /// Whether a lock call that returned `ret` holds the mutex: on success, and on a robust
 /// mutex's `EOWNERDEAD` (the previous owner died; the caller now owns it).
-fn acquired(ret: i64) -> bool {
+pub(super) fn acquired(ret: i64) -> bool {
     const EOWNERDEAD: i64 = 130;
     ret == 0 || ret == EOWNERDEAD
 }
 
 /// Where one event is: thread, raw marker index.
 type At = (u32, u32);
+
+/// One holder's acquisition or release of a mutex: sequence number, kind, where.
+type MutexEvent = (u64, Ev, At);
+
+/// A mutex event's kind, in [`plan_with`]'s sequence-ordered list.
+#[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+enum Ev {
+    /// A mutex is released (unlock; a condition wait's start).
+    Release,
+    /// A mutex is acquired (at the Done of a lock or of a condition wait).
+    Acquire,
+}
 
 /// A blocking operation with its return (the `Done` that closed it).
 #[derive(Clone, Copy)]
@@ -126,6 +274,16 @@ pub type Simple<'a> = dyn FnMut(u32, Op, [u64; 3]) -> Option<Marker> + 'a;
 /// Plans the markers of every thread. `marks[t]` are thread `t`'s raw markers in order;
 /// `simple` translates the operations that need no edges.
 pub fn plan(marks: &[Vec<RawMark>], simple: &mut Simple<'_>) -> Plan {
+    plan_with(marks, &[], simple)
+}
+
+/// [`plan`], with what pass 1 saw of each thread's critical sections (`sections[t]`, or
+/// none), for the condition waits they skipped.
+pub fn plan_with(
+    marks: &[Vec<RawMark>],
+    sections: &[CondSections],
+    simple: &mut Simple<'_>,
+) -> Plan {
     // 1. Pair each blocking operation with the Done that closes it (the next one not taken by
     //    an inner operation), and gather the events by kind.
     // Per thread, per marker: the index of the Done that closes it (`NONE`: not a blocking
@@ -172,13 +330,6 @@ pub fn plan(marks: &[Vec<RawMark>], simple: &mut Simple<'_>) -> Plan {
     };
 
     // 2. Every event in sequence order: (seq, kind, object, where).
-    #[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
-    enum Ev {
-        /// A mutex is released (unlock; a condition wait's start).
-        Release,
-        /// A mutex is acquired (at the Done of a lock or of a condition wait).
-        Acquire,
-    }
     let mut mutex_events: Vec<(u64, Ev, u64, At)> = Vec::new();
     let mut signals: HashMap<u64, Vec<(u64, bool, At)>> = HashMap::new();
     let mut cond_waits: HashMap<u64, Vec<(u64, u64, At)>> = HashMap::new();
@@ -470,6 +621,7 @@ pub fn plan(marks: &[Vec<RawMark>], simple: &mut Simple<'_>) -> Plan {
     let mut barrier_of: HashMap<At, (u64, u32, bool)> = HashMap::new();
     let mut hand_barriers = 0u64;
     let mut hand_barrier_conds = 0usize;
+    let mut barrier_conds: Vec<u64> = Vec::new();
     let mut objs: Vec<(bool, u64)> = signals.keys().map(|&c| (false, c)).collect();
     objs.extend(wakes.keys().map(|&a| (true, a)));
     objs.sort_unstable();
@@ -508,6 +660,9 @@ pub fn plan(marks: &[Vec<RawMark>], simple: &mut Simple<'_>) -> Plan {
             continue;
         }
         hand_barrier_conds += 1;
+        if !is_futex {
+            barrier_conds.push(c);
+        }
         for s in src {
             let id = HAND_BARRIER | hand_barriers;
             hand_barriers += 1;
@@ -518,13 +673,37 @@ pub fn plan(marks: &[Vec<RawMark>], simple: &mut Simple<'_>) -> Plan {
         }
     }
 
+    // 4b. Condition waits a critical section skipped: it found its condition true, where
+    //     other runs of the same code (the same predicate test under the same mutex) waited
+    //     on a condition variable. What made the condition true was another thread's
+    //     critical section, which signalled the condition: the section waits for that
+    //     signal before it asks for the mutex, as a wait would have. The signals no waiter
+    //     took are handed to the skipping sections first come, first served (a queue's
+    //     items, a token passed round), each to one section of another thread that came
+    //     after it in the traced run. Barriers built from conditions are barriers already.
+    let ready_edge = skipped_waits(
+        marks,
+        sections,
+        &signals,
+        &woken_by,
+        &barrier_conds,
+        &mutex_events,
+        &blocking,
+    );
+
     // 5. Release indices, densely in sequence order of the releases edges point at.
     // Per thread, per marker: its release index (`NONE`: no edge points at it).
     let mut index: Vec<Vec<u32>> = marks.iter().map(|ms| vec![NONE; ms.len()]).collect();
     let mut targets: Vec<(u64, At)> = Vec::new();
     let edges = lock_edge.iter().flatten().filter(|&&r| r != NO_AT);
     let deferred_writes = deferred_edges.iter().map(|d| &d.3);
-    for &r in wake_edge.values().chain(edges).chain(deferred_writes) {
+    let ready_signals = ready_edge.values().map(|r| &r.1);
+    for &r in wake_edge
+        .values()
+        .chain(edges)
+        .chain(deferred_writes)
+        .chain(ready_signals)
+    {
         let i = &mut index[r.0 as usize][r.1 as usize];
         if *i == NONE {
             *i = 0;
@@ -598,6 +777,7 @@ pub fn plan(marks: &[Vec<RawMark>], simple: &mut Simple<'_>) -> Plan {
 
     // 6. The markers, thread by thread.
     let mut out = Plan {
+        skipped_waits: ready_edge.len() as u64,
         hand_barriers,
         hand_barrier_conds,
         channel_reads: channel_reads_n,
@@ -619,6 +799,12 @@ pub fn plan(marks: &[Vec<RawMark>], simple: &mut Simple<'_>) -> Plan {
                     // out: the thread ends there. So is one that failed (an error-checking
                     // mutex's EDEADLK): the thread did not take the mutex.
                     if b.is_some_and(|b| acquired(b.ret)) {
+                        if let Some(&(cond, signal)) = ready_edge.get(&at) {
+                            v.push(Marker::CondReady {
+                                cond,
+                                wake: order_of(Some(signal)),
+                            });
+                        }
                         // futexlock.rs marks a lock found in traced code with a third argument
                         // of 1 (the interposer's lock calls, into code the trace does not
                         // hold, have 0), and how its code spins with a second argument
@@ -779,6 +965,146 @@ pub fn plan(marks: &[Vec<RawMark>], simple: &mut Simple<'_>) -> Plan {
     out
 }
 
+/// Marker `k` of a thread's `ms`, if it is there and an `op`.
+fn marker_at(ms: &[RawMark], k: u32, op: Op) -> Option<u32> {
+    ms.get(k as usize).filter(|m| m.op == op).map(|_| k)
+}
+
+/// The critical sections that skipped a condition wait, each with the condition and the
+/// signal it waits for (step 4b of [`plan_with`]): keyed by the section's lock marker.
+fn skipped_waits(
+    marks: &[Vec<RawMark>],
+    sections: &[CondSections],
+    signals: &HashMap<u64, Vec<(u64, bool, At)>>,
+    woken_by: &HashMap<At, Vec<At>>,
+    barrier_conds: &[u64],
+    mutex_events: &[(u64, Ev, u64, At)],
+    blocking: &dyn Fn(At) -> Option<Blocking>,
+) -> HashMap<At, (u64, At)> {
+    let mut out = HashMap::new();
+    // The predicate tests that came before waits: per (thread, mutex, branch) the condition
+    // that thread waited on (a thread's own condition: a token passed round through one
+    // condition per thread); per (mutex, branch) the condition every thread waited on, if
+    // only one.
+    let mut own: HashMap<(u32, u64, u32), u64> = HashMap::new();
+    let mut any: HashMap<(u64, u32), Option<u64>> = HashMap::new();
+    // And per branch, where the condition lies from the mutex, if always at one place (a
+    // queue's mutex and conditions in one structure, the same code serving several queues:
+    // a queue whose consumer never waited has its condition found so).
+    let mut offset: HashMap<u32, Option<u64>> = HashMap::new();
+    for (t, cs) in sections.iter().enumerate() {
+        let ms = &marks[t];
+        for &(k, branch) in &cs.waits {
+            let Some(k) = marker_at(ms, k, Op::CondWait) else {
+                continue;
+            };
+            let [cond, mutex, _] = ms[k as usize].args;
+            if barrier_conds.contains(&cond) {
+                continue;
+            }
+            own.insert((t as u32, mutex, branch), cond);
+            any.entry((mutex, branch))
+                .and_modify(|c| {
+                    if *c != Some(cond) {
+                        *c = None;
+                    }
+                })
+                .or_insert(Some(cond));
+            let d = cond.wrapping_sub(mutex);
+            offset
+                .entry(branch)
+                .and_modify(|o| {
+                    if *o != Some(d) {
+                        *o = None;
+                    }
+                })
+                .or_insert(Some(d));
+        }
+    }
+    if own.is_empty() {
+        return out;
+    }
+    // The sections that ran such a test and did not wait: (condition, mutex, acquired at,
+    // where).
+    let mut skips: Vec<(u64, u64, u64, At)> = Vec::new();
+    for (t, cs) in sections.iter().enumerate() {
+        let ms = &marks[t];
+        for c in &cs.checks {
+            let Some(k) = marker_at(ms, c.mark, Op::MutexLock) else {
+                continue;
+            };
+            let at = (t as u32, k);
+            let Some(b) = blocking(at).filter(|b| acquired(b.ret)) else {
+                continue;
+            };
+            let mutex = ms[k as usize].args[0];
+            let cond = c.branches().iter().find_map(|&br| {
+                own.get(&(t as u32, mutex, br))
+                    .copied()
+                    .or_else(|| any.get(&(mutex, br)).copied().flatten())
+                    .or_else(|| {
+                        let c = mutex.wrapping_add(offset.get(&br).copied().flatten()?);
+                        signals.contains_key(&c).then_some(c)
+                    })
+            });
+            if let Some(cond) = cond {
+                skips.push((cond, mutex, b.done_seq, at));
+            }
+        }
+    }
+    skips.sort_unstable();
+    // Each holder's acquisitions and releases of the mutexes those sections took.
+    let mutexes: std::collections::HashSet<u64> = skips.iter().map(|s| s.1).collect();
+    let mut held: HashMap<(u64, u32), Vec<MutexEvent>> = HashMap::new();
+    for &(seq, ev, m, at) in mutex_events {
+        if mutexes.contains(&m) {
+            held.entry((m, at.0)).or_default().push((seq, ev, at));
+        }
+    }
+    for run in skips.chunk_by(|a, b| (a.0, a.1) == (b.0, b.1)) {
+        let (cond, mutex) = (run[0].0, run[0].1);
+        let Some(src) = signals.get(&cond) else {
+            continue;
+        };
+        // The signals that woke nobody, each at the release that ended the critical section
+        // that made the condition true: the signaller's section around it, or its last one
+        // before it (a signal made after the unlock); in the order of those releases.
+        let mut spare: Vec<(u64, At)> = src
+            .iter()
+            .filter(|s| !woken_by.contains_key(&s.2))
+            .filter_map(|&(seq, _, at)| {
+                let evs = held.get(&(mutex, at.0))?;
+                let i = evs.partition_point(|e| e.0 < seq);
+                match evs[..i].last() {
+                    Some(&(_, Ev::Acquire, _)) => evs[i..].iter().find(|e| e.1 == Ev::Release),
+                    last => last,
+                }
+                .map(|e| (e.0, e.2))
+            })
+            .collect();
+        spare.sort_unstable();
+        spare.dedup();
+        let mut used = vec![false; spare.len()];
+        let mut front = 0;
+        for &(_, _, seq, at) in run {
+            while used.get(front) == Some(&true) {
+                front += 1;
+            }
+            // The first one not yet handed out, of another thread, released before the
+            // section took its mutex (a thread's own, rare, are looked past a bounded way).
+            let pick = (front..spare.len())
+                .take_while(|&i| spare[i].0 < seq)
+                .take(256)
+                .find(|&i| !used[i] && spare[i].1.0 != at.0);
+            if let Some(i) = pick {
+                used[i] = true;
+                out.insert(at, (cond, spare[i].1));
+            }
+        }
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -876,6 +1202,174 @@ mod tests {
     /// broadcasts; the wait becomes a barrier of 2 named by the broadcaster, with the wake and
     /// re-lock edges pointing at the broadcast and the broadcaster's unlock. A second episode
     /// (the roles swapped) follows: one episode alone is no barrier.
+    /// A consumer that found an item already queued (its section ran the predicate test that
+    /// its other sections waited after, and did not wait) waits for the producer's signal
+    /// that no waiter took, first come, first served: its second section for the second
+    /// put's signal, its third for the third's. A section that did not run the test (another
+    /// path under the same mutex) waits for nothing, and neither does one with no signal
+    /// left before it.
+    #[test]
+    fn a_section_that_found_its_condition_true_waits_for_the_signal_that_made_it_so() {
+        const M: u64 = 0x10;
+        const C: u64 = 0x20;
+        const TEST: u32 = 7;
+        let put = |s: u64| {
+            [
+                mk(Op::MutexLock, [M, 0, 0], s),
+                done(s + 1),
+                mk(Op::CondSignal, [C, 0, 0], s + 2),
+                done(s + 3),
+                mk(Op::MutexUnlock, [M, 0, 0], s + 4),
+                done(s + 5),
+            ]
+        };
+        let t0: Vec<RawMark> = [10, 20, 30].into_iter().flat_map(put).collect();
+        let section = |s: u64| {
+            [
+                mk(Op::MutexLock, [M, 0, 0], s),
+                done(s + 1),
+                mk(Op::MutexUnlock, [M, 0, 0], s + 2),
+                done(s + 3),
+            ]
+        };
+        let mut t1 = vec![
+            mk(Op::MutexLock, [M, 0, 0], 0),
+            done(1),
+            mk(Op::CondWait, [C, M, 0], 2),
+            done(16),
+            mk(Op::MutexUnlock, [M, 0, 0], 17),
+            done(18),
+        ];
+        for s in [26, 40, 44, 50] {
+            t1.extend(section(s));
+        }
+        let check = |mark: u32, branch: u32| Check {
+            mark,
+            branches: [branch, 0, 0, 0],
+            n: 1,
+        };
+        let sections = [
+            CondSections::default(),
+            CondSections {
+                waits: vec![(2, TEST)],
+                checks: vec![
+                    check(6, TEST),
+                    check(10, TEST),
+                    check(14, 9),
+                    check(18, TEST),
+                ],
+            },
+        ];
+        let p = plan_with(&[t0, t1], &sections, &mut none);
+        assert_eq!(p.skipped_waits, 2);
+        // The edge goes to the unlock of the producer's section that signalled.
+        let release_after = |k: usize| match p.at(0, k) {
+            [
+                Marker::MutexUnlock { addr: M, .. },
+                Marker::Release { index },
+            ] => Order::after(*index),
+            other => panic!("unlock {k}: {other:?}"),
+        };
+        let lock = |m: &Marker| matches!(m, Marker::MutexLock { addr: M, .. });
+        for (k, unlock) in [(6, 10), (10, 16)] {
+            match p.at(1, k) {
+                [Marker::CondReady { cond: C, wake }, l] if lock(l) => {
+                    assert_eq!(*wake, release_after(unlock), "section at marker {k}")
+                }
+                other => panic!("section at marker {k}: {other:?}"),
+            }
+        }
+        assert!(
+            matches!(p.at(1, 14), [l] if lock(l)),
+            "another path: {:?}",
+            p.at(1, 14)
+        );
+        assert!(
+            matches!(p.at(1, 18), [l] if lock(l)),
+            "no signal left: {:?}",
+            p.at(1, 18)
+        );
+
+        // A signal made after the unlock (C++'s `notify_one` after the lock's scope), and the
+        // consumer took the mutex between the two: the section that made the condition true
+        // is the one before the signal, released before the consumer's section began.
+        let t0 = vec![
+            mk(Op::MutexLock, [M, 0, 0], 10),
+            done(11),
+            mk(Op::MutexUnlock, [M, 0, 0], 12),
+            done(13),
+            mk(Op::CondSignal, [C, 0, 0], 16),
+            done(17),
+        ];
+        let mut t1 = vec![
+            mk(Op::MutexLock, [M, 0, 0], 0),
+            done(1),
+            mk(Op::CondWait, [C, M, 0], 2),
+            mk(Op::Done, [110, 0, 0], 3), // ETIMEDOUT
+            mk(Op::MutexUnlock, [M, 0, 0], 4),
+            done(5),
+        ];
+        t1.extend(section(14));
+        let sections = [
+            CondSections::default(),
+            CondSections {
+                waits: vec![(2, TEST)],
+                checks: vec![check(6, TEST)],
+            },
+        ];
+        let p = plan_with(&[t0, t1], &sections, &mut none);
+        assert_eq!(p.skipped_waits, 1);
+        let unlock = match p.at(0, 2) {
+            [Marker::MutexUnlock { .. }, Marker::Release { index }] => Order::after(*index),
+            other => panic!("unlock: {other:?}"),
+        };
+        let ready = p.at(1, 6);
+        assert!(
+            matches!(ready, [Marker::CondReady { cond: C, wake }, l] if *wake == unlock && lock(l)),
+            "{ready:?}"
+        );
+    }
+
+    /// Pass 1's section tracker: a section's branches are those of the code that took the
+    /// lock (the lock call's own, deeper and before it returned, are forgotten); the last
+    /// of them before a condition wait is its test; a section that ends in an unlock is a
+    /// check, one the thread never took (a failed trylock) nothing.
+    #[test]
+    fn the_section_tracker_keeps_the_branches_of_the_code_that_took_the_lock() {
+        const M: u64 = 0x10;
+        let mut t = SectionTracker::default();
+        t.marker(0, Op::MutexLock, &[M, 0, 0]);
+        t.marker(1, Op::Done, &[0, 0, 0]);
+        t.exec(3, 100, true); // inside the lock call
+        t.exec(2, 101, false); // back in the caller
+        t.exec(2, 7, true); // the predicate's test
+        t.exec(3, 102, true); // inside the wait call
+        t.marker(2, Op::CondWait, &[0x20, M, 0]);
+        t.marker(3, Op::Done, &[0, 0, 0]);
+        t.exec(2, 8, true); // after the wait: the mutex is held again, but no check
+        t.marker(4, Op::MutexUnlock, &[M, 0, 0]);
+        t.marker(5, Op::MutexLock, &[M, 0, 0]);
+        t.marker(6, Op::Done, &[0, 0, 0]);
+        t.exec(3, 100, true);
+        t.exec(2, 7, true);
+        t.exec(2, 7, true);
+        t.exec(2, 9, true);
+        t.marker(7, Op::MutexUnlock, &[M, 0, 0]);
+        t.marker(8, Op::MutexLock, &[M, 0, 0]);
+        t.marker(9, Op::Done, &[16, 0, 0]); // EBUSY
+        t.exec(2, 7, true);
+        t.marker(10, Op::MutexUnlock, &[M, 0, 0]);
+        assert_eq!(t.found.waits, vec![(2, 7)]);
+        assert_eq!(
+            t.found.checks,
+            vec![Check {
+                mark: 5,
+                branches: [7, 9, 0, 0],
+                n: 2
+            }]
+        );
+    }
+
     #[test]
     fn a_condition_only_broadcast_to_everyone_else_is_a_barrier() {
         const M: u64 = 0x10;
