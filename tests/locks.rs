@@ -2961,3 +2961,42 @@ fn reads_of_pipes_eventfds_and_sockets_wait_for_the_write_that_gave_their_bytes(
         );
     }
 }
+
+/// A consumer that finds its item already queued takes the mutex and goes on without a
+/// condition wait; it still cannot consume the item before its producer put it there
+/// (`examples/c/pipeline.c`: three stages over bounded queues of mutex and two conditions,
+/// stage 0 making each of 300 items in 3,000 steps, stages 1 and 2 spending 1,000 each).
+/// Formula: stages 1 and 2 wait for stage 0, `sync-cond` about 1 - 1000/3000 of their busy
+/// cycles (less the pipeline's fill and drain): at least 0.5 of them, in every trace, whoever
+/// the host let run ahead. Before (2026-12-07) such a section had no edge to its producer:
+/// a normal trace, whose consumers mostly found items queued, replayed them with 0-1 %
+/// `sync-cond`, a pinned one (where they had waited) with 61-64 %.
+#[test]
+fn a_consumer_that_found_its_item_queued_still_waits_for_its_producer() {
+    if !common::tools_present(&["qemu-x86_64", "gcc", "taskset"]) {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let exe = common::example(dir.path(), "pipeline");
+    let (runs, traces) = traced_three_ways_with_traces(
+        &exe,
+        &["300", "3000", "1000", "1000"],
+        dir.path(),
+        "pipeline",
+    );
+    for ((way, run), traced) in ["normal", "pinned", "hog"].iter().zip(&runs).zip(&traces) {
+        for t in [2, 3] {
+            let cyc = run["threads"][t]["cycles"].as_f64().unwrap();
+            let busy =
+                cyc - component(run, t, "imbalance-start") - component(run, t, "imbalance-end");
+            let waited = component(run, t, "sync-cond");
+            assert!(
+                waited >= 0.5 * busy,
+                "{way}: stage {} waited {waited} of its {busy} cycles ({} sections found \
+                 their condition true)",
+                t - 1,
+                traced["skipped_waits"]
+            );
+        }
+    }
+}
