@@ -19,8 +19,11 @@ took which item (work queues, producer/consumer, a tree whose shape follows the 
 order); the spread is reported with how much of it the threads' instruction counts show.
 
 For a static program outside those bounds, its own sensitivity: the normal trace simulated
-again with the DRAM latency 1, 2 and 4 ns shorter and longer (`--set dram.latency=...`), the
-spread of those seven runs and their largest sync difference. A program whose replay
+again with the DRAM latency 1, 2 and 4 ns shorter and longer (`--set dram.latency=...`) and
+with the snoop latency (the cost of a line's move between cores, so of every lock's hand-over)
+1 and 2 cycles shorter and longer (`--set coherence.snoop_latency=...`; since 2026-12-07:
+`timed_sync` on the futex model moved 3.66-3.93 M cycles for ±1 cycle of it, and 0.11 % for
+the DRAM latencies), the spread of those eleven runs and their largest sync difference. A program whose replay
 amplifies a small change (a FIFO lock whose waiters' rotation, fixed by their first arrivals,
 decides how many hand-overs cross sockets) moves that much from a machine parameter, on one
 trace; a spread between traces no larger than that is not the host's doing, and the summary
@@ -67,6 +70,7 @@ CORPUS = [
     ("spin_counter-byte", "examples/c/spin_counter.c", "c", ["-t", "4", "-w", "30", "-c", "20", "-i", "1000", "-b"], "static"),
     ("rust-rw_table", "examples/rust/rw_table.rs", "rust", ["4", "2000", "40"], "static"),
     ("timed_sync", "examples/cpp/timed_sync.cpp", "c++", ["timed", "4", "200", "300"], "static"),
+    ("pipeline", "examples/c/pipeline.c", "c", ["300", "3000", "1000", "1000"], "static"),
     ("channels-pipe", "examples/c/channels.c", "c", ["pipe"], "static"),
     ("channels-socket", "examples/c/channels.c", "c", ["socket"], "static"),
     ("channels-stdio", "examples/c/channels.c", "c", ["stdio"], "static"),
@@ -154,6 +158,13 @@ def dram_latencies():
     return [f"dram.latency={ns + d:g}ns" for d in (-4, -2, -1, 1, 2, 4)]
 
 
+def snoop_latencies():
+    """CONFIG's snoop latency 1 and 2 cycles shorter and longer, as `--set` values."""
+    with open(CONFIG, "rb") as f:
+        lat = tomllib.load(f)["coherence"]["snoop_latency"]
+    return [f"coherence.snoop_latency={lat + d}" for d in (-2, -1, 1, 2) if lat + d >= 0]
+
+
 def resimulated(tag, way, setting, k):
     """The run of an existing trace with one `--set` override."""
     trace = os.path.join(WORK, f"{tag}-{way}.itrace")
@@ -189,7 +200,7 @@ def main():
     os.makedirs(WORK, exist_ok=True)
     rows = []
     print(f"config {os.path.relpath(CONFIG, ROOT)}\n")
-    sens_sets = dram_latencies()
+    sens_sets = dram_latencies() + snoop_latencies()
     print("| program | kind | cycles normal | pinned | hog | spread % | max sync Δ (points) "
           "| max instructions Δ % | sensitivity: spread %, sync Δ | spin instructions traced, "
           "left as work (normal / pinned / hog) | warnings |")
