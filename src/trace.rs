@@ -154,6 +154,9 @@ pub struct SpinWaitLine {
     pub unmatched: u64,
     /// Loads that found another thread's store at their first look, replayed as waits.
     pub reads: u64,
+    /// Atomic instructions that added a flag to one another thread had set (a channel's slot
+    /// marked read after it was marked written), replayed as waits for it.
+    pub published: u64,
     /// A poller's looks across its yields that read another thread's store (a rayon
     /// worker's job pickup), replayed as waits.
     pub polls: u64,
@@ -704,6 +707,7 @@ fn report(
             instructions: s.spin_waits.instructions,
             unmatched: s.spin_waits.unmatched,
             reads: s.spin_waits.reads,
+            published: s.spin_waits.published,
             polls: s.spin_waits.polls,
             barriers: s.spin_waits.barriers,
             barrier_arrivals: s.spin_waits.barrier_arrivals,
@@ -837,6 +841,14 @@ impl TraceReport {
                  out), {} left as traced (their store was not seen, or they overlap a lock's \
                  attempt); {} first looks that found the store waited for it",
                 w.waits, w.instructions, w.unmatched, w.reads
+            );
+        }
+        if w.published > 0 {
+            let _ = writeln!(
+                s,
+                "publications through atomic words: {} flags added to one another thread had \
+                 set (a channel's message marked read after it was marked written) wait for it",
+                w.published
             );
         }
         if w.polls > 0 {

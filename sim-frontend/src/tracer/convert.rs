@@ -117,6 +117,10 @@ pub struct SpinWaits {
     pub unmatched: u64,
     /// Loads that found another thread's store at their first look, replayed as waits for it.
     pub reads: u64,
+    /// Atomic instructions that added a flag to one another thread had set (a one-shot
+    /// publication: a channel's slot marked read after it was marked written), replayed as
+    /// waits for it (`publish.rs`).
+    pub published: u64,
     /// A poller's looks across its `sched_yield`s that read another thread's store, replayed
     /// as waits for it.
     pub polls: u64,
@@ -1764,6 +1768,7 @@ pub fn convert(dir: &Path, out: &Path, opts: &Options) -> Result<Summary, TraceE
         instructions: locks.spin_instructions,
         unmatched: locks.spin_unmatched,
         reads: locks.spin_reads,
+        published: locks.published,
         polls: locks.spin_polls,
         barriers: locks.spin_barrier_words,
         barrier_arrivals: locks.spin_barrier_episodes,

@@ -53,6 +53,7 @@ use std::collections::{HashMap, HashSet};
 
 use super::atomicsem;
 use super::countdown;
+use super::publish;
 use super::raw::{AtomicKind, Op};
 use super::spinwait::{self, Change, Store};
 use super::sync::RawMark;
@@ -201,6 +202,9 @@ pub struct Locks {
     /// Loads that found another thread's store on a spun-on line at their first look (no
     /// spin), replayed as dependences on it.
     pub spin_reads: u64,
+    /// Atomic instructions that added a flag to one another thread had set at another
+    /// instruction (a one-shot publication: `publish.rs`), replayed as waits for it.
+    pub published: u64,
     /// A poller's looks across its yields that read another thread's store (see
     /// `spinwait.rs`), replayed as dependences on it.
     pub spin_polls: u64,
@@ -999,6 +1003,7 @@ pub fn find(
         list.push((b.from, ADDED, list.len(), done, b.at));
     }
     out.spin_barrier_episodes = spun.barriers.len() as u64;
+    let counted: HashSet<u64> = countdowns.iter().map(|d| d.word).collect();
     let mut deps = countdowns;
     let polls = spun.deps.len();
     for (k, d) in spun.deps.into_iter().chain(spun.polls).enumerate() {
@@ -1017,6 +1022,25 @@ pub fn find(
         } else {
             out.spin_polls += 1;
         }
+        deps.push(d);
+    }
+    // One-shot publications through a word (a channel's slot marked written, then read): the
+    // second instruction waits for the first (`publish.rs`), on words no other reading
+    // claimed.
+    let claimed = |w: u64| {
+        lock_set.contains(&w)
+            || futex.contains(&w)
+            || counted.contains(&w)
+            || hidden_by_word.contains_key(&w)
+            || sems.iter().any(|s| s.0 == w)
+    };
+    for d in publish::find(atomics, &by_word, claimed) {
+        let r = &mut taken[d.waiter as usize];
+        if r.iter().any(|&(s, e)| s <= d.at && d.at < e) {
+            continue;
+        }
+        r.push((d.at, d.at + 1));
+        out.published += 1;
         deps.push(d);
     }
     // A count-down its thread made as it ended (after it, no synchronization but futex calls

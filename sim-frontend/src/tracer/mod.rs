@@ -9,6 +9,7 @@ pub mod countdown;
 pub mod decode;
 pub mod futexlock;
 pub mod inside;
+pub mod publish;
 /// The raw capture protocol (the `isim-trace-protocol` crate, shared with the plugin and the
 /// interposition library).
 pub use isim_trace_protocol as raw;
