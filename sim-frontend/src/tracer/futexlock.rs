@@ -1034,7 +1034,8 @@ pub fn find(
             || hidden_by_word.contains_key(&w)
             || sems.iter().any(|s| s.0 == w)
     };
-    for d in publish::find(atomics, &by_word, claimed) {
+    let swap = |raw: u32| kind(raw) == Some(AtomicKind::Swap);
+    for d in publish::find(atomics, &by_word, claimed, swap) {
         let r = &mut taken[d.waiter as usize];
         if r.iter().any(|&(s, e)| s <= d.at && d.at < e) {
             continue;

@@ -12,8 +12,9 @@
 //! a non-zero value and the second a strict superset of it, is a publication: the second
 //! instruction waits, in simulated time, for the first. Not one: a counter (its increments
 //! are one instruction, and a step like 1 to 2 drops a bit), a bitmap every thread sets at
-//! the same instruction (order of no consequence), an episode of three or more (a race for
-//! the word: who came first was the host's doing), and words that are locks, semaphores,
+//! the same instruction (order of no consequence), a second instruction that is an exchange
+//! (its value is a store's, whatever it found), an episode of three or more (a race for the
+//! word: who came first was the host's doing), and words that are locks, semaphores,
 //! counters counted down, futex words or touched by untraced code (the caller excludes
 //! them).
 
@@ -25,11 +26,14 @@ use super::futexlock::Atomic;
 /// The publications' waits: for each, the second instruction's thread waits before it for
 /// the first one (a [`Dep`] with one source and nothing left out). `by_word` holds each
 /// word's history (sequence number, thread, index in its atomics), sorted; `excluded` says
-/// which words are something else.
+/// which words are something else; `swap` which static instructions are exchanges, whose
+/// value does not build on the one they found (a latch's `swap(SET)` after a waiter marked
+/// itself sleepy: no publication).
 pub fn find(
     atomics: &[Vec<Atomic>],
     by_word: &HashMap<u64, Vec<(u64, u32, usize)>>,
     excluded: impl Fn(u64) -> bool,
+    swap: impl Fn(u32) -> bool,
 ) -> Vec<Dep> {
     let mut words: Vec<u64> = by_word
         .iter()
@@ -50,7 +54,8 @@ pub fn find(
             if j - i == 2 {
                 let (a, b) = (x(i), x(i + 1));
                 let (ta, tb) = (ev[i].1, ev[i + 1].1);
-                if ta != tb && a.raw != b.raw && a.value != 0 && b.value != a.value {
+                if ta != tb && a.raw != b.raw && a.value != 0 && b.value != a.value && !swap(b.raw)
+                {
                     out.push(Dep {
                         word: w,
                         waiter: tb,
@@ -105,8 +110,8 @@ mod tests {
     /// marks it read (3, instruction 20); slot 0x100's memory is reused for a second message
     /// (reset by plain stores: 3 then 1). Each read waits for its write, whichever thread
     /// the host ran first. A shared counter (one instruction, 1 then 2 then 3), a bitmap two
-    /// threads set at one instruction, a race of three on a word, and an excluded word are
-    /// none.
+    /// threads set at one instruction, a race of three on a word, an exchange after a flag
+    /// (0x600: a latch set over a waiter's mark) and an excluded word are none.
     #[test]
     fn a_flag_set_by_one_thread_and_added_to_by_another_is_a_publication() {
         let sender = vec![
@@ -117,6 +122,7 @@ mod tests {
             atomic(500, 40, 0x300, 1, 9),
             atomic(600, 50, 0x400, 1, 11),
             atomic(700, 10, 0x500, 1, 13),
+            atomic(800, 60, 0x600, 1, 16),
         ];
         let receiver = vec![
             atomic(50, 20, 0x100, 3, 2),
@@ -127,9 +133,15 @@ mod tests {
             atomic(95, 51, 0x400, 3, 12),
             atomic(99, 52, 0x400, 7, 14),
             atomic(98, 20, 0x500, 3, 15),
+            atomic(97, 21, 0x600, 3, 17),
         ];
         let atomics = vec![sender, receiver];
-        let deps = find(&atomics, &histories(&atomics), |w| w == 0x500);
+        let deps = find(
+            &atomics,
+            &histories(&atomics),
+            |w| w == 0x500,
+            |raw| raw == 21,
+        );
         // (word, waiter, where, its source: thread, just after, sequence number)
         type Wait = (u64, u32, u64, (u32, u64, u64));
         let got: Vec<Wait> = deps
