@@ -121,7 +121,7 @@ pub struct TraceReport {
     /// Instructions per wall second, capture and conversion together.
     pub instructions_per_second: f64,
     /// Critical sections that found their condition true where the same code elsewhere
-    /// waited on a condition variable: each waits for the signal that made it so.
+    /// waited on a condition variable: each waits for the section that made it so.
     pub skipped_waits: u64,
     /// Barrier episodes recognised in condition variables.
     pub hand_barriers: u64,
@@ -789,7 +789,7 @@ impl TraceReport {
             let _ = writeln!(
                 s,
                 "condition waits skipped: {} critical sections found their condition true \
-                 (each waits for the signal that made it so)",
+                 (each waits for the section that made it so)",
                 self.skipped_waits
             );
         }

@@ -738,14 +738,14 @@ pub enum Marker {
     },
     /// A critical section that found its condition already true, where other executions of
     /// the same code wait on `cond` (a wait the thread skipped: `tracer/sync.rs`): before
-    /// it asks for the mutex, the thread waits for the signal or broadcast that made the
-    /// condition true in the traced run (a data dependence, as a condition wait's wake).
-    /// Placed just before the section's [`Marker::MutexLock`]; one whose signal is already
-    /// past in simulated time costs nothing.
+    /// it asks for the mutex, the thread waits for the release of the critical section that
+    /// made the condition true in the traced run (its unlock; a data dependence, as a
+    /// condition wait's wake). Placed just before the section's [`Marker::MutexLock`]; one
+    /// whose release is already past in simulated time costs nothing.
     CondReady {
         /// Condition variable address.
         cond: u64,
-        /// The signal or broadcast that made the condition true.
+        /// The release of the section that made the condition true.
         wake: Order,
     },
     /// A futex wait of traced code (always recorded order).

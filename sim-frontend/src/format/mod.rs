@@ -144,9 +144,9 @@ pub mod code {
     pub const SEM_POST: u8 = 25;
     /// Mutex unlock by a plain store (version 7): varint address.
     pub const MUTEX_UNLOCK_PLAIN: u8 = 26;
-    /// A critical section that found its condition already true waits for the signal that
+    /// A critical section that found its condition already true waits for the section that
     /// made it so (version 9): varint condition address, varint wake order (0 = none, k + 1
-    /// = after release k).
+    /// = after release k: that section's unlock).
     pub const COND_READY: u8 = 27;
     /// Control continues at a static index not implied by the previous instruction.
     pub const JUMP: u8 = 0x7f;

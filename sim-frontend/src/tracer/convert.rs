@@ -87,7 +87,7 @@ pub struct Summary {
     /// Things a user should know (cut threads, unknown barriers, missing debug info).
     pub warnings: Vec<String>,
     /// Critical sections that found their condition true where the same code elsewhere
-    /// waited, replayed as waits for the signal that made it so (see `sync.rs`).
+    /// waited, replayed as waits for the section that made it so (see `sync.rs`).
     pub skipped_waits: u64,
     /// Barrier episodes recognised in condition variables (see `sync.rs`).
     pub hand_barriers: u64,

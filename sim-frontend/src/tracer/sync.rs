@@ -72,7 +72,7 @@ pub struct Plan {
     /// The markers.
     pub markers: Vec<Marker>,
     /// Critical sections that found their condition true where the same code elsewhere
-    /// waited, each now waiting for the signal that made it so ([`Marker::CondReady`]).
+    /// waited, each now waiting for the section that made it so ([`Marker::CondReady`]).
     pub skipped_waits: u64,
     /// Hand-built barrier episodes recognised, and the conditions they came from.
     pub hand_barriers: u64,
@@ -676,11 +676,13 @@ pub fn plan_with(
     // 4b. Condition waits a critical section skipped: it found its condition true, where
     //     other runs of the same code (the same predicate test under the same mutex) waited
     //     on a condition variable. What made the condition true was another thread's
-    //     critical section, which signalled the condition: the section waits for that
-    //     signal before it asks for the mutex, as a wait would have. The signals no waiter
-    //     took are handed to the skipping sections first come, first served (a queue's
-    //     items, a token passed round), each to one section of another thread that came
-    //     after it in the traced run. Barriers built from conditions are barriers already.
+    //     critical section, which signalled the condition (inside it, or just after its
+    //     unlock): the section waits for that section's unlock before it asks for the
+    //     mutex, as a wait would have waited for the signal. The signals no waiter took are
+    //     handed to the skipping sections first come, first served (a queue's items, a token
+    //     passed round), each to one section of another thread whose mutex it took after
+    //     that unlock in the traced run. Barriers built from conditions are barriers
+    //     already.
     let ready_edge = skipped_waits(
         marks,
         sections,
