@@ -611,7 +611,8 @@ fn first_pass(dir: &Path, t: u32, raw_tid: u32, hot: &[Hot]) -> Result<FirstPass
                 execs += 1;
                 last_raw = raw;
                 // The call stack, for the function an atomic instruction runs in.
-                match hot.get(raw as usize).map(|h| h.branch) {
+                let branch = hot.get(raw as usize).map(|h| h.branch);
+                match branch {
                     Some(BranchKind::DirectCall | BranchKind::IndirectCall) => {
                         if calls.len() == MAX_CALLS {
                             calls.drain(..MAX_CALLS / 2);
@@ -623,12 +624,8 @@ fn first_pass(dir: &Path, t: u32, raw_tid: u32, hot: &[Hot]) -> Result<FirstPass
                     }
                     _ => {}
                 }
-                out.cond_sections.exec(
-                    calls.len(),
-                    raw,
-                    hot.get(raw as usize)
-                        .is_some_and(|h| h.branch == BranchKind::Conditional),
-                );
+                out.cond_sections
+                    .exec(calls.len(), raw, branch == Some(BranchKind::Conditional));
                 let Some(h) = hot.get(raw as usize) else {
                     // Pass 2 reports it with its place.
                     collecting = None;
