@@ -447,6 +447,25 @@ fn rw_roles(events: &[(u64, u32, usize)], atomics: &[Vec<Atomic>]) -> Option<Vec
 /// `kind(raw)` says what atomic instruction `raw` is (an `xchg`, a compare-and-swap, …);
 /// `spinning_code(raw)` whether the failure path of instruction `raw` (a lock call's first compare-and-swap) enters a lock
 /// slow path that spins ([`spinning_slow_path`]), read from the program's code;
+/// Each word's history: its atomic instructions (sequence number, thread, index in the
+/// thread's `atomics`) in sequence order, a test-and-set lock's release (a plain store,
+/// `taslock.rs`, numbered as the word's next acquisition) before that acquisition.
+pub fn histories(atomics: &[Vec<Atomic>]) -> HashMap<u64, Vec<(u64, u32, usize)>> {
+    let mut by_word: HashMap<u64, Vec<(u64, u32, usize)>> = HashMap::new();
+    for (t, a) in atomics.iter().enumerate() {
+        for (i, x) in a.iter().enumerate() {
+            by_word
+                .entry(x.addr)
+                .or_default()
+                .push((x.seq, t as u32, i));
+        }
+    }
+    for v in by_word.values_mut() {
+        v.sort_unstable_by_key(|&(seq, t, i)| (seq, !atomics[t as usize][i].plain, t, i));
+    }
+    by_word
+}
+
 /// `first_loads` answers `countdown::find`'s questions about plain loads (from the capture).
 #[allow(clippy::too_many_arguments)]
 pub fn find(
@@ -469,15 +488,7 @@ pub fn find(
         .filter(|m| matches!(m.op, Op::FutexWait | Op::FutexWake))
         .map(|m| m.args[0])
         .collect();
-    let mut by_word: HashMap<u64, Vec<(u64, u32, usize)>> = HashMap::new();
-    for (t, a) in atomics.iter().enumerate() {
-        for (i, x) in a.iter().enumerate() {
-            by_word
-                .entry(x.addr)
-                .or_default()
-                .push((x.seq, t as u32, i));
-        }
-    }
+    let by_word = histories(atomics);
     // The untraced instructions on those words: (sequence number, thread, value left).
     let mut hidden_by_word: HashMap<u64, Vec<(u64, u32, u64)>> = HashMap::new();
     for (t, x) in hidden.iter().filter(|(_, x)| by_word.contains_key(&x.addr)) {
@@ -488,14 +499,6 @@ pub fn find(
     }
     let mut words: Vec<u64> = by_word.keys().copied().collect();
     words.sort_unstable();
-    // A test-and-set lock's release (a plain store, `taslock.rs`) is numbered as the word's
-    // next acquisition and comes before it.
-    for w in &words {
-        by_word
-            .get_mut(w)
-            .expect("listed")
-            .sort_unstable_by_key(|&(seq, t, i)| (seq, !atomics[t as usize][i].plain, t, i));
-    }
     let mut out = Locks::default();
     // What the program's code says after each semaphore release (`tested_after`), by raw
     // static index: read once per instruction, not per release.

@@ -75,6 +75,7 @@ pub fn find(
 
 #[cfg(test)]
 mod tests {
+    use super::super::futexlock;
     use super::*;
 
     fn atomic(at: u64, raw: u32, addr: u64, value: u64, seq: u64) -> Atomic {
@@ -86,24 +87,8 @@ mod tests {
             value,
             seq,
             plain: false,
-            frame: super::super::futexlock::NO_FRAME,
+            frame: futexlock::NO_FRAME,
         }
-    }
-
-    fn histories(atomics: &[Vec<Atomic>]) -> HashMap<u64, Vec<(u64, u32, usize)>> {
-        let mut by_word: HashMap<u64, Vec<(u64, u32, usize)>> = HashMap::new();
-        for (t, a) in atomics.iter().enumerate() {
-            for (i, x) in a.iter().enumerate() {
-                by_word
-                    .entry(x.addr)
-                    .or_default()
-                    .push((x.seq, t as u32, i));
-            }
-        }
-        for v in by_word.values_mut() {
-            v.sort_unstable();
-        }
-        by_word
     }
 
     /// A channel's slots: the sender marks each written (1, instruction 10), the receiver
@@ -138,7 +123,7 @@ mod tests {
         let atomics = vec![sender, receiver];
         let deps = find(
             &atomics,
-            &histories(&atomics),
+            &futexlock::histories(&atomics),
             |w| w == 0x500,
             |raw| raw == 21,
         );
