@@ -3230,8 +3230,9 @@ impl<'t, O: Observer> Engine<'t, O> {
             }
             Marker::CondReady { cond, wake } => {
                 // A wait the thread skipped (its condition was already true): no call, so
-                // the window is not drained; it goes on once the signal that made the
-                // condition true has happened in simulated time (at once if it has).
+                // the window is not drained; it goes on once the section that made the
+                // condition true has released its mutex in simulated time (at once if it
+                // has).
                 self.ordered(
                     tid,
                     [(wake, Component::SyncCond), (Order::NONE, Component::Base)],
