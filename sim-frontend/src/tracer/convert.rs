@@ -1642,22 +1642,7 @@ pub fn convert(dir: &Path, out: &Path, opts: &Options) -> Result<Summary, TraceE
         };
         // futexlock.rs renumbered the markers: the sections name them anew.
         for (cs, map) in cond_sections.iter_mut().zip(&locks.raw_index) {
-            let to = |k: u32| map.get(k as usize).copied().filter(|&n| n != u32::MAX);
-            cs.waits = cs
-                .waits
-                .iter()
-                .filter_map(|&(k, b)| Some((to(k)?, b)))
-                .collect();
-            cs.checks = cs
-                .checks
-                .iter()
-                .filter_map(|c| {
-                    Some(sync::Check {
-                        mark: to(c.mark)?,
-                        ..*c
-                    })
-                })
-                .collect();
+            cs.renumber(map);
         }
         sync::plan_with(marks, &cond_sections, &mut simple)
     };

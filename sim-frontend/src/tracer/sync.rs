@@ -117,6 +117,18 @@ pub struct CondSections {
     pub checks: Vec<Check>,
 }
 
+impl CondSections {
+    /// Names the markers by `map` (old index → new, `u32::MAX` where removed: futexlock.rs's
+    /// `Locks::raw_index`), dropping the sections whose marker went.
+    pub fn renumber(&mut self, map: &[u32]) {
+        let to = |k: u32| map.get(k as usize).copied().filter(|&n| n != u32::MAX);
+        self.waits
+            .retain_mut(|w| to(w.0).map(|n| w.0 = n).is_some());
+        self.checks
+            .retain_mut(|c| to(c.mark).map(|n| c.mark = n).is_some());
+    }
+}
+
 /// A critical section that did not wait ([`CondSections::checks`]): its lock's raw marker
 /// index and the first [`Check::BRANCHES`] distinct conditional branches it ran in the code
 /// that took the lock.
