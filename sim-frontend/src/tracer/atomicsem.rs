@@ -87,7 +87,7 @@ pub fn read(
         }
         let cas = match kind(a.raw) {
             Some(AtomicKind::CompareExchange) => true,
-            Some(AtomicKind::Locked) => false,
+            Some(AtomicKind::Locked | AtomicKind::Arithmetic) => false,
             _ => return None,
         };
         let before = match value {

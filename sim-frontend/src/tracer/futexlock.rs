@@ -1037,8 +1037,7 @@ pub fn find(
             || hidden_by_word.contains_key(&w)
             || sems.iter().any(|s| s.0 == w)
     };
-    let swap = |raw: u32| kind(raw) == Some(AtomicKind::Swap);
-    for d in publish::find(atomics, &by_word, claimed, swap) {
+    for d in publish::find(atomics, &by_word, claimed, &kind) {
         let r = &mut taken[d.waiter as usize];
         if r.iter().any(|&(s, e)| s <= d.at && d.at < e) {
             continue;

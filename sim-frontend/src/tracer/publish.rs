@@ -10,8 +10,10 @@
 //! was reset by plain stores between: a channel block's memory reused). An episode of exactly
 //! two instructions, by two threads, at two different static instructions, the first leaving
 //! a non-zero value and the second a strict superset of it, is a publication: the second
-//! instruction waits, in simulated time, for the first. Not one: a counter (its increments
-//! are one instruction, and a step like 1 to 2 drops a bit), a bitmap every thread sets at
+//! instruction waits, in simulated time, for the first. Not one: a counter (its steps are
+//! additions, `lock xadd`, `add`, `sub`, `inc`, `dec`, whose values can look like a flag
+//! added by accident of the bits: a Rust `Arc`'s count taken from 5 to 4 by one thread's
+//! end and back to 5 by the next spawn, whichever the host ran first), a bitmap every thread sets at
 //! the same instruction (order of no consequence), a second instruction that is an exchange
 //! (its value is a store's, whatever it found), an episode of three or more (a race for the
 //! word: who came first was the host's doing), and words that are locks, semaphores,
@@ -22,19 +24,21 @@ use std::collections::HashMap;
 
 use super::countdown::Dep;
 use super::futexlock::Atomic;
+use super::raw::AtomicKind;
 
 /// The publications' waits: for each, the second instruction's thread waits before it for
 /// the first one (a [`Dep`] with one source and nothing left out). `by_word` holds each
 /// word's history (sequence number, thread, index in its atomics), sorted; `excluded` says
-/// which words are something else; `swap` which static instructions are exchanges, whose
-/// value does not build on the one they found (a latch's `swap(SET)` after a waiter marked
-/// itself sleepy: no publication).
+/// which words are something else; `kind` what each static instruction is: neither of the
+/// two may be an addition (a counter's step), nor the second an exchange, whose value does
+/// not build on the one it found (a latch's `swap(SET)` after a waiter marked itself sleepy).
 pub fn find(
     atomics: &[Vec<Atomic>],
     by_word: &HashMap<u64, Vec<(u64, u32, usize)>>,
     excluded: impl Fn(u64) -> bool,
-    swap: impl Fn(u32) -> bool,
+    kind: impl Fn(u32) -> Option<AtomicKind>,
 ) -> Vec<Dep> {
+    let adds = |raw: u32| kind(raw) == Some(AtomicKind::Arithmetic);
     let mut words: Vec<u64> = by_word
         .iter()
         .filter(|(w, ev)| ev.len() >= 2 && !excluded(**w))
@@ -54,7 +58,12 @@ pub fn find(
             if j - i == 2 {
                 let (a, b) = (x(i), x(i + 1));
                 let (ta, tb) = (ev[i].1, ev[i + 1].1);
-                if ta != tb && a.raw != b.raw && a.value != 0 && b.value != a.value && !swap(b.raw)
+                if ta != tb
+                    && a.raw != b.raw
+                    && a.value != 0
+                    && b.value != a.value
+                    && !adds(a.raw)
+                    && !matches!(kind(b.raw), Some(AtomicKind::Swap | AtomicKind::Arithmetic))
                 {
                     out.push(Dep {
                         word: w,
@@ -96,7 +105,9 @@ mod tests {
     /// (reset by plain stores: 3 then 1). Each read waits for its write, whichever thread
     /// the host ran first. A shared counter (one instruction, 1 then 2 then 3), a bitmap two
     /// threads set at one instruction, a race of three on a word, an exchange after a flag
-    /// (0x600: a latch set over a waiter's mark) and an excluded word are none.
+    /// (0x600: a latch set over a waiter's mark), a count taken from 5 to 4 by one thread's
+    /// `lock xadd` and back to 5 by another's (0x700: an `Arc` dropped at a thread's end and
+    /// cloned for the next spawn) and an excluded word are none.
     #[test]
     fn a_flag_set_by_one_thread_and_added_to_by_another_is_a_publication() {
         let sender = vec![
@@ -108,6 +119,8 @@ mod tests {
             atomic(600, 50, 0x400, 1, 11),
             atomic(700, 10, 0x500, 1, 13),
             atomic(800, 60, 0x600, 1, 16),
+            atomic(900, 70, 0x700, 5, 18),
+            atomic(910, 70, 0x700, 5, 20),
         ];
         let receiver = vec![
             atomic(50, 20, 0x100, 3, 2),
@@ -119,13 +132,20 @@ mod tests {
             atomic(99, 52, 0x400, 7, 14),
             atomic(98, 20, 0x500, 3, 15),
             atomic(97, 21, 0x600, 3, 17),
+            atomic(96, 71, 0x700, 4, 19),
         ];
         let atomics = vec![sender, receiver];
         let deps = find(
             &atomics,
             &futexlock::histories(&atomics),
             |w| w == 0x500,
-            |raw| raw == 21,
+            |raw| {
+                Some(match raw {
+                    21 => AtomicKind::Swap,
+                    70 | 71 => AtomicKind::Arithmetic,
+                    _ => AtomicKind::Locked,
+                })
+            },
         );
         // (word, waiter, where, its source: thread, just after, sequence number)
         type Wait = (u64, u32, u64, (u32, u64, u64));

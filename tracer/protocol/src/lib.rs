@@ -320,7 +320,10 @@ pub enum AtomicKind {
     /// A `lock cmpxchg` (a compare-and-swap: it changes the word only if it found the value it
     /// expected).
     CompareExchange,
-    /// Another `lock`-prefixed instruction (`xadd`, `add`, `bts`, `cmpxchg16b`, …).
+    /// A `lock`-prefixed addition or subtraction (`xadd`, `add`, `sub`, `inc`, `dec`, `adc`,
+    /// `sbb`, `neg`): a counter's step, whatever bits it happens to leave.
+    Arithmetic,
+    /// Another `lock`-prefixed instruction (`or`, `and`, `xor`, `bts`, `cmpxchg16b`, …).
     Locked,
 }
 
@@ -337,7 +340,29 @@ pub fn atomic_kind(code: &[u8]) -> Option<AtomicKind> {
             0x0f if locked && matches!(code.get(i + 1), Some(0xb0 | 0xb1)) => {
                 return Some(AtomicKind::CompareExchange);
             }
-            _ => return locked.then_some(AtomicKind::Locked),
+            _ if !locked => return None,
+            _ => {
+                // The operation of a group opcode is its ModRM byte's reg field.
+                let reg = code.get(i + 1).map(|m| (m >> 3) & 7);
+                let adds = match b {
+                    // add, adc, sbb, sub (r/m, r)
+                    0x00 | 0x01 | 0x10 | 0x11 | 0x18 | 0x19 | 0x28 | 0x29 => true,
+                    // group 1 with an immediate: add, adc, sbb, sub
+                    0x80 | 0x81 | 0x83 => matches!(reg, Some(0 | 2 | 3 | 5)),
+                    // inc, dec
+                    0xfe | 0xff => matches!(reg, Some(0 | 1)),
+                    // neg
+                    0xf6 | 0xf7 => reg == Some(3),
+                    // xadd
+                    0x0f => matches!(code.get(i + 1), Some(0xc0 | 0xc1)),
+                    _ => false,
+                };
+                return Some(if adds {
+                    AtomicKind::Arithmetic
+                } else {
+                    AtomicKind::Locked
+                });
+            }
         }
     }
     None
@@ -792,8 +817,28 @@ mod tests {
         );
         assert_eq!(
             atomic_kind(&[0xf0, 0x48, 0x0f, 0xc1, 0x07]),
-            Some(AtomicKind::Locked)
+            Some(AtomicKind::Arithmetic)
         );
+        // lock add/sub/inc/dec/neg are a counter's steps; lock or, and, bts are not.
+        for code in [
+            &[0xf0, 0x48, 0x83, 0x07, 0x01][..], // lock add qword [rdi], 1
+            &[0xf0, 0x48, 0x83, 0x2f, 0x01],     // lock sub qword [rdi], 1
+            &[0xf0, 0x29, 0x07],                 // lock sub [rdi], eax
+            &[0xf0, 0x48, 0xff, 0x0f],           // lock dec qword [rdi]
+            &[0xf0, 0xff, 0x07],                 // lock inc dword [rdi]
+            &[0xf0, 0xf7, 0x1f],                 // lock neg dword [rdi]
+        ] {
+            assert_eq!(atomic_kind(code), Some(AtomicKind::Arithmetic), "{code:x?}");
+        }
+        for code in [
+            &[0xf0, 0x48, 0x83, 0x0f, 0x01][..], // lock or qword [rdi], 1
+            &[0xf0, 0x09, 0x07],                 // lock or [rdi], eax
+            &[0xf0, 0x83, 0x27, 0xfe],           // lock and dword [rdi], -2
+            &[0xf0, 0x0f, 0xab, 0x07],           // lock bts [rdi], eax
+            &[0xf0, 0xf7, 0x17],                 // lock not dword [rdi]
+        ] {
+            assert_eq!(atomic_kind(code), Some(AtomicKind::Locked), "{code:x?}");
+        }
         assert_eq!(atomic_kind(&[0x87, 0x07]), Some(AtomicKind::Swap));
         assert_eq!(atomic_kind(&[0x87, 0xc8]), None);
         assert_eq!(atomic_kind(&[0x89, 0x07]), None);
