@@ -27,6 +27,12 @@
 //!   before the zero is a plain load (it read zero: it looked after the latch opened), with
 //!   the same condition on its next event.
 //!
+//! **A zero nobody waited for** is no episode's end when a thread that counted up in the
+//! episode counts up again from zero without having looked at the count in between (its
+//! capture is read for a plain load): a Rust scope's owner whose first threads had all
+//! finished before it spawned the next, as the host happened to run them. The episode then
+//! runs on to the next zero, and the owner's wait there covers every thread it counted.
+//!
 //! **The result** is a [`Dep`]: at that place `W` waits for each other thread's last
 //! instruction in the episode, wherever it came in the traced run; and for what a count came
 //! after. A thread that drops the last reference to something shared (a count of another word
@@ -80,7 +86,7 @@ pub fn find(
     futex: &HashSet<u64>,
     marks: &[Vec<RawMark>],
     mark_at: &[Vec<u64>],
-    first_loads: impl FnOnce(&[LoadQuery]) -> Vec<Option<u64>>,
+    mut first_loads: impl FnMut(&[LoadQuery]) -> Vec<Option<u64>>,
 ) -> (Vec<Dep>, u64) {
     let at = |e: &(u64, u32, usize)| atomics[e.1 as usize][e.2];
     // Each thread's futex waits that returned 0, by word: (start seq, end seq, thread,
@@ -124,36 +130,111 @@ pub fn find(
     let dep = |word: u64, episode: &[Entry], waiter: u32, pos: u64, seq: u64| {
         dep(atomics, &zeroings, word, episode, waiter, pos, seq)
     };
+    // The threads a count reaching zero let go on, through a futex: (thread, position,
+    // sequence number of the event there).
+    let woken = |x: u64, h: &[Entry], z: usize| {
+        let (zseq, u, zi) = h[z];
+        let mut waiters: Vec<(u32, u64, u64)> = Vec::new();
+        // A notification through a futex word the waiter takes back to 0.
+        let za = atomics[u as usize][zi];
+        if let Some(n) = atomics[u as usize].get(zi + 1)
+            && n.at - za.at <= NOTIFY_GAP
+            && n.addr != x
+            && n.value != 0
+            && futex.contains(&n.addr)
+            && !locks.contains(&n.addr)
+            && let Some(ph) = by_word.get(&n.addr)
+        {
+            let i = ph.partition_point(|e| e.0 <= n.seq);
+            if let Some(c) = ph.get(i)
+                && c.1 != u
+                && at(c).value == 0
+            {
+                waiters.push((c.1, at(c).at, c.0));
+            }
+        }
+        // Waits on the counter itself across the moment it reached zero.
+        for &(s, e, t, pos) in waits.get(&x).map_or(&[][..], |w| w) {
+            if s < zseq && zseq < e && t != u {
+                waiters.push((t, pos, e));
+            }
+        }
+        waiters
+    };
+    // A count that reached zero with nobody let go on, counted up again from zero by a
+    // thread that had counted up in it, which had not looked at it in between (a Rust
+    // scope's owner spawning its next thread after the ones before had all finished, as the
+    // host happened to run them): the zero was no moment anybody waited for, and the count
+    // goes on as one episode to the zero that was (the owner then waits for every thread
+    // it counted, whichever finished first in the traced run). Whether the thread looked is
+    // read from the capture: a pool that waits for its pending count at each round, found
+    // zero at its look and counts up again for the next round, keeps its rounds.
+    let mut joins: Vec<(u64, usize, LoadQuery)> = Vec::new();
     for &x in &words {
         let h = &by_word[&x];
         for (begin, z) in zero_episodes(h, |e| at(e).value) {
+            let Some(next) = h.get(z + 1) else { continue };
+            let (r, na) = (next.1, at(next));
+            let mut prev = if begin == 0 {
+                0
+            } else {
+                at(&h[begin - 1]).value
+            };
+            let mut last = None;
+            let mut up = false;
+            for e in &h[begin..=z] {
+                let v = at(e).value;
+                if e.1 == r {
+                    last = Some(at(e).at);
+                    up |= v > prev;
+                }
+                prev = v;
+            }
+            // (A count only the thread made, a reference count nobody shares, is no scope's:
+            // no look is asked of the capture for it, round after round.)
+            let shared = h[begin..=z].iter().any(|e| e.1 != r);
+            if na.value == 1 && up && shared && woken(x, h, z).is_empty() {
+                let from = last.map_or(0, |a| a + 1);
+                joins.push((
+                    x,
+                    z,
+                    LoadQuery {
+                        thread: r,
+                        word: x,
+                        from,
+                        to: na.at.saturating_sub(1).max(from),
+                    },
+                ));
+            }
+        }
+    }
+    let joined: HashSet<(u64, usize)> = if joins.is_empty() {
+        HashSet::new()
+    } else {
+        let queries: Vec<LoadQuery> = joins.iter().map(|j| j.2).collect();
+        joins
+            .iter()
+            .zip(first_loads(&queries))
+            .filter(|(_, look)| look.is_none())
+            .map(|(j, _)| (j.0, j.1))
+            .collect()
+    };
+    for &x in &words {
+        let h = &by_word[&x];
+        let mut episodes = zero_episodes(h, |e| at(e).value);
+        // Each joined zero's episode goes on into the next.
+        let mut k = episodes.len();
+        while k > 1 {
+            k -= 1;
+            if joined.contains(&(x, episodes[k - 1].1)) {
+                episodes[k].0 = episodes[k - 1].0;
+                episodes.remove(k - 1);
+            }
+        }
+        for (begin, z) in episodes {
             let episode = &h[begin..=z];
-            let (zseq, u, zi) = h[z];
-            let mut waiters: Vec<(u32, u64, u64)> = Vec::new();
-            // A notification through a futex word the waiter takes back to 0.
-            let za = atomics[u as usize][zi];
-            if let Some(n) = atomics[u as usize].get(zi + 1)
-                && n.at - za.at <= NOTIFY_GAP
-                && n.addr != x
-                && n.value != 0
-                && futex.contains(&n.addr)
-                && !locks.contains(&n.addr)
-                && let Some(ph) = by_word.get(&n.addr)
-            {
-                let i = ph.partition_point(|e| e.0 <= n.seq);
-                if let Some(c) = ph.get(i)
-                    && c.1 != u
-                    && at(c).value == 0
-                {
-                    waiters.push((c.1, at(c).at, c.0));
-                }
-            }
-            // Waits on the counter itself across the moment it reached zero.
-            for &(s, e, t, pos) in waits.get(&x).map_or(&[][..], |w| w) {
-                if s < zseq && zseq < e && t != u {
-                    waiters.push((t, pos, e));
-                }
-            }
+            let (zseq, u, _) = h[z];
+            let waiters = woken(x, h, z);
             // Nobody was notified, and nobody waited: somebody looked at the count after it
             // reached zero, with a plain load, and went on. Where it looked is read from the
             // capture (below).
@@ -442,7 +523,7 @@ mod tests {
         a: &[Vec<Atomic>],
         marks: &[Vec<RawMark>],
         mark_at: &[Vec<u64>],
-        ask: impl FnOnce(&[LoadQuery]) -> Vec<Option<u64>>,
+        ask: impl FnMut(&[LoadQuery]) -> Vec<Option<u64>>,
     ) -> (Vec<Dep>, u64) {
         find(
             a,
@@ -457,7 +538,7 @@ mod tests {
 
     /// A load-query answer that expects thread 0's one query for counter [`C`] over
     /// `from..to` and finds its load at `at`.
-    fn one_query(from: u64, to: u64, at: u64) -> impl FnOnce(&[LoadQuery]) -> Vec<Option<u64>> {
+    fn one_query(from: u64, to: u64, at: u64) -> impl FnMut(&[LoadQuery]) -> Vec<Option<u64>> {
         move |q| {
             assert_eq!(
                 q,
@@ -513,6 +594,80 @@ mod tests {
                 sources: vec![(1, 51, 4), (2, 71, 7), (3, 61, 5)],
                 before: false,
             }]
+        );
+    }
+
+    /// A scope whose count reached zero between two spawns (threads 1 and 2 had finished
+    /// before the owner, thread 0, spawned thread 3, as the host ran them) and again at its
+    /// end, where thread 3 unparks the owner: the owner did not look at the count between
+    /// its zero and its next spawn, so the count is one episode, and the owner waits at its
+    /// park for all three threads. Had it looked there (a pool waiting for its pending count
+    /// each round, and finding it zero), the rounds stay apart: it waits at that look for
+    /// threads 1 and 2, and at its park for thread 3.
+    #[test]
+    fn a_count_the_host_let_reach_zero_between_spawns_is_one_episode() {
+        let a = vec![
+            vec![
+                atomic(10, C, 1, 1),
+                atomic(11, C, 2, 2),
+                atomic(20, C, 1, 5), // counted up again from zero: the next spawn
+                atomic(90, P, 0, 9), // park: 1 -> 0, no wait
+            ],
+            vec![atomic(50, C, 1, 3)],
+            vec![atomic(70, C, 0, 4)],
+            vec![atomic(60, C, 0, 7), atomic(61, P, 1, 8)],
+        ];
+        let marks = vec![
+            vec![raw(Op::FutexWait, P, 100), raw(Op::Done, 0, 101)],
+            vec![],
+            vec![],
+            vec![],
+        ];
+        let mark_at = [vec![95, 95], vec![], vec![], vec![]];
+        // (where the owner looked between its zero and its next spawn, if it did)
+        let run = |look: Option<u64>| {
+            let mut asked: Vec<LoadQuery> = Vec::new();
+            let (deps, _) = find(
+                &a,
+                &histories(&a),
+                &HashSet::new(),
+                &HashSet::from([P]),
+                &marks,
+                &mark_at,
+                |q: &[LoadQuery]| {
+                    asked.extend(q.iter().filter(|q| q.word == C));
+                    q.iter().map(|q| look.filter(|_| q.word == C)).collect()
+                },
+            );
+            // (waiter, where, sources)
+            type Wait = (u32, u64, Vec<(u32, u64, u64)>);
+            let deps: Vec<Wait> = deps
+                .into_iter()
+                .map(|d| (d.waiter, d.at, d.sources))
+                .collect();
+            (deps, asked)
+        };
+        let (deps, asked) = run(None);
+        assert_eq!(
+            asked,
+            vec![LoadQuery {
+                thread: 0,
+                word: C,
+                from: 12,
+                to: 19
+            }]
+        );
+        assert_eq!(
+            deps,
+            vec![(0, 90, vec![(1, 51, 3), (2, 71, 4), (3, 61, 7)])]
+        );
+        let (deps, _) = run(Some(15));
+        assert_eq!(
+            deps,
+            vec![
+                (0, 90, vec![(3, 61, 7)]),
+                (0, 15, vec![(1, 51, 3), (2, 71, 4)]),
+            ]
         );
     }
 

@@ -479,7 +479,7 @@ pub fn find(
     kind: impl Fn(u32) -> Option<AtomicKind>,
     mut spinning_code: impl FnMut(u32) -> bool,
     mut tested_after: impl FnMut(u32) -> u64,
-    first_loads: impl FnOnce(&[countdown::LoadQuery]) -> Vec<Option<u64>>,
+    first_loads: impl FnMut(&[countdown::LoadQuery]) -> Vec<Option<u64>>,
 ) -> Locks {
     let n = marks.len();
     let futex: HashSet<u64> = marks
