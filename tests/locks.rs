@@ -3032,3 +3032,42 @@ fn a_channel_receiver_that_found_its_message_sent_still_waits_for_its_sender() {
         );
     }
 }
+
+/// A turn handed back and forth through a flag and `thread::park`/`unpark`
+/// (`examples/rust/park_flag.rs`: 200 rounds, `main` 500 steps, the worker 2,000, never
+/// overlapping). Each round the worker waits for `main`'s steps, a fifth of the round
+/// (`sync-cond`, less the hand-overs' cost: 0.19 of its cycles on this build). Traced under
+/// `taskset -c 0` the worker always found the flag set (QEMU ran `main` until it parked) and
+/// never parked itself; before (2026-12-07) nothing tied its look to `main`'s store, and it
+/// replayed with 0.1-0.4 % `sync-cond`, the run 19 % shorter than from a normal trace
+/// (1.98 M against 2.44 M cycles on `configs/host-zen3.toml`). Now a look followed by a
+/// parker's futex wait is a spin (`spinwait.rs`), the flag a word waited on, and the
+/// worker's look that read `main`'s store waits for it: the traces replay alike.
+#[test]
+fn a_parker_that_found_its_flag_set_still_waits_for_the_store() {
+    if !common::tools_present(&["qemu-x86_64", "rustc", "taskset"]) {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let exe = rust_example(dir.path(), "park_flag");
+    let mut runs = Vec::new();
+    for way in ["normal", "pinned"] {
+        let (run, traced) = trace_and_run(&exe, &[], way, dir.path());
+        whole(&traced, way);
+        let waits = traced["spin_waits"]["waits"].as_u64().unwrap();
+        assert!(waits >= 150, "{way}: {waits} parked spins found");
+        let worker = sync_share(&run, 1);
+        assert!(
+            worker >= 0.12,
+            "{way}: the worker waited {worker:.3} of its cycles for main's turns"
+        );
+        runs.push(cycles(&run));
+    }
+    let r = runs[1] / runs[0];
+    assert!(
+        (0.99..=1.01).contains(&r),
+        "pinned {} against normal {} cycles: {r:.4}",
+        runs[1],
+        runs[0]
+    );
+}

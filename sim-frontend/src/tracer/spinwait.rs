@@ -31,6 +31,15 @@
 //! yet), the converter finds it by reading the captures again ([`unrecorded_wanted`],
 //! [`place_unrecorded`]). A spin whose store was not recorded stays as traced.
 //!
+//! **A parker** (a Rust `thread::park` loop on a flag: look, the parker's atomic on its
+//! state, a futex wait on that very word, look again) spins too: a look, such a futex wait
+//! begun within [`PER_CHECK`] instructions of it and a load within [`SLACK`] of the wait that
+//! reads another value are a spin from the first look on, the parker's code and futex calls
+//! left out with it; the plugin watches the lines a thread loaded just before a futex wait,
+//! as at a `pause`. A condition variable's wait (its last atomic releases a mutex, another
+//! word) is none: what its thread looked at was under that mutex, whose order the replay
+//! decides (`sync.rs`).
+//!
 //! **A poller** (`sched_yield` between its turns, atomics of its own within them: a rayon
 //! worker looking for a job) is no spin, but at each yield the plugin watches what the turn
 //! looked at and records the yield ([`Detector::yielded`]): a look that reads, after a yield,
@@ -181,6 +190,9 @@ struct Open {
     /// The lock (position, mutex) right before the run's first load, if the thread's last
     /// marker was one: the first look's own lock.
     first_lock: Option<(u64, u64)>,
+    /// A futex wait the thread began within [`PER_CHECK`] instructions of its last load here,
+    /// and that load (positions): it looked, then slept (a Rust `thread::park` loop on a flag).
+    parked: Option<(u64, u64)>,
 }
 
 /// Finds one thread's spins and recorded stores as its stream is read.
@@ -229,6 +241,8 @@ pub struct Detector {
     yield_seqs: [u64; 2],
     /// The position of its last yield.
     yield_at: Option<u64>,
+    /// The address of its last atomic read-modify-write.
+    last_atomic_addr: u64,
 }
 
 impl Detector {
@@ -241,6 +255,9 @@ impl Detector {
         if atomic && self.last_atomic != at + 1 {
             self.prev_atomic = self.last_atomic;
             self.last_atomic = at + 1;
+        }
+        if atomic {
+            self.last_atomic_addr = addr;
         }
         if self.open.is_empty() {
             return;
@@ -304,6 +321,20 @@ impl Detector {
     /// one mutex (polling under a lock: lock, read, unlock, yield, again); anything else means
     /// the thread is doing something besides looking.
     pub fn marker(&mut self, at: u64, op: Op, arg: u64) {
+        // A parker's sleep: its atomic on the futex word itself just before the wait (Rust's
+        // `park` marks its state parked, then waits on it). A condition variable's wait
+        // releases a mutex before it (another word): what the thread looked at then was
+        // under that mutex, whose order the replay decides (`sync.rs`'s skipped waits).
+        if op == Op::FutexWait
+            && self.last_atomic_addr == arg
+            && at - self.last_atomic.min(at) <= PER_CHECK
+        {
+            for o in &mut self.open {
+                if at - o.last_load <= PER_CHECK {
+                    o.parked = Some((at, o.last_load));
+                }
+            }
+        }
         if matches!(
             op,
             Op::FutexWait | Op::FutexWake | Op::Done | Op::Resume | Op::Suppress
@@ -454,6 +485,7 @@ impl Detector {
                     first_unlock: None,
                     last_lock: None,
                     first_lock: None,
+                    parked: None,
                 });
                 return;
             }
@@ -469,11 +501,19 @@ impl Detector {
             let mut spun = !o.broken
                 && o.run_loads >= 2
                 && at - o.run_start <= PER_CHECK * o.run_loads + SLACK;
+            // A look, a parker's futex wait just after it and this load soon after the wait
+            // are a spin too: the thread slept until the word changed, and whether it slept
+            // was the host's doing (the parker's atomics and futex calls go with the spin).
+            let parked = o
+                .parked
+                .filter(|&(p, _)| !spun && at - p <= SLACK)
+                .map(|(_, look)| look);
+            spun |= parked.is_some();
             // Polling under a lock leaves out whole iterations, from the first look's lock
             // (or, if it was not seen, its unlock) to the last lock: what remains is one
             // look under the lock, as when the first look found the value.
             let (from, to) = match (o.mutex, o.first_unlock, o.last_lock) {
-                (None, ..) => (o.run_start + 1, at),
+                (None, ..) => (parked.unwrap_or(o.run_start) + 1, at),
                 (Some(m), Some(u), Some(l)) if u < l => match o.first_lock {
                     Some((f, fm)) if fm == m => (f, l),
                     _ => (u, l),
@@ -514,6 +554,7 @@ impl Detector {
         o.seq = seq;
         o.yields = self.yields;
         o.broken = true;
+        o.parked = None;
     }
 }
 
@@ -1161,6 +1202,44 @@ mod tests {
                 d.changes
             );
             assert_eq!(d.changes.len(), 1);
+        }
+    }
+
+    /// A Rust `thread::park` loop on a flag: a look (the flag 0), the parker's atomic on its
+    /// state word and a futex wait on that word, the thread's handle code between, then a
+    /// look after the wake that reads 1: a spin from the first look to the last, whatever
+    /// the parker did (whether the thread slept was the host's doing). A condition
+    /// variable's wait (its last atomic releases a mutex, another word: what it looked at was
+    /// under that mutex), a wait begun long after the look, and a look long after the wake
+    /// are none.
+    #[test]
+    fn a_look_then_a_parkers_futex_wait_then_a_look_is_a_spin() {
+        const P: u64 = 0x7000; // the parker's state
+        const M: u64 = 0x7100; // a condition variable's mutex
+        let run = |atomic_on: u64, wait_at: u64, look_at: u64| {
+            let mut d = Detector::default();
+            d.access(10, A, false, false, false);
+            d.recorded(10, A, false, 0, 5);
+            d.access(20, 0x8000, false, false, false); // the thread handle
+            d.access(wait_at - 2, atomic_on, true, false, true);
+            d.marker(wait_at, Op::FutexWait, P);
+            d.marker(wait_at, Op::Done, 0);
+            d.access(wait_at + 5, P, true, false, true); // the parker's state taken back
+            d.access(look_at, A, false, false, false);
+            d.recorded(look_at, A, false, 1, 9);
+            d.changes
+        };
+        let parked = run(P, 40, 60);
+        assert_eq!(parked.len(), 1);
+        assert_eq!((parked[0].from, parked[0].to), (11, 60));
+        assert!(parked[0].spun() && parked[0].clean);
+        for (what, changes) in [
+            ("condition variable", run(M, 40, 60)),
+            ("late wait", run(P, 10 + PER_CHECK + 3, 10 + PER_CHECK + 20)),
+            ("late look", run(P, 40, 40 + SLACK + 1)),
+        ] {
+            assert_eq!(changes.len(), 1, "{what}");
+            assert!(!changes[0].spun(), "{what}: {changes:?}");
         }
     }
 

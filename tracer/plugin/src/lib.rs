@@ -740,6 +740,25 @@ fn watch_last_loads(t: &mut ThreadState) {
     }
 }
 
+/// Loads outside its own stack watched at a futex wait beside its last loads: between a
+/// Rust `park` loop's look at its flag and the system call come the parker's code and the
+/// thread handle's (thread-local and heap loads), which push the look out of `last_loads`.
+const SLEEP_FAR: usize = 8;
+
+/// A futex wait: watch what the thread's last loads read, as at a `pause`, and its last
+/// [`SLEEP_FAR`] loads outside its own stack.
+fn watch_before_sleep(t: &mut ThreadState) {
+    watch_last_loads(t);
+    if let Some(p) = t.polled.as_ref() {
+        for k in 1..=SLEEP_FAR.min(t.next_poll) {
+            let a = p[t.next_poll.wrapping_sub(k) & (POLL_LOADS - 1)];
+            if a != u64::MAX {
+                watch_load(t.stack, a);
+            }
+        }
+    }
+}
+
 /// A `sched_yield`: the thread is polling, and what it looked at since its previous yield is
 /// what it polls: watch every line of it outside the recorded threads' stacks, if the turn's
 /// loads outside its stack fit in
@@ -1111,6 +1130,12 @@ fn futex(t: &mut ThreadState, addr: u64, op: u64, count: u64, addr2: u64) {
         0 | 6 | 9 | 11 | 13 => {
             t.mark(Op::FutexWait, &[addr]);
             t.futex_wait = true;
+            // A thread about to sleep waits, most likely, for what its last loads read, as
+            // at a `pause`: a flag checked before a Rust `thread::park`. Watched, the look
+            // after the wake names the store that ended the wait, and another thread's look
+            // that found that flag already set (it never slept) the store it read
+            // (`sim_frontend::tracer::spinwait`).
+            watch_before_sleep(t);
         }
         // WAKE, UNLOCK_PI, WAKE_BITSET
         1 | 7 | 10 => t.mark(Op::FutexWake, &[addr, count]),
