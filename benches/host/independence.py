@@ -71,6 +71,8 @@ CORPUS = [
     ("rust-rw_table", "examples/rust/rw_table.rs", "rust", ["4", "2000", "40"], "static"),
     ("timed_sync", "examples/cpp/timed_sync.cpp", "c++", ["timed", "4", "200", "300"], "static"),
     ("pipeline", "examples/c/pipeline.c", "c", ["300", "3000", "1000", "1000"], "static"),
+    ("channel_pipeline", "examples/rust/channel_pipeline.rs", "rust", ["300", "3000", "1000"], "static"),
+    ("park_flag", "examples/rust/park_flag.rs", "rust", [], "static"),
     ("channels-pipe", "examples/c/channels.c", "c", ["pipe"], "static"),
     ("channels-socket", "examples/c/channels.c", "c", ["socket"], "static"),
     ("channels-stdio", "examples/c/channels.c", "c", ["stdio"], "static"),
