@@ -116,9 +116,14 @@ pub fn find(
     // Per thread, the counts it took to zero: (position, word, the other threads' last
     // instructions of the episode), by position.
     let mut zeroings: Zeroings = vec![Vec::new(); atomics.len()];
-    for &x in &words {
+    // Each word's episodes that reached zero, in the order of `words`.
+    let episodes: Vec<Vec<(usize, usize)>> = words
+        .iter()
+        .map(|x| zero_episodes(&by_word[x], |e| at(e).value))
+        .collect();
+    for (&x, eps) in words.iter().zip(&episodes) {
         let h = &by_word[&x];
-        for (begin, z) in zero_episodes(h, |e| at(e).value) {
+        for &(begin, z) in eps {
             let (_, u, zi) = h[z];
             let others = last_of_others(atomics, &h[begin..=z], u);
             if !others.is_empty() {
@@ -170,9 +175,9 @@ pub fn find(
     // read from the capture: a pool that waits for its pending count at each round, found
     // zero at its look and counts up again for the next round, keeps its rounds.
     let mut joins: Vec<(u64, usize, LoadQuery)> = Vec::new();
-    for &x in &words {
+    for (&x, eps) in words.iter().zip(&episodes) {
         let h = &by_word[&x];
-        for (begin, z) in zero_episodes(h, |e| at(e).value) {
+        for &(begin, z) in eps {
             let Some(next) = h.get(z + 1) else { continue };
             let (r, na) = (next.1, at(next));
             let mut prev = if begin == 0 {
@@ -219,19 +224,20 @@ pub fn find(
             .map(|(j, _)| (j.0, j.1))
             .collect()
     };
-    for &x in &words {
+    for (&x, eps) in words.iter().zip(&episodes) {
         let h = &by_word[&x];
-        let mut episodes = zero_episodes(h, |e| at(e).value);
-        // Each joined zero's episode goes on into the next.
-        let mut k = episodes.len();
-        while k > 1 {
-            k -= 1;
-            if joined.contains(&(x, episodes[k - 1].1)) {
-                episodes[k].0 = episodes[k - 1].0;
-                episodes.remove(k - 1);
+        // Each joined zero's episode goes on into the next (the last has none to go on in).
+        let mut merged: Vec<(usize, usize)> = Vec::with_capacity(eps.len());
+        let mut carried = None;
+        for (i, &(begin, z)) in eps.iter().enumerate() {
+            let begin = carried.take().unwrap_or(begin);
+            if i + 1 < eps.len() && joined.contains(&(x, z)) {
+                carried = Some(begin);
+            } else {
+                merged.push((begin, z));
             }
         }
-        for (begin, z) in episodes {
+        for (begin, z) in merged {
             let episode = &h[begin..=z];
             let (zseq, u, _) = h[z];
             let waiters = woken(x, h, z);

@@ -722,17 +722,18 @@ fn watched_access(t: &mut ThreadState, vaddr: u64, shift: u32, store: bool) {
 /// A `pause`: its thread spins, most likely on what its last loads read; watch those lines.
 extern "C" fn on_exec_pause(vcpu: c_uint, udata: *mut c_void) {
     on_exec(vcpu, udata);
-    with_state(vcpu, watch_last_loads);
+    with_state(vcpu, |t| watch_last_loads(t, LAST_FAR));
 }
 
-/// Watches the lines of the thread's last loads (at a `pause` or a `sched_yield`).
-fn watch_last_loads(t: &mut ThreadState) {
+/// Watches the lines of the thread's last loads and of its last `far` loads outside its own
+/// stack (at a `pause`, a `sched_yield` or a futex wait).
+fn watch_last_loads(t: &mut ThreadState, far: usize) {
     if !t.recording {
         return;
     }
-    let far = t.polled.as_ref().map_or(&[][..], |p| &p[..]);
-    let last_far = (1..=LAST_FAR.min(t.next_poll))
-        .filter_map(|k| far.get(t.next_poll.wrapping_sub(k) & (POLL_LOADS - 1)));
+    let ring = t.polled.as_ref().map_or(&[][..], |p| &p[..]);
+    let last_far = (1..=far.min(t.next_poll))
+        .filter_map(|k| ring.get(t.next_poll.wrapping_sub(k) & (POLL_LOADS - 1)));
     for a in t.last_loads.iter().chain(last_far) {
         if *a != u64::MAX {
             watch_load(t.stack, *a);
@@ -745,20 +746,6 @@ fn watch_last_loads(t: &mut ThreadState) {
 /// thread handle's (thread-local and heap loads), which push the look out of `last_loads`.
 const SLEEP_FAR: usize = 8;
 
-/// A futex wait: watch what the thread's last loads read, as at a `pause`, and its last
-/// [`SLEEP_FAR`] loads outside its own stack.
-fn watch_before_sleep(t: &mut ThreadState) {
-    watch_last_loads(t);
-    if let Some(p) = t.polled.as_ref() {
-        for k in 1..=SLEEP_FAR.min(t.next_poll) {
-            let a = p[t.next_poll.wrapping_sub(k) & (POLL_LOADS - 1)];
-            if a != u64::MAX {
-                watch_load(t.stack, a);
-            }
-        }
-    }
-}
-
 /// A `sched_yield`: the thread is polling, and what it looked at since its previous yield is
 /// what it polls: watch every line of it outside the recorded threads' stacks, if the turn's
 /// loads outside its stack fit in
@@ -766,7 +753,7 @@ fn watch_before_sleep(t: &mut ThreadState) {
 /// `pause`. The marker tells the converter that the looks before and after it are a
 /// poller's (`sim_frontend::tracer::spinwait`).
 fn yielded(t: &mut ThreadState) {
-    watch_last_loads(t);
+    watch_last_loads(t, LAST_FAR);
     if !t.recording {
         return;
     }
@@ -1135,7 +1122,7 @@ fn futex(t: &mut ThreadState, addr: u64, op: u64, count: u64, addr2: u64) {
             // after the wake names the store that ended the wait, and another thread's look
             // that found that flag already set (it never slept) the store it read
             // (`sim_frontend::tracer::spinwait`).
-            watch_before_sleep(t);
+            watch_last_loads(t, SLEEP_FAR);
         }
         // WAKE, UNLOCK_PI, WAKE_BITSET
         1 | 7 | 10 => t.mark(Op::FutexWake, &[addr, count]),
