@@ -16,7 +16,7 @@ use accounting::table::ReportTable;
 use anyhow::{Result, bail};
 use clap::{Args, Subcommand};
 use serde::Serialize;
-use sim_core::RunResult;
+use sim_core::{Component, RunResult};
 use sim_frontend::model::Program;
 use sim_memory::Erasure;
 
@@ -204,7 +204,10 @@ pub fn analyze_erasing(
         let mut instances;
         (instances, strays) = c.finish_counting_strays();
         merge_sites_by_location(&rd.trace.program, &mut instances);
-        (result, lime::analyze(&instances, opts), library)
+        let mut sections = lime::analyze(&instances, opts);
+        let ends: Vec<f64> = result.threads.iter().map(|t| t.end).collect();
+        lime::count_idle_after_end(&mut sections, &instances, &ends);
+        (result, sections, library)
     });
     pb.finish_and_clear();
     if strays > 0 {
@@ -424,6 +427,11 @@ pub struct LimeReport {
     /// condition variables too, which delimit no section) and before their start or after
     /// their end — as a share of the run's thread-cycles (percent).
     pub wait_run_pct: f64,
+    /// The part of `wait_run_pct` outside the sections in which threads were not alive:
+    /// before their start or after their end (`imbalance-start`, `imbalance-end`, less a
+    /// joined child's idle time in its join section), the serial code of a program whose
+    /// threads exist only around its parallel part (percent of the run's thread-cycles).
+    pub not_alive_outside_run_pct: f64,
     /// True when `wait_run_pct` is at most [`BALANCED_PCT`]: the threads hardly wait, so no
     /// section's imbalance costs the run much, whatever its own imbalance.
     pub balanced: bool,
@@ -575,6 +583,16 @@ pub fn report(
     }
     let idle_run_pct = of_run(total_idle);
     let wait_run_pct = of_run(run.threads.iter().map(|t| t.stack.sync()).sum());
+    // Threads not alive outside the sections: a joined child's wait for its siblings is in
+    // its join section's idle time already.
+    let not_alive_outside_run_pct = of_run(
+        run.threads
+            .iter()
+            .map(|t| t.stack.get(Component::ImbalanceStart) + t.stack.get(Component::ImbalanceEnd))
+            .sum::<f64>()
+            - sections.iter().map(|s| s.idle_after_end).sum::<f64>(),
+    )
+    .max(0.0);
     LimeReport {
         schema: SCHEMA,
         workload: rd.workload.clone(),
@@ -583,9 +601,27 @@ pub fn report(
         run_cycles: run.cycles,
         idle_run_pct,
         wait_run_pct,
+        not_alive_outside_run_pct,
         balanced: wait_run_pct <= BALANCED_PCT,
         sections: rows,
         report_tables: tables,
+    }
+}
+
+/// What waiting outside the sections was, of `outside` percent of the run's thread-cycles:
+/// the part in which threads were not alive (`not_alive`: serial code before their creation
+/// or after their end, which no section holds) and the rest (locks, condition variables,
+/// joins and waits no section delimits). A share under 0.05 % is not named.
+fn outside_split(outside: f64, not_alive: f64) -> String {
+    let other = (outside - not_alive).max(0.0);
+    let alive = format!("{other:.1}% in locks, condition variables and other waits");
+    if not_alive < 0.05 {
+        alive
+    } else {
+        format!(
+            "{not_alive:.1}% before threads started or after they ended (serial code; `not \
+             alive` in `isim run`'s table) and {alive}"
+        )
     }
 }
 
@@ -680,10 +716,11 @@ pub fn render(rep: &LimeReport, sections: usize, top: usize) -> String {
         if rep.wait_run_pct > BALANCED_PCT {
             let _ = writeln!(
                 s,
-                "threads wait for {:.1}% of the run's thread-cycles (locks, condition variables, \
-                 thread start and end), which LIME does not analyse: `isim locks` ranks the locks, \
-                 `isim profile` has the synchronization regions",
-                rep.wait_run_pct
+                "threads wait for {:.1}% of the run's thread-cycles: {}, which LIME does not \
+                 analyse (`isim locks` ranks the locks, `isim profile` has the synchronization \
+                 regions)",
+                rep.wait_run_pct,
+                outside_split(rep.wait_run_pct, rep.not_alive_outside_run_pct)
             );
         }
         return s;
@@ -726,13 +763,15 @@ pub fn render(rep: &LimeReport, sections: usize, top: usize) -> String {
     } else if rep.wait_run_pct - rep.idle_run_pct > BALANCED_PCT {
         let _ = writeln!(
             s,
-            "\nthreads wait for {:.1}% of the run's thread-cycles: {:.1}% in these sections and \
-             {:.1}% outside them (locks, condition variables, thread start and end, all shares \
-             of the run's thread-cycles): LIME analyses only barrier-, join- and pool-delimited \
-             sections; `isim locks` ranks the locks",
+            "\nthreads wait for {:.1}% of the run's thread-cycles: {:.1}% in these sections, \
+             {} outside them (all shares of the run's thread-cycles); LIME analyses only \
+             barrier-, join- and pool-delimited sections, `isim locks` ranks the locks",
             rep.wait_run_pct,
             rep.idle_run_pct,
-            rep.wait_run_pct - rep.idle_run_pct
+            outside_split(
+                rep.wait_run_pct - rep.idle_run_pct,
+                rep.not_alive_outside_run_pct
+            )
         );
     }
     let minor = rep
@@ -1275,6 +1314,7 @@ mod tests {
             run_cycles: 1000.0,
             idle_run_pct: 0.0,
             wait_run_pct: 21.4,
+            not_alive_outside_run_pct: 15.0,
             balanced: false,
             sections: Vec::new(),
             report_tables: Vec::new(),
@@ -1285,7 +1325,14 @@ mod tests {
             "{text}"
         );
         assert!(
-            text.contains("threads wait for 21.4% of the run's thread-cycles"),
+            text.contains(
+                "threads wait for 21.4% of the run's thread-cycles: 15.0% before threads \
+                 started or after they ended"
+            ),
+            "{text}"
+        );
+        assert!(
+            text.contains("6.4% in locks, condition variables and other waits"),
             "{text}"
         );
         rep.wait_run_pct = 1.0;

@@ -476,7 +476,7 @@ fn the_report_says_when_a_run_is_balanced_and_ranks_by_cost_to_the_run() {
         );
         assert_eq!(wait <= 3.0, balanced, "{workload}: {wait}");
         assert_eq!(
-            text.contains("in these sections and"),
+            text.contains("in these sections, "),
             wait - want > 3.0,
             "{workload}: {text}"
         );
@@ -633,6 +633,28 @@ fn a_wait_for_counts_made_as_threads_end_is_a_join_section() {
         arrivals[2]
     );
     assert!(inst.imbalance() > 0.2, "{}", inst.imbalance());
+    // The children that ended before the release waited in the section after their end: that
+    // part of their `imbalance-end` is the section's idle time, the rest (from the release to
+    // the run's end, while `main` runs its serial end) is outside every section.
+    let ends: Vec<f64> = tagged.threads.iter().map(|t| t.end).collect();
+    let in_section = inst.idle_after_end(&ends);
+    let not_alive_after: f64 = tagged.threads[1..]
+        .iter()
+        .map(|t| t.stack.get(sim_core::Component::ImbalanceEnd))
+        .sum();
+    let outside: f64 = tagged.threads[1..]
+        .iter()
+        .map(|t| tagged.cycles - t.end.max(inst.release))
+        .sum();
+    assert!(in_section > 0.0 && outside > 0.0, "{in_section} {outside}");
+    assert!(
+        (not_alive_after - in_section - outside).abs() < 1e-6,
+        "after their ends {not_alive_after} = in the section {in_section} + outside {outside}"
+    );
+    assert!(
+        inst.idle_after_end(&[]) == 0.0,
+        "threads of unknown end are alive"
+    );
 }
 
 /// A call into a work-stealing pool from outside it (rayon's `Registry::in_worker_cold`) is a

@@ -336,6 +336,19 @@ pub fn analyze_instance(inst: &Instance, cfg: &Cfg, opts: &Options) -> InstanceR
     }
 }
 
+/// Fills each section's [`SectionResult::idle_after_end`] from `instances` (those
+/// [`analyze`] was given) and `ends`, when each thread ended (by thread id): a section's
+/// instances are those of its site and kind.
+pub fn count_idle_after_end(sections: &mut [SectionResult], instances: &[Instance], ends: &[f64]) {
+    let mut by_section: BTreeMap<(u32, SectionKind), f64> = BTreeMap::new();
+    for i in instances {
+        *by_section.entry((i.site, i.kind)).or_default() += i.idle_after_end(ends);
+    }
+    for s in sections {
+        s.idle_after_end = by_section.get(&(s.site, s.kind)).copied().unwrap_or(0.0);
+    }
+}
+
 /// One static section's combined result.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct SectionResult {
@@ -357,6 +370,9 @@ pub struct SectionResult {
     pub imbalance: f64,
     /// Idle cycles summed over instances and threads.
     pub idle_cycles: f64,
+    /// Of `idle_cycles`, those after the idle thread ended ([`Instance::idle_after_end`]):
+    /// 0 until [`count_idle_after_end`] is given the threads' ends.
+    pub idle_after_end: f64,
     /// Thread-cycles of all instances (length × threads).
     pub thread_cycles: f64,
     /// Combined causes, best first.
@@ -494,6 +510,7 @@ pub fn analyze(instances: &[Instance], opts: &Options) -> Vec<SectionResult> {
                 0.0
             },
             idle_cycles: idle,
+            idle_after_end: 0.0,
             thread_cycles,
             causes,
             thread_times: times.into_iter().collect(),

@@ -144,6 +144,20 @@ impl Instance {
         (self.release - start).max(0.0)
     }
 
+    /// Of [`Instance::idle`], the cycles in which the idle thread no longer existed: after
+    /// `ends[thread]`, when it ended (a joined child waiting for its siblings' ends; a thread
+    /// that counted down and then exited). `ends` is indexed by thread id; a thread beyond it
+    /// is taken as alive.
+    pub fn idle_after_end(&self, ends: &[f64]) -> f64 {
+        self.threads
+            .iter()
+            .filter_map(|t| {
+                let end = *ends.get(t.thread as usize)?;
+                Some((self.release - t.arrival.max(end)).max(0.0))
+            })
+            .sum()
+    }
+
     /// Idle cycles summed over threads (release − arrival).
     pub fn idle(&self) -> f64 {
         self.threads

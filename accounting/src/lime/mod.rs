@@ -14,6 +14,7 @@ pub mod stats;
 
 pub use analyze::{
     Cause, CauseKind, EventSet, MIN_THREADS, Options, SectionResult, analyze, analyze_instance,
+    count_idle_after_end,
 };
 pub use collect::{
     Collector, Event, Instance, LibraryCalls, LibraryEvents, SectionKind, ThreadSection,
