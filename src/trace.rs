@@ -70,6 +70,10 @@ pub struct TraceArgs {
     /// them in a log per trace.
     #[arg(skip)]
     pub program_output: Option<PathBuf>,
+    /// Variables set in the program's environment besides isim's own (a sweep sizes an
+    /// OpenMP team by each core count: `OMP_NUM_THREADS`).
+    #[arg(skip)]
+    pub program_env: Vec<(String, String)>,
 }
 
 /// One thread of the printed summary.
@@ -141,6 +145,8 @@ pub struct TraceReport {
     pub spin_waits: SpinWaitLine,
     /// Warnings.
     pub warnings: Vec<String>,
+    /// The program called exec, and the trace ends there (the new program is not in it).
+    pub ended_at_exec: bool,
 }
 
 /// The spin-waits of the summary (`sim_frontend::tracer::spinwait`).
@@ -464,6 +470,9 @@ pub fn trace(a: &TraceArgs) -> Result<TraceReport> {
     let capture_dir = pad_env(cap.display().to_string(), '/');
     let plugin_roi = if a.roi == Roi::All { "all" } else { "main" };
     let mut cmd = Command::new(&qemu);
+    for (k, v) in &a.program_env {
+        cmd.arg("-E").arg(format!("{k}={v}"));
+    }
     if let Some(log) = &a.program_output {
         let f = std::fs::File::create(log)
             .with_context(|| format!("cannot create {}", log.display()))?;
@@ -543,7 +552,10 @@ pub fn trace(a: &TraceArgs) -> Result<TraceReport> {
         let _ = std::fs::remove_dir_all(&cap);
     }
     let mut warnings = summary.warnings.clone();
-    if openmp && std::env::var_os("OMP_NUM_THREADS").is_none() {
+    if openmp
+        && std::env::var_os("OMP_NUM_THREADS").is_none()
+        && !a.program_env.iter().any(|(k, _)| k == "OMP_NUM_THREADS")
+    {
         warnings.extend(host_sized_team(summary.threads.len(), usable_cpus()));
     }
     let status_s = match qemu_failed {
@@ -729,6 +741,7 @@ fn report(
             })
             .collect(),
         warnings,
+        ended_at_exec: s.ended_at_exec,
     })
 }
 

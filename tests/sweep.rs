@@ -511,6 +511,65 @@ fn a_real_program_is_traced_once_per_core_count_and_each_trace_simulated() {
     assert!(out.contains("0 runs executed, 3 reused"), "{out}");
 }
 
+/// An OpenMP program that takes its team size from the environment is traced with a team of
+/// each core count (`OMP_NUM_THREADS`, when the user did not set it); a wrapper that execs the
+/// program (`env VAR=… PROGRAM`) is refused, since its trace would hold the wrapper only (it
+/// once gave a scaling table of `env` itself, speedup 1.00 at every count).
+#[test]
+fn an_openmp_team_follows_the_core_count_and_a_wrapper_is_refused() {
+    if !common::tools_present(&["qemu-x86_64", "gcc"]) {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let libs = common::tracer_libs();
+    let src = dir.path().join("team.c");
+    std::fs::write(
+        &src,
+        "#include <stdio.h>\n#include <omp.h>\nstatic double a[4096];\n\
+         int main(void) {\n  for (int r = 0; r < 3; r++) {\n\
+         #pragma omp parallel for\n    for (int i = 0; i < 4096; i++) a[i] += i * r;\n  }\n\
+         printf(\"%d %f\\n\", omp_get_max_threads(), a[7]);\n  return 0;\n}\n",
+    )
+    .unwrap();
+    let exe = common::compile(dir.path(), "team", &src, &["-fopenmp"]);
+    let sweep = |out: &Path, prog: &[&str]| {
+        Command::new(env!("CARGO_BIN_EXE_isim"))
+            .env("ISIM_TRACER_DIR", libs)
+            .env_remove("OMP_NUM_THREADS")
+            .args(["sweep", "--cores", "1,2,4", "--jobs", "2", "--out"])
+            .arg(out)
+            .arg("--")
+            .args(prog)
+            .output()
+            .unwrap()
+    };
+    let sw = dir.path().join("sw");
+    let o = sweep(&sw, &[exe.to_str().unwrap()]);
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(o.status.success(), "{err}");
+    assert!(!err.contains("sized by the host"), "{err}");
+    for c in [1u32, 2, 4] {
+        let t = sim_frontend::Trace::open(&sw.join("traces").join(format!("c{c}.itrace"))).unwrap();
+        assert_eq!(t.thread_count(), c, "trace for {c} cores");
+        let log = std::fs::read_to_string(sw.join("traces").join(format!("c{c}.log"))).unwrap();
+        assert!(log.starts_with(&format!("{c} ")), "{log}");
+    }
+    let wrapped = dir.path().join("wrapped");
+    let o = sweep(
+        &wrapped,
+        &["env", "OMP_NUM_THREADS={threads}", exe.to_str().unwrap()],
+    );
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(!o.status.success(), "{err}");
+    assert!(err.contains("called exec"), "{err}");
+    for c in [1u32, 2, 4] {
+        assert!(
+            !wrapped.join("traces").join(format!("c{c}.itrace")).exists(),
+            "no trace of the wrapper is kept for a resumed sweep to use"
+        );
+    }
+}
+
 /// A real kill: `isim sweep` (one job) is SIGKILLed as soon as its first run is complete; the
 /// same command then reuses what finished, redoes the rest (a half-written run included), and
 /// ends with results byte-identical to an uninterrupted sweep's.

@@ -135,17 +135,21 @@ impl SweepSpec {
                  (sweep inputs as separate sweeps)"
             );
         }
-        if !args.program.iter().any(|a| a.contains(THREADS_PLACEHOLDER)) {
+        let exe = crate::trace::check_program(&args.program[0])?;
+        let bytes =
+            std::fs::read(&exe).with_context(|| format!("cannot read {}", exe.display()))?;
+        // An OpenMP program's team is sized by `OMP_NUM_THREADS`, which each trace sets to its
+        // core count (`programs::team_size`): it needs no placeholder.
+        if !args.program.iter().any(|a| a.contains(THREADS_PLACEHOLDER)) && !calls_openmp(&bytes) {
             bail!(
                 "the program's arguments must say where the thread count goes with \
-                 {THREADS_PLACEHOLDER}, e.g. `isim sweep --cores 1,2,4 -- {} -t {THREADS_PLACEHOLDER}`",
+                 {THREADS_PLACEHOLDER}, e.g. `isim sweep --cores 1,2,4 -- {} -t {THREADS_PLACEHOLDER}` \
+                 (an OpenMP program needs none: its team is sized by OMP_NUM_THREADS, which \
+                 each trace sets to its core count)",
                 args.program[0]
             );
         }
         let cores = Self::core_counts(args)?;
-        let exe = crate::trace::check_program(&args.program[0])?;
-        let bytes =
-            std::fs::read(&exe).with_context(|| format!("cannot read {}", exe.display()))?;
         let mut program = args.program.clone();
         program[0] = exe.display().to_string();
         let mut errors = Vec::new();
@@ -511,6 +515,22 @@ pub(crate) fn prepare_dir(spec: &SweepSpec, dir: &Path) -> Result<()> {
             .expect("plain data")
             .as_bytes(),
     )
+}
+
+/// Whether the executable `bytes` call into an OpenMP runtime (GCC's libgomp entry points,
+/// `GOMP_*`, or LLVM's, `__kmpc_*`, among its imported symbols): its team takes its size from
+/// `OMP_NUM_THREADS`.
+fn calls_openmp(bytes: &[u8]) -> bool {
+    use object::{Object, ObjectSymbol};
+    let Ok(file) = object::File::parse(bytes) else {
+        return false;
+    };
+    let named = |n: &[u8]| n.starts_with(b"GOMP_") || n.starts_with(b"__kmpc_");
+    file.imports()
+        .is_ok_and(|imports| imports.iter().any(|i| named(i.name())))
+        || file
+            .dynamic_symbols()
+            .any(|s| s.is_undefined() && s.name_bytes().is_ok_and(named))
 }
 
 #[cfg(test)]

@@ -75,6 +75,47 @@ pub(crate) fn trace_one(spec: &SweepSpec, dir: &Path, cores: u32) -> Result<()> 
         host_threads: None,
         program: spec.program_for(cores),
         program_output: Some(traces.join(format!("c{cores}.log"))),
+        program_env: team_size(cores, std::env::var_os("OMP_NUM_THREADS").is_some()),
     };
-    crate::trace::trace(&a).map(|_| ())
+    let report = crate::trace::trace(&a)?;
+    if report.ended_at_exec {
+        // The trace is of a wrapper, not of the program: a sweep of it measures nothing.
+        let _ = std::fs::remove_file(&a.out);
+        anyhow::bail!(
+            "{} called exec, so the trace holds the first program only, not the one it ran \
+             (a wrapper such as `env VAR=… PROGRAM` or a shell script): sweep the program \
+             itself, setting its environment in isim's (an OpenMP team is sized by the core \
+             count already: OMP_NUM_THREADS={cores})",
+            a.program[0]
+        );
+    }
+    for w in &report.warnings {
+        eprintln!("warning: trace c{cores}: {w}");
+    }
+    Ok(())
+}
+
+/// The environment a sweep's trace for `cores` gives the program: an OpenMP team of as many
+/// threads as cores (`OMP_NUM_THREADS`), unless the user set it (`user_set`: then it is
+/// theirs, the same at every count). A program that is not OpenMP ignores it.
+fn team_size(cores: u32, user_set: bool) -> Vec<(String, String)> {
+    if user_set {
+        Vec::new()
+    } else {
+        vec![("OMP_NUM_THREADS".to_string(), cores.to_string())]
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::team_size;
+
+    #[test]
+    fn an_openmp_team_is_sized_by_the_core_count_unless_the_user_sized_it() {
+        assert_eq!(
+            team_size(4, false),
+            [("OMP_NUM_THREADS".to_string(), "4".to_string())]
+        );
+        assert!(team_size(4, true).is_empty());
+    }
 }

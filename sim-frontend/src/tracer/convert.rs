@@ -86,6 +86,9 @@ pub struct Summary {
     pub dropped_instructions: u64,
     /// Things a user should know (cut threads, unknown barriers, missing debug info).
     pub warnings: Vec<String>,
+    /// The traced process called exec: the trace ends there, before the new program (a
+    /// wrapper such as `env VAR=… prog` traced instead of the program).
+    pub ended_at_exec: bool,
     /// Critical sections that found their condition true where the same code elsewhere
     /// waited, replayed as waits for the section that made it so (see `sync.rs`).
     pub skipped_waits: u64,
@@ -730,6 +733,11 @@ fn first_pass(dir: &Path, t: u32, raw_tid: u32, hot: &[Hot]) -> Result<FirstPass
     Ok(out)
 }
 
+/// Whether `threads.tsv` says the process ended by calling exec.
+fn ended_at_exec(threads_tsv: &str) -> bool {
+    threads_tsv.lines().any(|l| l == "end\texec")
+}
+
 /// The warnings that `threads.tsv`'s summary lines call for: child processes (not traced),
 /// an exec (the trace ends there), threads that ran untraced, atomic instructions that ran
 /// without the plugin's lock around them (their words' histories may be out of order).
@@ -747,7 +755,7 @@ fn capture_warnings(threads_tsv: &str) -> Vec<String> {
             "the program made {forks} child process(es) (fork): only the original process is traced"
         ));
     }
-    if field("end") == Some("exec") {
+    if ended_at_exec(threads_tsv) {
         out.push(
             "the program called exec: the trace ends there (the new program is not traced)".into(),
         );
@@ -1464,6 +1472,7 @@ pub fn convert(dir: &Path, out: &Path, opts: &Options) -> Result<Summary, TraceE
         })
         .collect();
     warnings.extend(capture_warnings(&threads_tsv));
+    let ended_at_exec = ended_at_exec(&threads_tsv);
 
     let mut params = vec![("roi".to_string(), opts.roi.name().to_string())];
     params.extend(
@@ -1491,6 +1500,7 @@ pub fn convert(dir: &Path, out: &Path, opts: &Options) -> Result<Summary, TraceE
         base_dir: opts.base_dir.clone(),
         summary: Summary {
             threads: vec![ThreadSummary::default(); tids.len()],
+            ended_at_exec,
             ..Summary::default()
         },
     };
@@ -1920,6 +1930,8 @@ mod tests {
         // A capture from before the count was written.
         assert!(capture_warnings("0\tflushed\nend\texit\nforks\t0\n").is_empty());
         let w = capture_warnings("0\tflushed\nend\texec\nforks\t2\nimpatient\t3\n");
+        assert!(ended_at_exec("0\tflushed\nend\texec\nforks\t2\n"));
+        assert!(!ended_at_exec("0\tflushed\nend\texit\nforks\t0\n"));
         assert_eq!(w.len(), 3, "{w:?}");
         assert!(w[0].starts_with("the program made 2 child process(es)"));
         assert!(w[1].contains("called exec"));
