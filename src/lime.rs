@@ -614,7 +614,7 @@ pub fn report(
 /// joins and waits no section delimits). A share under 0.05 % is not named.
 fn outside_split(outside: f64, not_alive: f64) -> String {
     let other = (outside - not_alive).max(0.0);
-    let alive = format!("{other:.1}% in locks, condition variables and other waits");
+    let alive = format!("{other:.1}% in locks, condition variables, joins and other waits");
     if not_alive < 0.05 {
         alive
     } else {
@@ -1332,7 +1332,7 @@ mod tests {
             "{text}"
         );
         assert!(
-            text.contains("6.4% in locks, condition variables and other waits"),
+            text.contains("6.4% in locks, condition variables, joins and other waits"),
             "{text}"
         );
         rep.wait_run_pct = 1.0;
