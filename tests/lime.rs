@@ -1084,3 +1084,90 @@ fn a_librarys_work_after_a_callback_counts_at_the_call_into_the_library() {
     );
     assert!(library.events.iter().all(|e| e.at != cmp_ret));
 }
+
+/// A libc function a stripped libc leaves unnamed (`memset`: the body its IFUNC chose for this
+/// CPU has no symbol) is named by the PLT stub that jumped to it, for a call and for a tail
+/// call (`jmp memset@plt`, the last statement of a function): LIME's cause is the user's line
+/// `in memset`, and the body (not only its first instruction) carries the name. Before, both
+/// read `in <libc.so.6>`.
+#[test]
+fn an_unnamed_library_function_is_named_by_the_plt_stub_that_called_it() {
+    if !common::tools_present(&["qemu-x86_64", "gcc"]) {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let src = dir.path().join("fill.c");
+    std::fs::write(
+        &src,
+        r#"#include <pthread.h>
+#include <string.h>
+static char buf[4][1 << 19];
+static pthread_barrier_t b;
+__attribute__((noinline)) void fill_tail(int t, int r) {
+    memset(buf[t], r, (size_t)(t + 1) << 16);
+}
+__attribute__((noinline)) int fill_call(int t, int r) {
+    memset(buf[t], r + 1, (size_t)(t + 1) << 16);
+    return buf[t][r];
+}
+static void *worker(void *arg) {
+    int t = (int)(long)arg, s = 0;
+    for (int r = 0; r < 4; r++) {
+        if (r & 1) fill_tail(t, r); else s += fill_call(t, r);
+        pthread_barrier_wait(&b);
+    }
+    return (void *)(long)s;
+}
+int main(void) {
+    pthread_t th[4];
+    pthread_barrier_init(&b, 0, 4);
+    for (long t = 0; t < 4; t++) pthread_create(&th[t], 0, worker, (void *)t);
+    for (int t = 0; t < 4; t++) pthread_join(th[t], 0);
+    return 0;
+}
+"#,
+    )
+    .unwrap();
+    let exe = common::compile(dir.path(), "fill", &src, &[]);
+    let trace = common::trace(&exe, &[], &dir.path().join("fill.itrace"));
+    let t = sim_frontend::Trace::open(&trace).unwrap();
+    let p = &t.program;
+    let named = |f: &str| {
+        (0..p.insts.len() as u32)
+            .filter(|&s| p.function_name(s).is_some_and(|n| n.contains(f)))
+            .count()
+    };
+    assert!(named("memset") > 10, "memset's body is named: {}", named("memset"));
+    let rd = dir.path().join("run");
+    let o = isim()
+        .args(["run", "--trace"])
+        .arg(&trace)
+        .arg("--out")
+        .arg(&rd)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let (text, json) = lime_cli(&rd, &[]);
+    let causes: Vec<&serde_json::Value> = json["sections"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .flat_map(|s| s["causes"].as_array().unwrap())
+        .filter(|c| !c["library"].is_null())
+        .collect();
+    // Both calls' lines (6: the tail call; 9: the call) name memset.
+    for line in ["/fill.c:6", "/fill.c:9"] {
+        let c = causes
+            .iter()
+            .find(|c| c["location"].as_str().is_some_and(|l| l.ends_with(line)))
+            .unwrap_or_else(|| panic!("no library cause at {line}: {text}"));
+        assert!(
+            c["library"]["called"]
+                .as_str()
+                .is_some_and(|n| n.contains("memset")),
+            "{line}: {}",
+            c["library"]
+        );
+    }
+    assert!(!text.contains("in <libc.so.6>"), "{text}");
+}

@@ -286,13 +286,24 @@ struct Conv<'a> {
     sections: HashMap<String, u32>,
     summary: Summary,
     base_dir: Option<PathBuf>,
+    /// Names for library functions no symbol names, by raw index: the symbol of the PLT stub
+    /// that jumped to the function's entry (`memset`, whose IFUNC-chosen body a stripped libc
+    /// leaves unnamed), for the entry and the body the first thread to run it ran at the
+    /// entry's call depth, so that a call's callee has a name (LIME's `in memset`, a
+    /// profile's `memset` frame).
+    entry_names: HashMap<u32, String>,
 }
 
 impl Conv<'_> {
     fn declare(&mut self, raw: u32, mem: &[MemAccess]) -> Result<u32, TraceError> {
         let st = &self.statics[raw as usize];
         let d = &self.dec[raw as usize];
-        let r = self.resolver.resolve(st.pc);
+        let mut r = self.resolver.resolve(st.pc);
+        if r.function.as_deref().is_none_or(|f| f.starts_with('<'))
+            && let Some(name) = self.entry_names.get(&raw)
+        {
+            r.function = Some(name.clone());
+        }
         let intern = |map: &mut HashMap<String, u32>, list: &mut Vec<String>, name: String| {
             *map.entry(name).or_insert_with_key(|k| {
                 list.push(k.clone());
@@ -510,6 +521,14 @@ struct FirstPass {
     statics: Vec<(u32, Vec<MemAccess>)>,
     /// The section names it uses, in the order it first does.
     sections: Vec<String>,
+    /// Kept static instructions it first executed right after code left out of the trace,
+    /// with the last instruction of that code (a PLT stub's jump through the global offset
+    /// table: what names an unnamed library function's entry, [`Conv::entry_names`]).
+    entered_from: Vec<(u32, u32)>,
+    /// Kept static instructions it first executed in the function such an entry began, at
+    /// its call depth (not in what that function called), with the entry: an unnamed
+    /// function's body takes the entry's name.
+    within: Vec<(u32, u32)>,
     /// Its critical sections on interposed mutexes, for the condition waits they skipped.
     cond_sections: sync::SectionTracker,
 }
@@ -571,6 +590,8 @@ fn first_pass(dir: &Path, t: u32, raw_tid: u32, hot: &[Hot]) -> Result<FirstPass
         spins: spinwait::Detector::default(),
         statics: Vec::new(),
         sections: Vec::new(),
+        entered_from: Vec::new(),
+        within: Vec::new(),
         cond_sections: sync::SectionTracker::default(),
     };
     // Past its `ThreadEnd`: its exit path, of which only atomic instructions are read.
@@ -580,6 +601,9 @@ fn first_pass(dir: &Path, t: u32, raw_tid: u32, hot: &[Hot]) -> Result<FirstPass
     // The first execution being collected: its index in `out.statics`.
     let mut collecting: Option<usize> = None;
     let mut in_dropped = false;
+    let mut last_dropped = 0u32;
+    // The instruction entered from left-out code whose function runs now, and its depth.
+    let mut entry: Option<(u32, usize)> = None;
     // Instructions so far, the last one's raw index and its last access.
     let mut execs = 0u64;
     let mut last_raw = 0u32;
@@ -614,6 +638,7 @@ fn first_pass(dir: &Path, t: u32, raw_tid: u32, hot: &[Hot]) -> Result<FirstPass
                 execs += 1;
                 last_raw = raw;
                 // The call stack, for the function an atomic instruction runs in.
+                let depth = calls.len();
                 let branch = hot.get(raw as usize).map(|h| h.branch);
                 match branch {
                     Some(BranchKind::DirectCall | BranchKind::IndirectCall) => {
@@ -636,15 +661,29 @@ fn first_pass(dir: &Path, t: u32, raw_tid: u32, hot: &[Hot]) -> Result<FirstPass
                 };
                 if !h.keep {
                     in_dropped = true;
+                    last_dropped = raw;
                     continue;
                 }
-                in_dropped = false;
+                let after_dropped = std::mem::replace(&mut in_dropped, false);
+                if after_dropped {
+                    entry = Some((raw, depth));
+                } else if entry.is_some_and(|(_, d)| depth < d) {
+                    entry = None;
+                }
                 if let Some(i) = collecting.take() {
                     let (p, m) = &mut out.statics[i];
                     merge_pieces(m, hot[*p as usize].widest as u32);
                 }
                 if !seen[raw as usize] {
                     seen[raw as usize] = true;
+                    if after_dropped {
+                        out.entered_from.push((raw, last_dropped));
+                    }
+                    if let Some((e, d)) = entry
+                        && d == depth
+                    {
+                        out.within.push((raw, e));
+                    }
                     out.statics.push((raw, Vec::new()));
                     collecting = Some(out.statics.len() - 1);
                 }
@@ -1498,6 +1537,7 @@ pub fn convert(dir: &Path, out: &Path, opts: &Options) -> Result<Summary, TraceE
         files: HashMap::new(),
         sections: HashMap::new(),
         base_dir: opts.base_dir.clone(),
+        entry_names: HashMap::new(),
         summary: Summary {
             threads: vec![ThreadSummary::default(); tids.len()],
             ended_at_exec,
@@ -1517,6 +1557,35 @@ pub fn convert(dir: &Path, out: &Path, opts: &Options) -> Result<Summary, TraceE
     // The atomic instructions the trace does not hold: each traced thread's, and those of
     // threads the plugin did not record, numbered after the traced ones by their vCPU.
     let mut hidden: Vec<(u32, Atomic)> = untraced_atomics(dir, tids.len() as u32)?;
+    // An unnamed library function entered from a PLT stub is named by the stub's symbol (the
+    // first thread's first entry decides, whatever the host threads' timing).
+    for f in &firsts {
+        for &(raw, from) in &f.entered_from {
+            let pc = statics[from as usize].pc;
+            if c.entry_names.contains_key(&raw) || !plt.iter().any(|&(a, b)| a <= pc && pc < b) {
+                continue;
+            }
+            if let Some(name) = c.resolver.slot_symbol(pc) {
+                c.entry_names.insert(raw, name);
+            }
+        }
+    }
+    // Its body, up to its return and not what it calls, in the entry's object (code a
+    // symbol names keeps that name: `Conv::declare`).
+    for f in &firsts {
+        for &(raw, e) in &f.within {
+            if c.entry_names.contains_key(&raw) {
+                continue;
+            }
+            let Some(name) = c.entry_names.get(&e) else {
+                continue;
+            };
+            let (pc, epc) = (statics[raw as usize].pc, statics[e as usize].pc);
+            if c.resolver.module_of(pc) == c.resolver.module_of(epc) {
+                c.entry_names.insert(raw, name.clone());
+            }
+        }
+    }
     // Static indices, function, file and section names are numbered in the order a serial
     // pass over thread 0, then thread 1, … meets them, whatever the host threads' timing.
     for f in &firsts {

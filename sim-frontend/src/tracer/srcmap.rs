@@ -333,6 +333,31 @@ impl Resolver {
         callees
     }
 
+    /// The symbol whose global offset table slot the jump at `pc` goes through (a PLT stub's
+    /// `jmp *slot(%rip)`, the slot's dynamic relocation naming it: `memset`), demangled;
+    /// `None` for any other instruction, or a slot with no named relocation.
+    pub fn slot_symbol(&mut self, pc: u64) -> Option<String> {
+        use iced_x86::{Decoder, DecoderOptions, FlowControl};
+        use object::{Object, ObjectSymbol, ObjectSymbolTable, RelocationTarget};
+        let (data, bias) = self.image_of(pc)?;
+        let file = object::File::parse(&*data).ok()?;
+        let vaddr = pc.wrapping_sub(bias);
+        let mut d = Decoder::with_ip(64, bytes_at(&file, vaddr)?, vaddr, DecoderOptions::NONE);
+        let jump = d.decode();
+        if jump.flow_control() != FlowControl::IndirectBranch || !jump.is_ip_rel_memory_operand()
+        {
+            return None;
+        }
+        let slot = jump.ip_rel_memory_address();
+        let (_, reloc) = file.dynamic_relocations()?.find(|(at, _)| *at == slot)?;
+        let RelocationTarget::Symbol(k) = reloc.target() else {
+            return None;
+        };
+        let sym = file.dynamic_symbol_table()?.symbol_by_index(k).ok()?;
+        let name = sym.name().ok().filter(|n| !n.is_empty())?;
+        Some(addr2line::demangle_auto(name.into(), None).into_owned())
+    }
+
     /// The object file holding `pc` (read once) and its module's load bias.
     fn image_of(&mut self, pc: u64) -> Option<(std::sync::Arc<[u8]>, u64)> {
         let k = self.module_of(pc)?;
