@@ -1137,7 +1137,11 @@ int main(void) {
             .filter(|&s| p.function_name(s).is_some_and(|n| n.contains(f)))
             .count()
     };
-    assert!(named("memset") > 10, "memset's body is named: {}", named("memset"));
+    assert!(
+        named("memset") > 10,
+        "memset's body is named: {}",
+        named("memset")
+    );
     let rd = dir.path().join("run");
     let o = isim()
         .args(["run", "--trace"])

@@ -344,8 +344,7 @@ impl Resolver {
         let vaddr = pc.wrapping_sub(bias);
         let mut d = Decoder::with_ip(64, bytes_at(&file, vaddr)?, vaddr, DecoderOptions::NONE);
         let jump = d.decode();
-        if jump.flow_control() != FlowControl::IndirectBranch || !jump.is_ip_rel_memory_operand()
-        {
+        if jump.flow_control() != FlowControl::IndirectBranch || !jump.is_ip_rel_memory_operand() {
             return None;
         }
         let slot = jump.ip_rel_memory_address();
