@@ -602,8 +602,9 @@ fn first_pass(dir: &Path, t: u32, raw_tid: u32, hot: &[Hot]) -> Result<FirstPass
     let mut collecting: Option<usize> = None;
     let mut in_dropped = false;
     let mut last_dropped = 0u32;
-    // The instruction entered from left-out code whose function runs now, and its depth.
-    let mut entry: Option<(u32, usize)> = None;
+    // Instructions entered from left-out code whose functions have not returned, with their
+    // call depths, innermost last.
+    let mut entries: Vec<(u32, usize)> = Vec::new();
     // Instructions so far, the last one's raw index and its last access.
     let mut execs = 0u64;
     let mut last_raw = 0u32;
@@ -665,10 +666,14 @@ fn first_pass(dir: &Path, t: u32, raw_tid: u32, hot: &[Hot]) -> Result<FirstPass
                     continue;
                 }
                 let after_dropped = std::mem::replace(&mut in_dropped, false);
+                while entries.last().is_some_and(|&(_, d)| depth < d) {
+                    entries.pop();
+                }
                 if after_dropped {
-                    entry = Some((raw, depth));
-                } else if entry.is_some_and(|(_, d)| depth < d) {
-                    entry = None;
+                    if entries.len() == MAX_CALLS {
+                        entries.drain(..MAX_CALLS / 2);
+                    }
+                    entries.push((raw, depth));
                 }
                 if let Some(i) = collecting.take() {
                     let (p, m) = &mut out.statics[i];
@@ -679,7 +684,7 @@ fn first_pass(dir: &Path, t: u32, raw_tid: u32, hot: &[Hot]) -> Result<FirstPass
                     if after_dropped {
                         out.entered_from.push((raw, last_dropped));
                     }
-                    if let Some((e, d)) = entry
+                    if let Some(&(e, d)) = entries.last()
                         && d == depth
                     {
                         out.within.push((raw, e));
