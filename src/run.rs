@@ -287,6 +287,7 @@ pub fn run(req: &RunRequest, progress: impl FnMut(u64)) -> Result<RunOutcome> {
                 stats: *stats,
             })
             .collect(),
+        dram: result.dram.clone(),
         sync: result.sync,
     };
     write_atomic(

@@ -262,6 +262,58 @@ interleave = "32B"
     assert!(message("system.frequency").contains("needs a unit"));
 }
 
+/// The DRAM bank keys come all five or none, refresh both or neither, and the timings must
+/// fit in the latency; a full set reaches the memory model in cycles and survives a
+/// round trip through `config show`.
+#[test]
+fn dram_bank_keys_come_together_and_fit_in_the_latency() {
+    let full = "[system]\nfrequency = \"4GHz\"\n[dram]\nlatency = \"45ns\"\nbanks = 32\nrow_size = \"8KiB\"\nt_rp = \"15ns\"\nt_rcd = \"15ns\"\nt_cas = \"15ns\"\n";
+    let m = config::load_str(full, "x.toml", &[]).unwrap();
+    let p = m.memory().unwrap().dram_banks;
+    assert_eq!(
+        (p.banks, p.row_bytes, p.t_rp, p.t_rcd, p.t_cas),
+        (32, 8192, 60, 60, 60)
+    );
+    assert_eq!((p.t_refi, p.t_rfc), (0, 0));
+    let again = config::load_str(&m.to_toml(), "y.toml", &[]).unwrap();
+    assert_eq!(again, m);
+    let refreshed = config::load_str(
+        full,
+        "x.toml",
+        &["dram.t_refi=3us".into(), "dram.t_rfc=130ns".into()],
+    )
+    .unwrap();
+    let p = refreshed.memory().unwrap().dram_banks;
+    assert_eq!((p.t_refi, p.t_rfc), (12_000, 520));
+    // Without bank keys: no bank model.
+    let plain = config::load_str("[dram]\nlatency = \"45ns\"\n", "x.toml", &[]).unwrap();
+    assert!(!plain.memory().unwrap().dram_banks.enabled());
+
+    let one = |text: &str, sets: &[&str]| {
+        let e = errors_of(text, sets);
+        assert_eq!(e.len(), 1, "{e:#?}");
+        (e[0].key.clone(), e[0].message.clone())
+    };
+    let (key, msg) = one("[dram]\nbanks = 8\nrow_size = \"8KiB\"\n", &[]);
+    assert_eq!(key, "dram.banks");
+    assert!(
+        msg.contains("missing dram.t_rp, dram.t_rcd, dram.t_cas"),
+        "{msg}"
+    );
+    let (key, msg) = one(full, &["dram.banks=24"]);
+    assert_eq!(key, "dram.banks");
+    assert!(msg.contains("power of two"), "{msg}");
+    let (_, msg) = one(full, &["dram.t_cas=20ns"]);
+    assert!(msg.contains("must not exceed dram.latency"), "{msg}");
+    let (_, msg) = one(full, &["dram.row_size=96"]);
+    assert!(msg.contains("power-of-two number of lines"), "{msg}");
+    let (key, msg) = one(full, &["dram.t_refi=3us"]);
+    assert_eq!(key, "dram.t_refi");
+    assert!(msg.contains("missing dram.t_rfc"), "{msg}");
+    let (key, _) = one("[dram]\nt_rfc = \"100ns\"\n", &[]);
+    assert_eq!(key, "dram.t_rfc");
+}
+
 #[test]
 fn unknown_tables_get_suggestions_too() {
     let errors = errors_of("[cahce.l1d]\nsize = \"32KiB\"\n", &[]);

@@ -906,6 +906,7 @@ mod tests {
             }],
             memory_cores: Vec::new(),
             caches: Vec::new(),
+            dram: Vec::new(),
             sync: Default::default(),
         };
         c.finish(&result)

@@ -598,6 +598,8 @@ pub struct RunResult {
     pub memory_cores: Vec<CoreStats>,
     /// Per-cache counters.
     pub caches: Vec<(String, CacheStats)>,
+    /// Per DRAM controller, its row-buffer counters (empty without a bank model).
+    pub dram: Vec<sim_memory::dram::BankStats>,
     /// Synchronization counts.
     pub sync: SyncStats,
 }
@@ -3465,6 +3467,7 @@ impl<'t, O: Observer> Engine<'t, O> {
             threads,
             memory_cores: self.mem.core_stats.clone(),
             caches: self.mem.cache_stats(),
+            dram: self.mem.bank_stats(),
             sync: self.sync,
         };
         (result, self.obs)

@@ -100,6 +100,9 @@ pub struct MemoryConfig {
     pub dram_controllers: u32,
     /// Address interleaving granule across controllers, bytes (a power of two).
     pub dram_interleave: u64,
+    /// Banks and rows of each controller (off by default: every access then costs
+    /// `dram_latency`).
+    pub dram_banks: crate::dram::BankParams,
     /// Extra cycles for an access served by another socket.
     pub off_socket_latency: u32,
     /// Coherence protocol.
@@ -158,6 +161,7 @@ impl MemoryConfig {
             dram_bytes_per_cycle: 16.0,
             dram_controllers: 1,
             dram_interleave: 4096,
+            dram_banks: Default::default(),
             off_socket_latency: 100,
             protocol: Protocol::Msi,
             snoop_latency: 0,

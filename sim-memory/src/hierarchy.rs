@@ -34,6 +34,7 @@
 
 use crate::cache::{Cache, INVALID, MODIFIED, NO_PARENT, SHARED, Victim};
 use crate::config::{MemoryConfig, Protocol};
+use crate::dram::Banks;
 use crate::prefetch::Prefetcher;
 use crate::private::{L1_BITS, Private};
 use crate::slots::Slots;
@@ -213,6 +214,8 @@ pub struct Memory {
     tops: Vec<u32>,
     buses: Vec<Slots>,
     drams: Vec<Slots>,
+    /// Each DRAM controller's banks (none without a bank model).
+    banks: Vec<Banks>,
     line_shift: u32,
     erase: Vec<u64>,
     /// How erased accesses behave.
@@ -300,6 +303,8 @@ pub enum MachineError {
     /// A bandwidth is not positive, there is no DRAM controller, or the interleave is not a
     /// power of two.
     Bandwidth,
+    /// The DRAM bank parameters cannot be modelled (the message says why).
+    Banks(String),
     /// A prefetcher's degree is outside 1 to 32.
     PrefetchDegree {
         /// `L1D` or `L2`.
@@ -332,6 +337,7 @@ impl std::fmt::Display for MachineError {
             MachineError::Bandwidth => f.write_str(
                 "bus and DRAM bandwidths must be positive, controllers ≥ 1, interleave a power of two",
             ),
+            MachineError::Banks(why) => f.write_str(why),
             MachineError::PrefetchDegree { level, degree } => write!(
                 f,
                 "the {level} prefetcher's degree must be 1 to 32 (got {degree})"
@@ -385,6 +391,9 @@ impl Memory {
         {
             return Err(MachineError::Bandwidth);
         }
+        cfg.dram_banks
+            .check(cfg.l1d.line_size as u64, cfg.dram_latency)
+            .map_err(MachineError::Banks)?;
         for (name, p) in [("L1D", cfg.l1d_prefetch), ("L2", cfg.l2_prefetch)] {
             if p.kind != crate::prefetch::PrefetchKind::None && !(1..=32).contains(&p.degree) {
                 return Err(MachineError::PrefetchDegree {
@@ -489,7 +498,7 @@ impl Memory {
                 )
             })
             .collect();
-        let drams = (0..cfg.sockets * cfg.dram_controllers)
+        let drams: Vec<Slots> = (0..cfg.sockets * cfg.dram_controllers)
             .map(|_| {
                 Slots::new(
                     line_bytes,
@@ -499,6 +508,11 @@ impl Memory {
                 )
             })
             .collect();
+        let banks = if cfg.dram_banks.enabled() {
+            vec![Banks::new(cfg.dram_banks, line.trailing_zeros()); drams.len()]
+        } else {
+            Vec::new()
+        };
         let pf = [
             Prefetcher::new(cfg.l1d_prefetch),
             Prefetcher::new(cfg.l2_prefetch),
@@ -512,6 +526,7 @@ impl Memory {
             tops,
             buses,
             drams,
+            banks,
             erase: Vec::new(),
             erasure: Erasure::Fill,
             prefetchers: vec![pf.clone(); cores],
@@ -835,6 +850,9 @@ impl Memory {
             s.transfers = 0;
             s.wait_cycles = 0;
         }
+        for b in &mut self.banks {
+            b.stats = Default::default();
+        }
     }
 
     fn access_line(&mut self, core: u32, line: u64, kind: Kind, t: u64, erased: bool) -> Outcome {
@@ -1088,8 +1106,7 @@ impl Memory {
                 }
                 if remote.dirty && timing {
                     // A modified remote copy goes back to memory as it is shared or handed over.
-                    let c = self.dram_of(line);
-                    self.drams[c].request(core as usize, t + lat);
+                    self.dram_write(line, core, t + lat);
                 }
                 let top_had = st[plen - 1] != INVALID;
                 if write {
@@ -1120,8 +1137,7 @@ impl Memory {
                     served = Served::Dram;
                     if timing {
                         let c = self.dram_of(line);
-                        let mut done = self.drams[c].request(core as usize, t + lat)
-                            + self.cfg.dram_latency as u64;
+                        let mut done = self.dram_read(c, line, core, t + lat);
                         if (c as u32) / self.cfg.dram_controllers != socket {
                             done += self.cfg.off_socket_latency as u64;
                         }
@@ -1225,6 +1241,31 @@ impl Memory {
                 would_serve: served,
                 merged: false,
                 waited,
+            }
+        }
+    }
+
+    /// A read of `line` arriving at DRAM controller `c` at `t`: when its data is back.
+    fn dram_read(&mut self, c: usize, line: u64, core: u32, t: u64) -> u64 {
+        let latency = self.cfg.dram_latency as u64;
+        match self.banks.get_mut(c) {
+            None => self.drams[c].request(core as usize, t) + latency,
+            Some(b) => {
+                let (done, _) = b.access(line, t, false, &mut self.drams[c], core as usize);
+                done + latency - self.cfg.dram_banks.conflict_cycles()
+            }
+        }
+    }
+
+    /// A write-back of `line` sent to its DRAM controller at `t` (posted: nobody waits).
+    fn dram_write(&mut self, line: u64, core: u32, t: u64) {
+        let c = self.dram_of(line);
+        match self.banks.get_mut(c) {
+            None => {
+                self.drams[c].request(core as usize, t);
+            }
+            Some(b) => {
+                b.access(line, t, true, &mut self.drams[c], core as usize);
             }
         }
     }
@@ -1342,8 +1383,7 @@ impl Memory {
                 if level == 2 {
                     self.buses[socket].request((core % self.cfg.cores_per_socket) as usize, t);
                 }
-                let c = self.dram_of(v.line);
-                self.drams[c].request(core as usize, t);
+                self.dram_write(v.line, core, t);
             }
         }
         if let Some(ps) = ps {
@@ -1475,6 +1515,11 @@ impl Memory {
             .iter()
             .map(|b| (b.transfers, b.wait_cycles))
             .collect()
+    }
+
+    /// Row-buffer counters per DRAM controller (empty without a bank model).
+    pub fn bank_stats(&self) -> Vec<crate::dram::BankStats> {
+        self.banks.iter().map(|b| b.stats).collect()
     }
 
     /// DRAM counters per controller: (transfers, total queueing cycles).

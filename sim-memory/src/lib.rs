@@ -17,6 +17,7 @@ pub mod cache;
 pub mod callgrind;
 pub mod config;
 pub mod cycles;
+pub mod dram;
 pub mod hierarchy;
 mod host;
 pub mod prefetch;

@@ -456,6 +456,65 @@ fn dram_access_costs_tags_bus_slot_dram_slot_and_dram_latency() {
     assert_eq!((o.served, o.latency), (Served::Dram, want), "remote: {o:?}");
 }
 
+/// With `[dram] banks`, a read from DRAM costs what its bank's row buffer says: the full
+/// latency for a row conflict (as without banks), `t_rp` less for a bank with no row open,
+/// `t_rp + t_rcd` less for the open row; the counters say which, and a bank busy with one
+/// access delays the next.
+#[test]
+fn a_dram_read_costs_what_its_banks_open_row_says() {
+    let mut cfg = MemoryConfig::small(1, 1);
+    cfg.dram_banks = sim_memory::dram::BankParams {
+        banks: 8,
+        row_bytes: 2048,
+        t_rp: 30,
+        t_rcd: 40,
+        t_cas: 50,
+        t_refi: 0,
+        t_rfc: 0,
+    };
+    let full = dram_latency(&cfg);
+    let mut mem = Memory::new(cfg.clone()).unwrap();
+    let l = line(&cfg);
+    // Bank of line n: n % 8; its row: n / 8 / 32. Lines 8 apart share a bank and, within
+    // 256 lines, a row.
+    let base = 0x100_0000;
+    let mut t = 0;
+    let o = load(&mut mem, 0, base, &mut t);
+    assert_eq!(
+        (o.served, o.latency),
+        (Served::Dram, full - 30),
+        "empty bank: {o:?}"
+    );
+    t += 10_000;
+    let o = load(&mut mem, 0, base + 8 * l, &mut t);
+    assert_eq!(o.latency, full - 70, "row hit: {o:?}");
+    t += 10_000;
+    let o = load(&mut mem, 0, base + 256 * l, &mut t);
+    assert_eq!(o.latency, full, "row conflict: {o:?}");
+    // Two reads of one bank issued together: the second waits for the first's bank time
+    // (its row access and burst), then hits the row the first opened.
+    t += 10_000;
+    let a = mem.access(0, 0, base + 16 * l, 8, Kind::Load, t);
+    let b = mem.access(0, 0, base + 24 * l, 8, Kind::Load, t);
+    assert_eq!(a.latency, full, "{a:?}");
+    let burst = slot(&cfg, cfg.dram_bytes_per_cycle);
+    assert_eq!(b.latency, full + 50 + burst, "{b:?}");
+    let st = mem.bank_stats();
+    assert_eq!(st.len(), 1);
+    assert_eq!(st[0].row_empty, [1, 0]);
+    assert_eq!(st[0].row_hits, [2, 0]);
+    assert_eq!(st[0].row_conflicts, [2, 0]);
+    // The second came to the controller one bus slot after the first, which held the bank
+    // for its conflict (120 cycles) and its burst.
+    let bus = slot(&cfg, cfg.bus_bytes_per_cycle);
+    assert_eq!(st[0].bank_wait_cycles, [120 + burst - bus, 0]);
+    // Without banks there are no row counters and every read costs the full latency.
+    let mut plain = Memory::new(MemoryConfig::small(1, 1)).unwrap();
+    assert!(plain.bank_stats().is_empty());
+    let mut t = 0;
+    assert_eq!(load(&mut plain, 0, base + 8 * l, &mut t).latency, full);
+}
+
 #[test]
 fn idle_latency_does_not_depend_on_the_request_phase() {
     // An idle resource costs one slot (line ÷ bandwidth, rounded up) whenever the request

@@ -127,6 +127,7 @@ pub(super) fn machine() -> MachineConfig {
             bandwidth: Bandwidth(25_600_000_000),
             controllers: 2,
             interleave: Size(4 << 10),
+            banks: None,
         },
         off_socket: OffSocketConfig {
             latency: Time(40_000),

@@ -255,6 +255,36 @@ pub struct DramConfig {
     /// Bytes of consecutive addresses mapped to one controller before the next
     /// (a power of two, at least a line).
     pub interleave: Size,
+    /// Banks and rows of each controller (none: every access costs `latency`).
+    #[serde(flatten)]
+    pub banks: Option<DramBanks>,
+}
+
+/// `[dram]`'s bank keys, all given or none (`sim-memory/src/dram.rs` is the model).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct DramBanks {
+    /// Banks per controller (a power of two); consecutive lines go to consecutive banks.
+    pub banks: u32,
+    /// Bytes of one bank's row (a power-of-two number of lines).
+    pub row_size: Size,
+    /// Precharge time (closing a row).
+    pub t_rp: Time,
+    /// Activate time (opening a row).
+    pub t_rcd: Time,
+    /// Column access time.
+    pub t_cas: Time,
+    /// Refresh interval and refresh time (both or neither: without them, no refresh).
+    #[serde(flatten)]
+    pub refresh: Option<DramRefresh>,
+}
+
+/// `[dram]`'s refresh keys.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct DramRefresh {
+    /// Time from one refresh to the next.
+    pub t_refi: Time,
+    /// Time a refresh holds every bank.
+    pub t_rfc: Time,
 }
 
 /// `[off_socket]`: the link between sockets.

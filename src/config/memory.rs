@@ -5,7 +5,8 @@
 use sim_memory::{CacheParams, MemoryConfig, PrefetchParams};
 
 use super::cores::ShapeError;
-use super::machine::{CacheConfig, MachineConfig};
+use super::machine::{CacheConfig, DramConfig, MachineConfig};
+use super::units::Frequency;
 
 fn params(c: &CacheConfig) -> CacheParams {
     CacheParams {
@@ -55,12 +56,30 @@ impl MachineConfig {
             dram_bytes_per_cycle: self.dram.bandwidth.bytes_per_cycle(f),
             dram_controllers: self.dram.controllers,
             dram_interleave: self.dram.interleave.bytes(),
+            dram_banks: self.dram.bank_params(f),
             off_socket_latency: self.off_socket.latency.to_cycles(f) as u32,
             protocol: self.coherence.protocol,
             snoop_latency: self.coherence.snoop_latency,
             l1d_prefetch: prefetch(&c.l1d),
             l2_prefetch: prefetch(&c.l2),
         })
+    }
+}
+
+impl DramConfig {
+    /// The bank model's parameters in cycles of `f` (off without bank keys).
+    pub fn bank_params(&self, f: Frequency) -> sim_memory::dram::BankParams {
+        self.banks
+            .as_ref()
+            .map_or_else(Default::default, |b| sim_memory::dram::BankParams {
+                banks: b.banks,
+                row_bytes: b.row_size.bytes(),
+                t_rp: b.t_rp.to_cycles(f) as u32,
+                t_rcd: b.t_rcd.to_cycles(f) as u32,
+                t_cas: b.t_cas.to_cycles(f) as u32,
+                t_refi: b.refresh.as_ref().map_or(0, |r| r.t_refi.to_cycles(f)),
+                t_rfc: b.refresh.as_ref().map_or(0, |r| r.t_rfc.to_cycles(f)),
+            })
     }
 }
 

@@ -208,6 +208,13 @@ pub(super) struct RawDram {
     pub bandwidth: Option<RawScalar>,
     pub controllers: Option<u32>,
     pub interleave: Option<RawScalar>,
+    pub banks: Option<u32>,
+    pub row_size: Option<RawScalar>,
+    pub t_rp: Option<RawScalar>,
+    pub t_rcd: Option<RawScalar>,
+    pub t_cas: Option<RawScalar>,
+    pub t_refi: Option<RawScalar>,
+    pub t_rfc: Option<RawScalar>,
 }
 
 /// `[off_socket]`.

@@ -10,9 +10,9 @@ use std::str::FromStr;
 use super::ConfigError;
 use super::defaults;
 use super::machine::{
-    BusConfig, CacheConfig, CacheHierarchyConfig, CoherenceConfig, CoreConfig, DramConfig,
-    LocksConfig, MachineConfig, OffSocketConfig, OpLatencies, SharedBy, StoreForward, SystemConfig,
-    TlbConfig,
+    BusConfig, CacheConfig, CacheHierarchyConfig, CoherenceConfig, CoreConfig, DramBanks,
+    DramConfig, DramRefresh, LocksConfig, MachineConfig, OffSocketConfig, OpLatencies, SharedBy,
+    StoreForward, SystemConfig, TlbConfig,
 };
 use super::raw::{KeyPositions, RawBranchPredictor, RawCache, RawMachine, RawScalar, RawTlb};
 use super::units::{self, Bandwidth, Frequency, Size, Time, UnitError};
@@ -402,6 +402,7 @@ pub(super) fn machine(raw: RawMachine, ctx: &mut Ctx<'_>) -> MachineConfig {
             interleave = None;
         }
     }
+    let banks_of = dram_banks(&dram, ctx);
     let dram = DramConfig {
         latency: ctx
             .unit("dram.latency", dram.latency.as_ref(), d.dram.latency)
@@ -413,7 +414,17 @@ pub(super) fn machine(raw: RawMachine, ctx: &mut Ctx<'_>) -> MachineConfig {
             .int("dram.controllers", dram.controllers, d.dram.controllers, 1)
             .unwrap_or(d.dram.controllers),
         interleave: interleave.unwrap_or(d.dram.interleave),
+        banks: banks_of,
     };
+    if let (Some(f), Some(n)) = (frequency, dram.banks.as_ref().map(|b| b.banks)) {
+        let line = cache.line_size().bytes();
+        if let Err(why) = dram
+            .bank_params(f)
+            .check(line, dram.latency.to_cycles(f) as u32)
+        {
+            ctx.error("dram.banks", n, why);
+        }
+    }
 
     let off_socket = raw.off_socket.unwrap_or_default();
     let off_socket = OffSocketConfig {
@@ -447,6 +458,85 @@ pub(super) fn machine(raw: RawMachine, ctx: &mut Ctx<'_>) -> MachineConfig {
         off_socket,
         tlb,
     }
+}
+
+/// `[dram]`'s bank keys: all five or none (a bank model with a guessed timing would be a
+/// silent default).
+fn dram_banks(raw: &super::raw::RawDram, ctx: &mut Ctx<'_>) -> Option<DramBanks> {
+    if raw.banks.is_none() && (raw.t_refi.is_some() || raw.t_rfc.is_some()) {
+        let key = if raw.t_refi.is_some() {
+            "dram.t_refi"
+        } else {
+            "dram.t_rfc"
+        };
+        ctx.error(key, "(given)", "refresh is part of the bank model: give dram.banks, row_size, t_rp, t_rcd and t_cas too");
+        return None;
+    }
+    let given = [
+        ("banks", raw.banks.is_some()),
+        ("row_size", raw.row_size.is_some()),
+        ("t_rp", raw.t_rp.is_some()),
+        ("t_rcd", raw.t_rcd.is_some()),
+        ("t_cas", raw.t_cas.is_some()),
+    ];
+    if given.iter().all(|g| !g.1) {
+        return None;
+    }
+    let missing: Vec<String> = given
+        .iter()
+        .filter(|g| !g.1)
+        .map(|g| format!("dram.{}", g.0))
+        .collect();
+    if !missing.is_empty() {
+        let first = given.iter().find(|g| g.1).map_or("banks", |g| g.0);
+        ctx.error(
+            &format!("dram.{first}"),
+            "(given)",
+            format!(
+                "the bank model needs all of dram.banks, row_size, t_rp, t_rcd and t_cas; missing {}",
+                missing.join(", ")
+            ),
+        );
+        return None;
+    }
+    let zero = Time(0);
+    let banks = ctx.int("dram.banks", raw.banks, 1, 1);
+    let row_size = ctx.unit("dram.row_size", raw.row_size.as_ref(), Size(0));
+    let t_rp = ctx.unit("dram.t_rp", raw.t_rp.as_ref(), zero);
+    let t_rcd = ctx.unit("dram.t_rcd", raw.t_rcd.as_ref(), zero);
+    let t_cas = ctx.unit("dram.t_cas", raw.t_cas.as_ref(), zero);
+    let refresh = match (&raw.t_refi, &raw.t_rfc) {
+        (None, None) => Some(None),
+        (Some(refi), Some(rfc)) => {
+            let refi = ctx.unit("dram.t_refi", Some(refi), zero);
+            let rfc = ctx.unit("dram.t_rfc", Some(rfc), zero);
+            match (refi, rfc) {
+                (Some(t_refi), Some(t_rfc)) => Some(Some(DramRefresh { t_refi, t_rfc })),
+                _ => None,
+            }
+        }
+        (given, _) => {
+            let (key, missing) = if given.is_some() {
+                ("dram.t_refi", "dram.t_rfc")
+            } else {
+                ("dram.t_rfc", "dram.t_refi")
+            };
+            ctx.error(
+                key,
+                "(given)",
+                format!("refresh needs both dram.t_refi and dram.t_rfc; missing {missing}"),
+            );
+            None
+        }
+    };
+    Some(DramBanks {
+        banks: banks?,
+        row_size: row_size?,
+        t_rp: t_rp?,
+        t_rcd: t_rcd?,
+        t_cas: t_cas?,
+        refresh: refresh?,
+    })
 }
 
 /// `[tlb]`, present: omitted keys from [`defaults::tlb`].

@@ -66,6 +66,10 @@ pub struct Summary {
     pub memory_cores: Vec<CoreStats>,
     /// Per cache instance.
     pub caches: Vec<CacheRow>,
+    /// Per DRAM controller: its row-buffer counters, `[reads, writes]` each (only with
+    /// `[dram] banks`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub dram: Vec<sim_memory::dram::BankStats>,
     /// Synchronization counts: mutex acquisitions arbitrated in simulated time, how many
     /// waited, lock-order cycles resolved (absent in summaries written before isim counted
     /// them: zeros).
