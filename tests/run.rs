@@ -338,6 +338,84 @@ fn a_load_op_instruction_loads_before_its_other_operand_is_ready() {
     );
 }
 
+/// Miss slots (the L1D's MSHRs) are a pool: a miss takes any free one. Loads with their
+/// addresses always ready, in groups of four: one from DRAM (a new line) and three hitting the
+/// L3 (lines 64 KiB apart, more than an L1 or L2 set holds). Formula: each group holds slots
+/// for D + 3·S cycles (D the idle DRAM latency, S the L3 hit's), so with N slots a group
+/// takes (D + 3·S) / N cycles (within -20 %/+30 %: arrival skew, the first pass's cold
+/// misses). Slots taken in order, as a ring, would put every DRAM miss in the same few slots
+/// and make them wait for each other: 4·D / N a group; the run must be well below that.
+#[test]
+fn a_miss_slot_freed_early_serves_the_next_miss() {
+    let dir = tempfile::tempdir().unwrap();
+    let cfg = engine_config_with(&["cache.l1d.prefetcher=none", "cache.l2.prefetcher=none"]);
+    let far = |k: u64| 0x1000_0000 + k * (64 << 10);
+    let mut mem = sim_memory::Memory::new(cfg.memory.clone()).unwrap();
+    let load = |mem: &mut sim_memory::Memory, a: u64, t: u64| {
+        mem.access(0, 0, a, 8, sim_memory::Kind::Load, t).latency as f64
+    };
+    let d = load(&mut mem, 0x7000_0000, 0);
+    let mut t = 10_000;
+    for k in 0..=48 {
+        load(&mut mem, far(k % 48), t);
+        t += 1_000;
+    }
+    let s = load(&mut mem, far(1), t);
+    assert!(
+        s > cfg.core.settings.long_latency_cutoff as f64 && s < d / 2.0,
+        "L3 hit {s}, DRAM {d}"
+    );
+
+    let p = dir.path().join("mshr.itrace");
+    let groups = 4_000u64;
+    let mut w = test_writer(&p, "mshr-pool");
+    let mut ld = StaticInst::new(0x1000, 4, OpClass::Load);
+    ld.dsts = vec![0];
+    ld.addr_srcs = Some(0);
+    ld.mem = vec![sim_frontend::model::MemSpec {
+        size: 8,
+        write: false,
+    }];
+    let lds: Vec<_> = (0..4)
+        .map(|i| {
+            let mut l = ld.clone();
+            l.pc = 0x1000 + 4 * i;
+            w.add_static(l).unwrap()
+        })
+        .collect();
+    let mut br = StaticInst::new(0x1010, 4, OpClass::CondBranch);
+    br.branch = BranchKind::Conditional;
+    br.target = 0x1000;
+    let br = w.add_static(br).unwrap();
+    write_roi(w, |w| {
+        let mut k = 0u64;
+        for g in 0..groups {
+            let at = |addr| sim_frontend::model::MemAccess {
+                addr,
+                size: 8,
+                write: false,
+            };
+            w.inst(0, lds[0], false, &[at(0x4000_0000 + g * 64)])
+                .unwrap();
+            for l in &lds[1..] {
+                w.inst(0, *l, false, &[at(far(k % 48))]).unwrap();
+                k += 1;
+            }
+            w.inst(0, br, g + 1 < groups, &[]).unwrap();
+        }
+    });
+    let trace = Trace::open(&p).unwrap();
+    let (r, _) = Engine::new(&trace, &cfg, ()).unwrap().run(|_| {}).unwrap();
+    let per = r.threads[0].stack.total() / groups as f64;
+    let n = cfg.core.settings.outstanding_loads as f64;
+    let pool = (d + 3.0 * s) / n;
+    let ring = 4.0 * d / n;
+    assert!(
+        per > 0.8 * pool && per < 1.3 * pool && per < 0.6 * ring,
+        "{per:.1} cycles a group; pool formula {pool:.1}, ring {ring:.1} (D {d}, S {s}, {n} slots)"
+    );
+}
+
 /// A one-thread trace of `n` iterations of a dependence chain through two instructions:
 /// `mul r9 <- r23`, then an add that reads `srcs` (address sources first, `addr` of them)
 /// and writes `dsts`, r9 among the sources and r23 among the destinations; then a loop

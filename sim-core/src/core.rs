@@ -478,8 +478,9 @@ pub struct Core {
     line_fence: (u64, f64),
     /// How many locked instructions the core has executed ([`StoreRec::fences`]).
     fences: u64,
+    /// When each of the core's miss slots (its L1D's MSHRs: `outstanding_loads`) is free; a
+    /// long-latency load takes a free one, wherever it is in the array.
     load_slots: Vec<f64>,
-    load_next: usize,
     tlb: Option<Tlb>,
     store_slots: Vec<f64>,
     store_next: usize,
@@ -539,7 +540,6 @@ impl Core {
             load_fence: now,
             line_fence: (u64::MAX, now),
             fences: 0,
-            load_next: 0,
             store_next: 0,
             stores: Box::new([StoreRec::default(); FWD_SLOTS]),
             sched: VecDeque::with_capacity(sched_size + 1),
@@ -981,13 +981,28 @@ impl Core {
                 let l = o.latency;
                 if l > self.p.long_latency_cutoff as u64 && !o.merged {
                     // A long-latency miss needs a miss slot (an access merged into a miss in
-                    // flight shares that miss's slot).
-                    let slot = self.load_slots[self.load_next];
+                    // flight shares that miss's slot): any free one, as MSHRs are a pool. (A
+                    // ring taken in order would wait for the miss made `outstanding_loads`
+                    // before though another slot is free: with latencies that vary, bank
+                    // conflicts or a mix of L3 hits and DRAM, fewer misses would overlap than
+                    // the MSHRs allow.) Of the slots free at `issue`, the one freed last (the
+                    // others stay for a later load issued earlier: loads issue out of order);
+                    // if none is free, the one free first.
+                    let (mut fit, mut first) = (usize::MAX, 0);
+                    for (j, &v) in self.load_slots.iter().enumerate() {
+                        if v <= issue && (fit == usize::MAX || v > self.load_slots[fit]) {
+                            fit = j;
+                        }
+                        if v < self.load_slots[first] {
+                            first = j;
+                        }
+                    }
+                    let k = if fit != usize::MAX { fit } else { first };
+                    let slot = self.load_slots[k];
                     if slot > issue {
                         issue = slot;
                     }
-                    self.load_slots[self.load_next] = issue + pen + l as f64;
-                    self.load_next = (self.load_next + 1) % self.load_slots.len();
+                    self.load_slots[k] = issue + pen + l as f64;
                 }
                 let mut total = pen + l as f64;
                 // A dependence through memory: the value comes from an older store.
