@@ -1,7 +1,8 @@
 //! The memory hierarchy of the simulated machine: set-associative caches with pluggable
 //! replacement, MSI or MESI coherence across private and shared caches and sockets, misses in
 //! flight that later accesses wait for, L1D and L2 prefetchers, a bus per socket with
-//! bandwidth and arbitration, DRAM controllers with bandwidth queues, and miss erasure.
+//! bandwidth and arbitration, DRAM controllers with bandwidth queues and optional banks with
+//! row buffers ([`dram`]), and miss erasure.
 //! Every access returns its latency and where it was served, so the core model can attribute
 //! cycles and misses to the instruction that caused them.
 //!
