@@ -14,12 +14,13 @@
 //! there and back) is `latency − (t_rp + t_rcd + t_cas)`, added to every access.
 //!
 //! **Out-of-order requests.** Cores run ahead in their own simulated time, so a bank's
-//! requests do not arrive in time order. Each bank remembers its last [`HISTORY`] busy
-//! intervals, in time order; a request takes the first gap at or after its time that holds it,
-//! and its row state is that of the interval before the gap. A request older than everything a
-//! full history remembers is served as a conflict on an idle bank and leaves no trace (as
-//! [`Slots`] serves requests older than its horizon). Accesses placed later in time than an
-//! earlier-placed one keep the row state they were given; nothing is re-timed.
+//! requests do not arrive in time order. Each bank keeps its busy intervals in time order, up
+//! to [`RETAIN`] cycles after they ended (counted back from the latest request it has seen); a
+//! request takes the first gap at or after its time that holds it, and its row state is that
+//! of the interval before the gap. An access placed in a gap before intervals placed earlier
+//! does not re-time them (they keep the row state they were given). A request older than a
+//! forgotten interval is served as a conflict on an idle bank and leaves no trace (as
+//! [`Slots`] serves requests older than its horizon).
 //!
 //! **Refresh** (optional, `t_refi` and `t_rfc`): at every multiple of `t_refi` each bank
 //! refreshes for `t_rfc` cycles: a busy interval in its calendar, put there before any access
@@ -282,8 +283,16 @@ impl Banks {
             let done = slots.request(core, t + self.p.conflict_cycles());
             return (done, RowState::Conflict);
         }
-        // Refreshes due by the time this access could end are in the calendar first.
+        // Refreshes due by the time this access could end are in the calendar first; those
+        // that would be forgotten at once (after a long idle time) are skipped as forgotten.
         if self.p.t_refi > 0 {
+            let (refi, rfc) = (self.p.t_refi, self.p.t_rfc);
+            let bank = &mut self.banks[b];
+            if bank.next_refresh + RETAIN < t {
+                let last = (t - RETAIN) / refi * refi;
+                bank.forgot_end = bank.forgot_end.max(last + rfc);
+                bank.next_refresh = last + refi;
+            }
             let bank = &self.banks[b];
             let last = bank.busy.back().map_or(0, |x| x.end);
             let horizon = t.max(last) + self.p.conflict_cycles() + burst;
@@ -321,7 +330,14 @@ mod tests {
     /// 4 banks, 2 lines per row of each bank; tRP 10, tRCD 20, tCAS 30; a burst of 8 cycles
     /// (64-byte lines at 8 bytes a cycle).
     fn banks() -> (Banks, Slots) {
-        let p = BankParams {
+        (
+            Banks::new(params(), 6),
+            Slots::new(64, 8.0, Arbitration::Fifo, 1),
+        )
+    }
+
+    fn params() -> BankParams {
+        BankParams {
             banks: 4,
             row_bytes: 128,
             t_rp: 10,
@@ -329,8 +345,7 @@ mod tests {
             t_cas: 30,
             t_refi: 0,
             t_rfc: 0,
-        };
-        (Banks::new(p, 6), Slots::new(64, 8.0, Arbitration::Fifo, 1))
+        }
     }
 
     #[test]
@@ -414,12 +429,12 @@ mod tests {
 
     #[test]
     fn a_refresh_holds_every_bank_and_closes_its_row() {
-        let (b, mut s) = banks();
+        let (_, mut s) = banks();
         let mut b = Banks::new(
             BankParams {
                 t_refi: 1000,
                 t_rfc: 100,
-                ..b.p
+                ..params()
             },
             6,
         );
@@ -440,6 +455,16 @@ mod tests {
             b.access(1, 3050, false, &mut s, 0),
             (3100 + 58, RowState::Empty)
         );
+        // Long after (a billion cycles: a million refreshes skipped, not put in the
+        // calendar): the last refresh closed the row.
+        let late = 1_000_000_500;
+        assert_eq!(
+            b.access(1, late, false, &mut s, 0),
+            (late + 58, RowState::Empty)
+        );
+        // What it keeps: the refreshes of the last RETAIN cycles and the access.
+        let kept = b.banks[1].busy.len() as u64;
+        assert!(kept <= RETAIN / 1000 + 2, "{kept}");
     }
 
     /// Reference model: a bank per line index mod 4, served one access at a time in arrival
@@ -448,16 +473,7 @@ mod tests {
     /// 64 rows.
     #[test]
     fn requests_in_time_order_match_a_queue_per_bank() {
-        let p = BankParams {
-            banks: 4,
-            row_bytes: 128,
-            t_rp: 10,
-            t_rcd: 20,
-            t_cas: 30,
-            t_refi: 0,
-            t_rfc: 0,
-        };
-        let mut b = Banks::new(p, 6);
+        let mut b = Banks::new(params(), 6);
         let mut s = Slots::new(64, 64.0, Arbitration::Fifo, 1);
         let mut next = crate::xorshift(0x9e37_79b9_7f4a_7c15);
         let mut free = [0u64; 4];
