@@ -460,74 +460,51 @@ pub(super) fn machine(raw: RawMachine, ctx: &mut Ctx<'_>) -> MachineConfig {
     }
 }
 
-/// `[dram]`'s bank keys: all five or none (a bank model with a guessed timing would be a
-/// silent default).
+/// `[dram]`'s bank keys: all five or none, and the refresh keys both or neither, only with
+/// them (a bank model with a guessed timing would be a silent default).
 fn dram_banks(raw: &super::raw::RawDram, ctx: &mut Ctx<'_>) -> Option<DramBanks> {
-    if raw.banks.is_none() && (raw.t_refi.is_some() || raw.t_rfc.is_some()) {
-        let key = if raw.t_refi.is_some() {
-            "dram.t_refi"
-        } else {
-            "dram.t_rfc"
-        };
-        ctx.error(key, "(given)", "refresh is part of the bank model: give dram.banks, row_size, t_rp, t_rcd and t_cas too");
-        return None;
-    }
-    let given = [
-        ("banks", raw.banks.is_some()),
-        ("row_size", raw.row_size.is_some()),
-        ("t_rp", raw.t_rp.is_some()),
-        ("t_rcd", raw.t_rcd.is_some()),
-        ("t_cas", raw.t_cas.is_some()),
+    let banks_given = all_or_none(
+        ctx,
+        &[
+            ("banks", raw.banks.is_some()),
+            ("row_size", raw.row_size.is_some()),
+            ("t_rp", raw.t_rp.is_some()),
+            ("t_rcd", raw.t_rcd.is_some()),
+            ("t_cas", raw.t_cas.is_some()),
+        ],
+        "the bank model needs all of dram.banks, row_size, t_rp, t_rcd and t_cas",
+    )?;
+    let refresh = [
+        ("t_refi", raw.t_refi.is_some()),
+        ("t_rfc", raw.t_rfc.is_some()),
     ];
-    if given.iter().all(|g| !g.1) {
+    if !banks_given {
+        if let Some((key, _)) = refresh.iter().find(|k| k.1) {
+            ctx.error(
+                &format!("dram.{key}"),
+                "(given)",
+                "refresh is part of the bank model: give dram.banks, row_size, t_rp, t_rcd and t_cas too",
+            );
+        }
         return None;
     }
-    let missing: Vec<String> = given
-        .iter()
-        .filter(|g| !g.1)
-        .map(|g| format!("dram.{}", g.0))
-        .collect();
-    if !missing.is_empty() {
-        let first = given.iter().find(|g| g.1).map_or("banks", |g| g.0);
-        ctx.error(
-            &format!("dram.{first}"),
-            "(given)",
-            format!(
-                "the bank model needs all of dram.banks, row_size, t_rp, t_rcd and t_cas; missing {}",
-                missing.join(", ")
-            ),
-        );
-        return None;
-    }
+    let refresh_given = all_or_none(
+        ctx,
+        &refresh,
+        "refresh needs both dram.t_refi and dram.t_rfc",
+    );
     let zero = Time(0);
     let banks = ctx.int("dram.banks", raw.banks, 1, 1);
     let row_size = ctx.unit("dram.row_size", raw.row_size.as_ref(), Size(0));
     let t_rp = ctx.unit("dram.t_rp", raw.t_rp.as_ref(), zero);
     let t_rcd = ctx.unit("dram.t_rcd", raw.t_rcd.as_ref(), zero);
     let t_cas = ctx.unit("dram.t_cas", raw.t_cas.as_ref(), zero);
-    let refresh = match (&raw.t_refi, &raw.t_rfc) {
-        (None, None) => Some(None),
-        (Some(refi), Some(rfc)) => {
-            let refi = ctx.unit("dram.t_refi", Some(refi), zero);
-            let rfc = ctx.unit("dram.t_rfc", Some(rfc), zero);
-            match (refi, rfc) {
-                (Some(t_refi), Some(t_rfc)) => Some(Some(DramRefresh { t_refi, t_rfc })),
-                _ => None,
-            }
-        }
-        (given, _) => {
-            let (key, missing) = if given.is_some() {
-                ("dram.t_refi", "dram.t_rfc")
-            } else {
-                ("dram.t_rfc", "dram.t_refi")
-            };
-            ctx.error(
-                key,
-                "(given)",
-                format!("refresh needs both dram.t_refi and dram.t_rfc; missing {missing}"),
-            );
-            None
-        }
+    let refresh = match refresh_given? {
+        false => None,
+        true => Some(DramRefresh {
+            t_refi: ctx.unit("dram.t_refi", raw.t_refi.as_ref(), zero)?,
+            t_rfc: ctx.unit("dram.t_rfc", raw.t_rfc.as_ref(), zero)?,
+        }),
     };
     Some(DramBanks {
         banks: banks?,
@@ -535,8 +512,31 @@ fn dram_banks(raw: &super::raw::RawDram, ctx: &mut Ctx<'_>) -> Option<DramBanks>
         t_rp: t_rp?,
         t_rcd: t_rcd?,
         t_cas: t_cas?,
-        refresh: refresh?,
+        refresh,
     })
+}
+
+/// Of a group of `[dram]` keys that come all together or not at all: whether all are given
+/// (`Some(true)`) or none (`Some(false)`); if only some, an error at the first given one
+/// (`need`, then the missing keys) and `None`.
+fn all_or_none(ctx: &mut Ctx<'_>, group: &[(&str, bool)], need: &str) -> Option<bool> {
+    let missing: Vec<String> = group
+        .iter()
+        .filter(|k| !k.1)
+        .map(|k| format!("dram.{}", k.0))
+        .collect();
+    match group.iter().find(|k| k.1) {
+        None => Some(false),
+        Some(_) if missing.is_empty() => Some(true),
+        Some((first, _)) => {
+            ctx.error(
+                &format!("dram.{first}"),
+                "(given)",
+                format!("{need}; missing {}", missing.join(", ")),
+            );
+            None
+        }
+    }
 }
 
 /// `[tlb]`, present: omitted keys from [`defaults::tlb`].
