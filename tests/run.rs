@@ -1591,3 +1591,92 @@ fn a_full_scheduler_bounds_how_far_independent_chains_overlap() {
         );
     }
 }
+
+/// The host oracle's program (`benches/host/kernels.c` with `realcode.c`, as
+/// `benches/host/run.sh` builds it) compiles warning-free at both levels and each plain-C
+/// kernel runs, checks its own result where that is cheap (sorted output, the hash table's
+/// hits, an element of L·U) and reports its time: a kernel broken by an edit fails here, not
+/// in a benchmark run that would time it anyway. Small sizes; the timings are not looked at.
+#[test]
+fn the_host_oracles_kernels_build_and_check_their_results_at_o2_and_o0() {
+    assert!(common::tools_present(&["gcc"]), "needs gcc");
+    let dir = tempfile::tempdir().unwrap();
+    let host = root().join("benches/host");
+    let gcc = |args: &[&std::ffi::OsStr]| {
+        let out = std::process::Command::new("gcc")
+            .args(args)
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "gcc {args:?}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    };
+    let warn = ["-g", "-Wall", "-Wextra", "-Werror", "-c", "-o"].map(std::ffi::OsStr::new);
+    let kernels_o = dir.path().join("kernels.o");
+    let inc = root().join("include");
+    let kernels_c = host.join("kernels.c");
+    let mut a: Vec<&std::ffi::OsStr> = vec!["-O2".as_ref(), "-pthread".as_ref(), "-I".as_ref()];
+    a.push(inc.as_os_str());
+    a.extend(warn);
+    a.extend([kernels_o.as_os_str(), kernels_c.as_os_str()]);
+    gcc(&a);
+    let realcode_c = host.join("realcode.c");
+    for level in ["-O2", "-O0"] {
+        let real_o = dir.path().join(format!("realcode{level}.o"));
+        let exe = dir.path().join(format!("kernels{level}"));
+        let mut a: Vec<&std::ffi::OsStr> = vec![level.as_ref()];
+        a.extend(warn);
+        a.extend([real_o.as_os_str(), realcode_c.as_os_str()]);
+        gcc(&a);
+        gcc(&[
+            "-pthread".as_ref(),
+            "-o".as_ref(),
+            exe.as_os_str(),
+            kernels_o.as_os_str(),
+            real_o.as_os_str(),
+        ]);
+        for args in [
+            "hist 2 4096",
+            "alias-sum 2 4096",
+            "alias-fp 2 4096",
+            "matmul 1 24",
+            "qsort 5000",
+            "hash 2000 65536",
+            "list 2 65536",
+            "words 2 8192",
+            "colsum 1 64",
+            "transpose 1 64",
+            "stencil 2 64",
+            "lu 1 48",
+            "fft 2 1024",
+            "radix 1 65536",
+            "false-share 100000 0 2",
+            "prodcons 20000 0 2",
+        ] {
+            let out = std::process::Command::new(&exe)
+                .args(args.split(' '))
+                .output()
+                .unwrap();
+            let stdout = String::from_utf8_lossy(&out.stdout);
+            assert!(
+                out.status.success(),
+                "kernels{level} {args}: {}",
+                String::from_utf8_lossy(&out.stderr)
+            );
+            let ns: f64 = stdout
+                .strip_prefix("ns ")
+                .and_then(|s| s.trim().parse().ok())
+                .unwrap_or_else(|| panic!("kernels{level} {args} printed {stdout:?}"));
+            assert!(ns > 0.0, "kernels{level} {args}: {ns} ns");
+        }
+        // a bad size is refused with a message, not timed
+        let out = std::process::Command::new(&exe)
+            .args(["hash", "100", "1000"])
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(2));
+        assert!(String::from_utf8_lossy(&out.stderr).contains("power-of-two"));
+    }
+}

@@ -48,7 +48,15 @@
  *                own, from the start barrier to the end of its work)
  *   par-sum      THREADS threads, each summing its slice of FOOTPRINT bytes, N passes (timed
  *                as par-compute)
+ *   false-share  THREADS threads, each adding 1 to its own word of one shared line N/THREADS
+ *                times (timed as par-compute): the line moves between the cores at each store
+ *   prodcons     a single-producer single-consumer ring of 256 items, N items, each costing
+ *                both sides a chain of 16 multiply-adds: THREADS 1 does both sides in turn,
+ *                THREADS 2 produces on one thread and consumes on the other (timed as
+ *                par-compute)
  *   pingpong     two threads hand a counter back and forth on one cache line N times
+ *
+ * and realcode.c's kernels (plain C, built at -O2 into `kernels` and at -O0 into `kernels-O0`).
  */
 #define _GNU_SOURCE
 #include <pthread.h>
@@ -65,7 +73,7 @@
 static long N;
 static size_t FOOT;
 static int THREADS = 1;
-static volatile uint64_t sink;
+volatile uint64_t sink; /* also realcode.c's */
 
 static double now_ns(void)
 {
@@ -75,7 +83,7 @@ static double now_ns(void)
 }
 
 /* Memory in 2 MiB pages where the kernel gives them (the simulator models no TLB). */
-static void *big_alloc(size_t bytes)
+void *big_alloc(size_t bytes)
 {
     size_t align = 2u << 20;
     size_t sz = (bytes + align - 1) / align * align;
@@ -90,7 +98,7 @@ static void *big_alloc(size_t bytes)
 }
 
 static uint64_t rng = 0x9E3779B97F4A7C15ull;
-static uint64_t next_rand(void)
+uint64_t next_rand(void)
 {
     /* SplitMix64 */
     uint64_t z = (rng += 0x9E3779B97F4A7C15ull);
@@ -406,6 +414,76 @@ static void *pong(void *arg)
     return NULL;
 }
 
+/* false-share: each thread adds 1 to its own word THREADS times fewer times than one thread
+ * alone would; the words share one line, which moves between the cores at every store. */
+static struct {
+    _Alignas(64) volatile uint64_t word[8];
+} shared_line;
+
+static void *false_share_worker(void *arg)
+{
+    struct part *p = arg;
+    volatile uint64_t *w = &shared_line.word[p->words];
+    pthread_barrier_wait(&start);
+    double t0 = now_ns();
+    for (long i = 0; i < p->steps; i++)
+        *w += 1;
+    p->ns = now_ns() - t0;
+    return NULL;
+}
+
+/* prodcons: a single-producer single-consumer ring of RING items; each item costs both sides
+ * the same chain of work (work_item). Alone, one thread produces and consumes each item in
+ * turn; with two, thread 0 produces and thread 1 consumes, each waiting (pause) only when the
+ * ring is full or empty. */
+#define RING 256
+static struct {
+    _Alignas(64) volatile uint64_t head; /* items produced */
+    _Alignas(64) volatile uint64_t tail; /* items consumed */
+    _Alignas(64) uint64_t slot[RING];
+} ring;
+
+static uint64_t work_item(uint64_t x)
+{
+    for (int k = 0; k < 16; k++)
+        x = x * 0x9E3779B97F4A7C15ull + 7;
+    return x;
+}
+
+static void *prodcons_worker(void *arg)
+{
+    struct part *p = arg;
+    long n = p->steps;
+    uint64_t acc = 0;
+    pthread_barrier_wait(&start);
+    double t0 = now_ns();
+    if (THREADS == 1) {
+        for (long i = 0; i < n; i++) {
+            ring.slot[i % RING] = work_item((uint64_t)i);
+            acc += work_item(ring.slot[i % RING]);
+        }
+    } else if (p->words == 0) {
+        for (long i = 0; i < n; i++) {
+            uint64_t v = work_item((uint64_t)i);
+            while ((uint64_t)i - __atomic_load_n(&ring.tail, __ATOMIC_ACQUIRE) >= RING)
+                __builtin_ia32_pause();
+            ring.slot[i % RING] = v;
+            __atomic_store_n(&ring.head, (uint64_t)i + 1, __ATOMIC_RELEASE);
+        }
+    } else {
+        for (long i = 0; i < n; i++) {
+            while (__atomic_load_n(&ring.head, __ATOMIC_ACQUIRE) <= (uint64_t)i)
+                __builtin_ia32_pause();
+            uint64_t v = ring.slot[i % RING];
+            __atomic_store_n(&ring.tail, (uint64_t)i + 1, __ATOMIC_RELEASE);
+            acc += work_item(v);
+        }
+    }
+    p->out = acc;
+    p->ns = now_ns() - t0;
+    return NULL;
+}
+
 /* Thread i runs on host CPU i (modulo the CPUs there are): left to itself, the kernel often
  * starts the second thread on the first one's CPU and moves it milliseconds later. */
 static void pin(pthread_t th, int i)
@@ -441,6 +519,21 @@ static double run_threads(void *(*fn)(void *), struct part *parts, int t)
             worst = parts[i].ns;
     return worst;
 }
+
+static double region_ns;
+
+/* realcode.c's kernels run here, between the same marks as TIMED's. */
+static void time_region(void (*run)(void *), void *arg)
+{
+    ISIM_ROI_BEGIN();
+    double t0 = now_ns();
+    run(arg);
+    double t1 = now_ns();
+    ISIM_ROI_END();
+    region_ns = t1 - t0;
+}
+
+int real_kernel(const char *k, long n, size_t foot, void (*timed)(void (*)(void *), void *));
 
 int main(int argc, char **argv)
 {
@@ -549,6 +642,23 @@ int main(int argc, char **argv)
             parts[i].words = words / THREADS;
         }
         dt = run_threads(sum_worker, parts, THREADS);
+    } else if (!strcmp(k, "false-share")) {
+        struct part parts[64];
+        if (THREADS > 8) { fprintf(stderr, "false-share takes at most 8 threads\n"); return 2; }
+        for (int i = 0; i < THREADS; i++) {
+            parts[i].steps = N / THREADS;
+            parts[i].words = (size_t)i;
+        }
+        dt = run_threads(false_share_worker, parts, THREADS);
+    } else if (!strcmp(k, "prodcons")) {
+        struct part parts[64];
+        if (THREADS > 2) { fprintf(stderr, "prodcons takes 1 or 2 threads\n"); return 2; }
+        for (int i = 0; i < THREADS; i++) {
+            parts[i].steps = N;
+            parts[i].words = (size_t)i;
+        }
+        dt = run_threads(prodcons_worker, parts, THREADS);
+        out = parts[THREADS - 1].out;
     } else if (!strcmp(k, "pingpong")) {
         pthread_t tid;
         long n = N;
@@ -569,8 +679,14 @@ int main(int argc, char **argv)
         pthread_join(tid, NULL);
         dt = t1 - t0;
     } else {
-        fprintf(stderr, "unknown kernel %s\n", k);
-        return 2;
+        int r = real_kernel(k, N, FOOT, time_region);
+        if (r == 0) {
+            fprintf(stderr, "unknown kernel %s\n", k);
+            return 2;
+        }
+        if (r < 0)
+            return 2;
+        dt = region_ns;
     }
     sink += out;
     printf("ns %.0f\n", dt);

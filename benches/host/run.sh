@@ -47,9 +47,14 @@ locked=()
 [ -n "${BENCH_LOCK:-}" ] && locked=(flock "$BENCH_LOCK")
 mkdir -p "$WORK"
 "$ISIM" config check "$CONFIG" >/dev/null || die "isim rejects $CONFIG"
-gcc -O2 -g -pthread -I"$root/include" -o "$WORK/kernels" "$here/kernels.c"
+# kernels.c at -O2 in both binaries; realcode.c's plain-C kernels at -O2 and at -O0
+gcc -O2 -g -pthread -I"$root/include" -c -o "$WORK/kernels.o" "$here/kernels.c"
+gcc -O2 -g -c -o "$WORK/realcode-O2.o" "$here/realcode.c"
+gcc -O0 -g -c -o "$WORK/realcode-O0.o" "$here/realcode.c"
+gcc -pthread -o "$WORK/kernels" "$WORK/kernels.o" "$WORK/realcode-O2.o"
+gcc -pthread -o "$WORK/kernels-O0" "$WORK/kernels.o" "$WORK/realcode-O0.o"
 
-# name | kernel arguments (N [FOOTPRINT] [THREADS]) | group
+# name | kernel arguments (N [FOOTPRINT] [THREADS]) | group [| O0: the -O0 build]
 KERNELS=(
     "add-chain|add-chain 1000000|cpi"
     "add-indep|add-indep 1000000|cpi"
@@ -79,10 +84,36 @@ KERNELS=(
     "locked-chase-64m|locked-chase 100000 67108864|cpi"
     "stream-sum-64m|stream-sum 1 67108864|cpi"
     "triad-16m|triad 1 16777216|cpi"
+    "hist|hist 16 65536|cpi"
+    "hist-O0|hist 16 65536|cpi|O0"
+    "alias-sum|alias-sum 256 32768|cpi"
+    "alias-sum-O0|alias-sum 128 32768|cpi|O0"
+    "alias-fp|alias-fp 256 32768|cpi"
+    "matmul|matmul 4 64|cpi"
+    "matmul-O0|matmul 1 64|cpi|O0"
+    "qsort|qsort 30000|cpi"
+    "qsort-O0|qsort 30000|cpi|O0"
+    "hash-8m|hash 200000 8388608|cpi"
+    "hash-8m-O0|hash 100000 8388608|cpi|O0"
+    "list-4m|list 4 4194304|cpi"
+    "list-256k|list 32 262144|cpi"
+    "list-256k-O0|list 32 262144|cpi|O0"
+    "words|words 4 262144|cpi"
+    "colsum|colsum 1 1024|cpi"
+    "transpose|transpose 1 1024|cpi"
+    "stencil|stencil 8 256|cpi"
+    "stencil-O0|stencil 2 256|cpi|O0"
+    "lu|lu 1 160|cpi"
+    "fft|fft 4 16384|cpi"
+    "radix|radix 2 524288|cpi"
     "par-compute-1|par-compute 16000000 0 1|par"
     "par-compute-2|par-compute 16000000 0 2|par"
     "par-sum-1|par-sum 4 67108864 1|par"
     "par-sum-2|par-sum 4 67108864 2|par"
+    "false-share-1|false-share 2000000 0 1|par"
+    "false-share-2|false-share 2000000 0 2|par"
+    "prodcons-1|prodcons 100000 0 1|par"
+    "prodcons-2|prodcons 100000 0 2|par"
     "pingpong|pingpong 200000|native"
 )
 
@@ -91,13 +122,13 @@ KERNELS=(
 # seconds, falls on all kernels alike rather than on the few that ran during it.
 selected=()
 for spec in "${KERNELS[@]}"; do
-    IFS='|' read -r name args group <<<"$spec"
+    IFS='|' read -r name args group build <<<"$spec"
     if [ -n "$only" ] && [[ ",$only," != *",$name,"* ]]; then continue; fi
     selected+=("$spec")
 done
 declare -A sim times
 for spec in "${selected[@]}"; do
-    IFS='|' read -r name args group <<<"$spec"
+    IFS='|' read -r name args group build <<<"$spec"
     sim[$name]="0 0"
     [ "$group" = native ] && continue
     if [ "$native_only" = 1 ]; then
@@ -106,7 +137,7 @@ for spec in "${selected[@]}"; do
         echo "== $name: trace and simulate" >&2
         # shellcheck disable=SC2086
         ISIM_TRACER_DIR="${ISIM_TRACER_DIR:-$(dirname "$ISIM")}" "$ISIM" trace --roi markers \
-            -o "$WORK/$name.itrace" -- "$WORK/kernels" $args >"$WORK/$name.trace.log" 2>&1 \
+            -o "$WORK/$name.itrace" -- "$WORK/kernels${build:+-$build}" $args >"$WORK/$name.trace.log" 2>&1 \
             || die "isim trace failed on $name: see $WORK/$name.trace.log"
         "$ISIM" run -c "$CONFIG" --trace "$WORK/$name.itrace" -o "$WORK/$name.run" \
             >"$WORK/$name.run.log" 2>&1 || die "isim run failed on $name: see $WORK/$name.run.log"
@@ -119,15 +150,15 @@ done
 for r in $(seq "$reps"); do
     echo "== native round $r of $reps" >&2
     for spec in "${selected[@]}"; do
-        IFS='|' read -r name args group <<<"$spec"
+        IFS='|' read -r name args group build <<<"$spec"
         # shellcheck disable=SC2086
-        out=$("${locked[@]}" "$WORK/kernels" $args) || die "$name failed natively"
+        out=$("${locked[@]}" "$WORK/kernels${build:+-$build}" $args) || die "$name failed natively"
         times[$name]="${times[$name]:-} ${out#ns }"
     done
 done
 : >"$WORK/measurements.tsv"
 for spec in "${selected[@]}"; do
-    IFS='|' read -r name args group <<<"$spec"
+    IFS='|' read -r name args group build <<<"$spec"
     read -r sim_cycles sim_instr <<<"${sim[$name]}"
     printf '%s\t%s\t%s\t%s\t%s\t%s\n' "$name" "$group" "$args" "$sim_cycles" "$sim_instr" "${times[$name]# }" \
         >>"$WORK/measurements.tsv"

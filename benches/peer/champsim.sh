@@ -82,8 +82,8 @@ elapsed() { "$PYTHON" -c "import sys; print(f'{float(sys.argv[2]) - float(sys.ar
 
 echo "== traces (scale $scale) in $WORK" >&2
 gen_args=("$WORK" --scale "$scale")
-# --only may name programs (prog-*) too; the generator is given only its own names.
-gen_only="$(tr ',' '\n' <<<"$only" | grep -v '^prog-' | paste -sd, - || true)"
+# --only may name programs (prog-*, real-*) too; the generator is given only its own names.
+gen_only="$(tr ',' '\n' <<<"$only" | grep -vE '^(prog|real)-' | paste -sd, - || true)"
 if [ -n "$only" ] && [ -z "$gen_only" ]; then
     [ -f "$WORK/manifest.json" ] || echo "[]" >"$WORK/manifest.json"
 else
@@ -94,12 +94,20 @@ fi
 # Real programs: examples traced under QEMU with `isim trace` (one thread, all of main),
 # exported with `isim export champsim`, then run through both simulators like the synthetic
 # traces (isim re-imports the exported file, so both read the same records).
-# name|source|arguments; sizes are fixed (--scale does not change them): 3-7 M instructions,
-# ChampSim's minutes.
+# name|source|arguments; sizes are fixed (--scale does not change them): 1-7 M instructions,
+# ChampSim's minutes. A source `host-O2` or `host-O0` is the host oracle's kernels program
+# (benches/host/kernels.c, with realcode.c built at that level; the arguments name the
+# kernel): its region-of-interest markers bound the kernel, so only the kernel is exported.
 PROGRAMS=(
     "prog-loop|loop.c|300000"
     "prog-lu|blocked_lu.c|-t 1 -n 128 -b 16"
     "prog-owner|owner_barrier.c|-t 1 -n 100"
+    "real-slot|host-O2|fp-slot 400000"
+    "real-hist|host-O2|hist 16 65536"
+    "real-matmul-O0|host-O0|matmul 1 64"
+    "real-qsort|host-O2|qsort 30000"
+    "real-hash|host-O2|hash 100000 8388608"
+    "real-list|host-O2|list 4 4194304"
 )
 : >"$WORK/programs.tsv"
 if [ "$programs" = 1 ]; then
@@ -110,10 +118,20 @@ if [ "$programs" = 1 ]; then
         if [ -n "$only" ] && [[ ",$only," != *",$name,"* ]]; then continue; fi
         exe="$WORK/$name.bin"
         out="$WORK/$name.champsim.xz"
-        key="$(cat "$here/../../examples/c/$src" "$isim" | sha256sum | cut -c1-16) $args"
+        case "$src" in
+            host-O2|host-O0) srcs=("$here/../host/kernels.c" "$here/../host/realcode.c"); what="benches/host/kernels ($src) $args" ;;
+            *) srcs=("$here/../../examples/c/$src"); what="examples/c/$src $args" ;;
+        esac
+        key="$(cat "${srcs[@]}" "$isim" | sha256sum | cut -c1-16) $src $args"
         if [ ! -f "$out" ] || [ ! -f "$WORK/$name.key" ] || [ "$(cat "$WORK/$name.key")" != "$key" ]; then
-            echo "== $name: trace examples/c/$src $args" >&2
-            gcc -O2 -g -pthread -I"$here/../../include" -o "$exe" "$here/../../examples/c/$src" -lm
+            echo "== $name: trace $what" >&2
+            case "$src" in
+                host-O2|host-O0)
+                    gcc -O2 -g -pthread -I"$here/../../include" -c -o "$exe.kernels.o" "$here/../host/kernels.c"
+                    gcc "-${src#host-}" -g -c -o "$exe.realcode.o" "$here/../host/realcode.c"
+                    gcc -pthread -o "$exe" "$exe.kernels.o" "$exe.realcode.o" ;;
+                *) gcc -O2 -g -pthread -I"$here/../../include" -o "$exe" "$here/../../examples/c/$src" -lm ;;
+            esac
             # shellcheck disable=SC2086
             "$isim" trace -o "$WORK/$name.orig.itrace" -- "$exe" $args >"$WORK/$name.trace.log" 2>&1 \
                 || die "isim trace failed on $name: see $WORK/$name.trace.log"
@@ -125,7 +143,7 @@ if [ "$programs" = 1 ]; then
         # the export's own count: "wrote FILE: thread 0, N instructions (...)"
         n=$(sed -n 's/^wrote .*: thread 0, \([0-9]*\) instructions.*/\1/p' "$WORK/$name.export.log")
         [ -n "$n" ] || die "no instruction count in $WORK/$name.export.log"
-        printf '%s\t%s\t%s\t%s\n' "$name" "$n" "$(basename "$out")" "examples/c/$src $args (thread 0, all of main)" >>"$WORK/programs.tsv"
+        printf '%s\t%s\t%s\t%s\n' "$name" "$n" "$(basename "$out")" "$what (thread 0, its region of interest or all of main)" >>"$WORK/programs.tsv"
     done
 fi
 
