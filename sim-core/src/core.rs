@@ -14,7 +14,9 @@
 //! registers are ready, when the trace tells them apart (`StaticInst::addr_srcs`: a
 //! load-op instruction's load micro-op does not wait for the other operand), and the
 //! operation completes one cycle after its last other operand if that is later than the
-//! load's data. It completes after its latency (loads:
+//! load's data; an operation that takes several cycles (the decoder keeps the class of a
+//! multiply, divide or floating-point operation on a loaded value: `addsd xmm0, [rax]`)
+//! takes its latency after the later of the two. It completes after its latency (loads:
 //! the memory model's latency, or later when the load reads bytes an older store wrote: the
 //! store's data plus `[core.store_forward]`, a dependence through memory; a long-latency
 //! load needs one of `outstanding_loads` miss slots, unless it merges into a miss in flight
@@ -967,6 +969,14 @@ impl Core {
             OpClass::FpAdd | OpClass::FpMul | OpClass::FpDiv => Component::DependFp,
             _ => Component::DependInt,
         };
+        // The operation's own latency and component when a load-op instruction keeps its
+        // operation's class (the decoder's rule: a multi-cycle operation on a loaded value).
+        let (op_lat, op_comp) = match s.class {
+            OpClass::IntMul | OpClass::IntDiv | OpClass::FpAdd | OpClass::FpMul | OpClass::FpDiv => {
+                (lat, comp)
+            }
+            _ => (0.0, comp),
+        };
         // A load's latency: its address translation (0 without a TLB), then the memory's.
         let mut served = None;
         let mut tlb_share = 0.0f64;
@@ -1048,7 +1058,17 @@ impl Core {
                 self.mem_done = fmax(self.mem_done, at.max(ready) + pen + o.latency as f64);
             }
         }
-        let mut complete = if served.is_some() && s.flags & HAS_OTHER != 0 {
+        let mut complete = if served.is_some() && op_lat > 0.0 {
+            // A load-op instruction whose operation takes several cycles (`addsd xmm0,
+            // [rax]`): the operation starts when both the loaded value and its other operands
+            // are there and takes its own latency; whichever came last is what it waited for.
+            let data = issue + lat;
+            if ready > data {
+                comp = op_comp;
+                tlb_share = 0.0;
+            }
+            fmax(data, ready) + op_lat
+        } else if served.is_some() && s.flags & HAS_OTHER != 0 {
             // The load's data, or the operation one cycle after its last other operand.
             fmax(issue + lat, ready + 1.0)
         } else {

@@ -110,12 +110,26 @@ fn class_of(ins: &Instruction, reads_mem: bool, writes_mem: bool) -> OpClass {
     {
         return OpClass::Serializing;
     }
+    let op = op_class(m);
     if reads_mem {
-        return OpClass::Load;
+        // A load-op instruction whose operation takes several cycles (`addsd xmm0, [rax]`,
+        // `imul rax, [rdi]`) keeps its operation's class: the core times its load, then the
+        // operation after the loaded value and the other operands. A one-cycle operation on a
+        // loaded value (`add rax, [rdi]`, a compare) is a load, as a plain move is: its cycle
+        // is within the caches' load-to-use latency as the configs measure it.
+        return match op {
+            OpClass::IntMul | OpClass::IntDiv | OpClass::FpAdd | OpClass::FpMul | OpClass::FpDiv => op,
+            _ => OpClass::Load,
+        };
     }
     if writes_mem {
         return OpClass::Store;
     }
+    op
+}
+
+/// The class of an instruction's operation, from its mnemonic (memory aside).
+fn op_class(m: Mnemonic) -> OpClass {
     let name = format!("{m:?}").to_ascii_lowercase();
     let name = name.strip_prefix('v').unwrap_or(&name);
     let fp_suffix = ["ss", "sd", "ps", "pd", "sh", "ph"]
@@ -308,6 +322,15 @@ mod tests {
         assert!(d.srcs.contains(&32) && d.srcs.contains(&33) && d.dsts.contains(&32));
         assert_eq!(dec(0, &[0xf2, 0x0f, 0x58, 0xc1]).class, OpClass::FpAdd);
         assert_eq!(dec(0, &[0xf2, 0x0f, 0x5e, 0xc1]).class, OpClass::FpDiv);
+        // A load-op instruction keeps a multi-cycle operation's class: addsd xmm0, [rsi];
+        // mulsd xmm0, [rsi]; imul rax, [rdi]; divsd xmm0, [rsi]. A one-cycle one is a load:
+        // add rax, [rdi]; and so is a move: movsd xmm0, [rdi].
+        assert_eq!(dec(0, &[0xf2, 0x0f, 0x58, 0x06]).class, OpClass::FpAdd);
+        assert_eq!(dec(0, &[0xf2, 0x0f, 0x59, 0x06]).class, OpClass::FpMul);
+        assert_eq!(dec(0, &[0x48, 0x0f, 0xaf, 0x07]).class, OpClass::IntMul);
+        assert_eq!(dec(0, &[0xf2, 0x0f, 0x5e, 0x06]).class, OpClass::FpDiv);
+        assert_eq!(dec(0, &[0x48, 0x03, 0x07]).class, OpClass::Load);
+        assert_eq!(dec(0, &[0xf2, 0x0f, 0x10, 0x07]).class, OpClass::Load);
         // vmovdqu ymm0, [rdi]: a 32-byte load
         let d = dec(0, &[0xc5, 0xfe, 0x6f, 0x07]);
         assert_eq!((d.class, d.widest_mem), (OpClass::Load, 32));
