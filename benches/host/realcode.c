@@ -12,6 +12,8 @@
  *   alias-sum  s->sum += a[i]; s->sq += a[i] * a[i] through a pointer that may alias the
  *              array (the compiler keeps both in memory): integer, FOOTPRINT bytes, N passes
  *   alias-fp   the same in double precision
+ *   reduce     t += a[i] over FOOTPRINT bytes of doubles, N passes: a floating-point sum whose
+ *              adds take their operand from memory (addsd with a memory source, at -O2)
  *   matmul     naive c[i][j] += a[i][k] * b[k][j], n = FOOTPRINT, N times
  *   qsort      libc qsort of N random ints (a comparison function per call)
  *   hash       open-addressing hash table (linear probing) of FOOTPRINT bytes: N inserts, then
@@ -67,6 +69,15 @@ static void alias_fp(struct accf *s, const double *a, size_t n, long passes)
             s->sum += a[i];
             s->sq += a[i] * a[i];
         }
+}
+
+static double reduce(const double *a, size_t n, long passes)
+{
+    double t = 0;
+    for (long p = 0; p < passes; p++)
+        for (size_t i = 0; i < n; i++)
+            t += a[i];
+    return t;
 }
 
 static void matmul(double *c, const double *a, const double *b, size_t n)
@@ -299,6 +310,8 @@ static void run_job(void *arg)
         alias_sum(j->p[1], j->p[0], j->m, n);
     } else if (!strcmp(k, "alias-fp")) {
         alias_fp(j->p[1], j->p[0], j->m, n);
+    } else if (!strcmp(k, "reduce")) {
+        sink += (uint64_t)reduce(j->p[0], j->m, n);
     } else if (!strcmp(k, "matmul")) {
         for (long r = 0; r < n; r++)
             matmul(j->p[2], j->p[0], j->p[1], j->m);
@@ -341,7 +354,7 @@ static void run_job(void *arg)
     }
 }
 
-static const char *const names[] = {"hist", "alias-sum", "alias-fp", "matmul", "qsort", "hash", "list",
+static const char *const names[] = {"hist", "alias-sum", "alias-fp", "reduce", "matmul", "qsort", "hash", "list",
                                     "words", "colsum", "transpose", "stencil", "lu", "fft", "radix"};
 
 int real_kernel(const char *k, long n, size_t foot, void (*timed)(void (*)(void *), void *))
@@ -363,6 +376,13 @@ int real_kernel(const char *k, long n, size_t foot, void (*timed)(void (*)(void 
         j.p[1] = big_alloc(256 * sizeof(uint32_t));
         if (!strcmp(k, "hist"))
             hist(j.p[0], foot, j.p[1], 1);
+    } else if (!strcmp(k, "reduce")) {
+        j.m = foot / 8;
+        if (j.m == 0) {
+            fprintf(stderr, "reduce needs FOOTPRINT >= 8\n");
+            return -1;
+        }
+        j.p[0] = rand_doubles(j.m);
     } else if (!strcmp(k, "alias-sum") || !strcmp(k, "alias-fp")) {
         j.m = foot / 8;
         if (j.m == 0) {

@@ -89,6 +89,8 @@ KERNELS=(
     "alias-sum|alias-sum 256 32768|cpi"
     "alias-sum-O0|alias-sum 128 32768|cpi|O0"
     "alias-fp|alias-fp 256 32768|cpi"
+    "reduce|reduce 256 16384|cpi"
+    "reduce-O0|reduce 128 16384|cpi|O0"
     "matmul|matmul 4 64|cpi"
     "matmul-O0|matmul 1 64|cpi|O0"
     "qsort|qsort 30000|cpi"
