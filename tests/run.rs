@@ -620,7 +620,9 @@ fn an_operation_on_a_loaded_value_takes_its_own_latency() {
         (OpClass::IntMul, lat.int_mul, Component::DependInt),
         (OpClass::Load, 1, Component::Base),
     ] {
-        let p = dir.path().join(format!("reduction-{}.itrace", class.name()));
+        let p = dir
+            .path()
+            .join(format!("reduction-{}.itrace", class.name()));
         reduction_trace(&p, n, class);
         let trace = Trace::open(&p).unwrap();
         let (r, _) = Engine::new(&trace, &cfg, ()).unwrap().run(|_| {}).unwrap();
@@ -642,7 +644,11 @@ fn an_operation_on_a_loaded_value_takes_its_own_latency() {
             class.name()
         );
         let share = stack.get(dep) / stack.total();
-        assert!(share >= 0.99, "{}: {dep:?} {share:.3} of the cycles", class.name());
+        assert!(
+            share >= 0.99,
+            "{}: {dep:?} {share:.3} of the cycles",
+            class.name()
+        );
     }
 }
 

@@ -118,7 +118,11 @@ fn class_of(ins: &Instruction, reads_mem: bool, writes_mem: bool) -> OpClass {
         // loaded value (`add rax, [rdi]`, a compare) is a load, as a plain move is: its cycle
         // is within the caches' load-to-use latency as the configs measure it.
         return match op {
-            OpClass::IntMul | OpClass::IntDiv | OpClass::FpAdd | OpClass::FpMul | OpClass::FpDiv => op,
+            OpClass::IntMul
+            | OpClass::IntDiv
+            | OpClass::FpAdd
+            | OpClass::FpMul
+            | OpClass::FpDiv => op,
             _ => OpClass::Load,
         };
     }
