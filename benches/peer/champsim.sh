@@ -97,7 +97,8 @@ fi
 # name|source|arguments; sizes are fixed (--scale does not change them): 1-7 M instructions,
 # ChampSim's minutes. A source `host-O2` or `host-O0` is the host oracle's kernels program
 # (benches/host/kernels.c, with realcode.c built at that level; the arguments name the
-# kernel): its region-of-interest markers bound the kernel, so only the kernel is exported.
+# kernel), traced with `--roi markers`: its markers bound the kernel, and only the kernel is
+# exported (its data set up before, in neither simulator).
 PROGRAMS=(
     "prog-loop|loop.c|300000"
     "prog-lu|blocked_lu.c|-t 1 -n 128 -b 16"
@@ -133,7 +134,9 @@ if [ "$programs" = 1 ]; then
                 *) gcc -O2 -g -pthread -I"$here/../../include" -o "$exe" "$here/../../examples/c/$src" -lm ;;
             esac
             # shellcheck disable=SC2086
-            "$isim" trace -o "$WORK/$name.orig.itrace" -- "$exe" $args >"$WORK/$name.trace.log" 2>&1 \
+            # the kernels program marks its kernel (--roi markers); the examples are all of main
+            roi=(); case "$src" in host-*) roi=(--roi markers) ;; esac
+            "$isim" trace "${roi[@]}" -o "$WORK/$name.orig.itrace" -- "$exe" $args >"$WORK/$name.trace.log" 2>&1 \
                 || die "isim trace failed on $name: see $WORK/$name.trace.log"
             "$isim" export champsim "$WORK/$name.orig.itrace" --thread 0 --roi -o "$out.tmp.xz" \
                 >"$WORK/$name.export.log" 2>&1 || die "isim export failed on $name: see $WORK/$name.export.log"
