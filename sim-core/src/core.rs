@@ -970,14 +970,11 @@ impl Core {
             _ => Component::DependInt,
         };
         // The operation's own latency and component when a load-op instruction keeps its
-        // operation's class (the decoder's rule: a multi-cycle operation on a loaded value).
-        let (op_lat, op_comp) = match s.class {
-            OpClass::IntMul
-            | OpClass::IntDiv
-            | OpClass::FpAdd
-            | OpClass::FpMul
-            | OpClass::FpDiv => (lat, comp),
-            _ => (0.0, comp),
+        // operation's class (`OpClass::operates_after_load`).
+        let (op_lat, op_comp) = if s.class.operates_after_load() {
+            (lat, comp)
+        } else {
+            (0.0, comp)
         };
         // A load's latency: its address translation (0 without a TLB), then the memory's.
         let mut served = None;

@@ -87,6 +87,18 @@ impl OpClass {
     pub fn from_code(code: u8) -> Option<OpClass> {
         OpClass::from_index(code as usize)
     }
+
+    /// Whether an instruction of this class that reads memory is a load-op instruction whose
+    /// operation takes several cycles after the loaded value (`addsd xmm0, [rax]`, `imul rax,
+    /// [rdi]`): the decoder keeps such an operation's class, calling other memory readers
+    /// loads (a one-cycle operation's cycle is within the load-to-use latency), and the core
+    /// times the operation's latency after the load.
+    pub fn operates_after_load(self) -> bool {
+        matches!(
+            self,
+            OpClass::IntMul | OpClass::IntDiv | OpClass::FpAdd | OpClass::FpMul | OpClass::FpDiv
+        )
+    }
 }
 
 /// How a static instruction changes control flow. This, not the op class, decides how the

@@ -117,13 +117,10 @@ fn class_of(ins: &Instruction, reads_mem: bool, writes_mem: bool) -> OpClass {
         // operation after the loaded value and the other operands. A one-cycle operation on a
         // loaded value (`add rax, [rdi]`, a compare) is a load, as a plain move is: its cycle
         // is within the caches' load-to-use latency as the configs measure it.
-        return match op {
-            OpClass::IntMul
-            | OpClass::IntDiv
-            | OpClass::FpAdd
-            | OpClass::FpMul
-            | OpClass::FpDiv => op,
-            _ => OpClass::Load,
+        return if op.operates_after_load() {
+            op
+        } else {
+            OpClass::Load
         };
     }
     if writes_mem {
