@@ -22,7 +22,8 @@
 //! store of the new value to `A` by another thread, the first one after `W` last saw the old
 //! value there (or, if there is none, the last one before), in sequence order: the load's own
 //! sequence number does not bound it, since a store's callback can take its number after the
-//! load that read it took its own. The instructions after the run's first look, up to the
+//! load that read it took its own, but only with nothing else of the storer's numbered in
+//! between (the store itself came first). The instructions after the run's first look, up to the
 //! last load, are left out and `W` waits there for that store ([`find`]); futex waits among
 //! them go too (whether the waiter slept was the host's doing). A change found at the first
 //! look, with no spin, is a dependence all the same (the host happened to run the storer
@@ -689,8 +690,8 @@ pub struct SpinWaits {
 ///
 /// Each change is matched to the store it read: the first recorded store of its value there, by
 /// another thread, after the thread last saw the old value (the load's own sequence number does not
-/// bound it: the store's callback may have taken its number after the load's); if none, the last
-/// one before the load. **A barrier**: an address some thread spun on, whose stores, each with the
+/// bound it: the store's callback may have taken its number after the load's, when its thread
+/// numbered nothing between the two); if none, the last one before the load. **A barrier**: an address some thread spun on, whose stores, each with the
 /// threads whose changes read it, form episodes of which at least two, and at least half, are
 /// complete: the whole team (`n ≥ 2` threads: every thread of any episode) took part once, the
 /// store was an arrival ([`Store::arrival`]: the storer had just arrived, it did not hand something
@@ -752,6 +753,34 @@ pub fn find(
     let spun_on = spun_on(changes);
     // Each change's store, if found: (store's seq, its thread, its position).
     let mut read: Vec<Vec<Option<(u64, u32, u64)>>> = Vec::with_capacity(changes.len());
+    // Per thread, the sequence numbers of its recorded stores and atomic instructions, in
+    // order: a store numbered after a load can have been read by it only if its thread
+    // recorded nothing between the two (see `raced`).
+    let numbered: Vec<Vec<u64>> = stores
+        .iter()
+        .zip(rmw.iter().map(Some).chain(std::iter::repeat(None)))
+        .map(|(ss, rs)| {
+            let mut v: Vec<u64> = ss
+                .iter()
+                .chain(rs.into_iter().flatten())
+                .map(|s| s.seq)
+                .collect();
+            v.sort_unstable();
+            v
+        })
+        .collect();
+    // A store numbered after the load that read its value: its callback took its number
+    // after the load's, the store itself having come first. Between a store and its callback
+    // its thread runs nothing, so nothing else of that thread is numbered between the load and
+    // the store; a store with something between came after the look (the value it read was an
+    // earlier store's, of the same value), and waiting for it can close a cycle the replay has
+    // to break (16 workers each taking a recursive mutex, each looking at its owner field
+    // first: each look matched to another worker's later unlock).
+    let raced = |load: u64, s: &(u64, u32, u64)| {
+        let v = &numbered[s.1 as usize];
+        let k = v.partition_point(|&q| q <= load);
+        v.get(k).is_none_or(|&q| q >= s.0)
+    };
     // Per address, per store read (by sequence number): its thread and position, and the
     // changes that read it (thread, index).
     let mut episodes: HashMap<u64, Readers> = HashMap::new();
@@ -779,6 +808,7 @@ pub fn find(
             } else {
                 others
                     .get(i)
+                    .filter(|s| s.0 < c.seq || raced(c.seq, s))
                     .or_else(|| j.checked_sub(1).and_then(|k| others.get(k)))
             }
             .map(|&&s| s);
@@ -1332,6 +1362,64 @@ mod tests {
                 ..first
             }
         );
+    }
+
+    /// A first look at a word other threads store the same value to again and again (a
+    /// recursive mutex's owner field, 0 at every unlock) reads the last such store before it,
+    /// not the next one: that store, numbered after the look, came after it unless its thread
+    /// recorded nothing in between (their callbacks raced). Sixteen rayon workers each looking
+    /// at the owner field before taking the mutex, each look matched to another worker's
+    /// later unlock, made waits in a cycle the replay had to force (30 in one trace).
+    #[test]
+    fn a_first_look_waits_for_a_later_store_only_when_their_numbers_raced() {
+        let look = Change {
+            first: true,
+            clean: false,
+            ..Change::clean_spin(A, 40, 40, 0, 20, 3)
+        };
+        // Thread 2 spins on A, so A is a word threads wait on.
+        let changes = vec![
+            vec![],
+            vec![look],
+            vec![Change::clean_spin(A, 5, 9, 0, 8, 6)],
+        ];
+        let store = |at, seq| Store {
+            at,
+            addr: A,
+            value: 0,
+            seq,
+            arrival: false,
+        };
+        let stores = vec![vec![store(100, 2)], vec![], vec![], vec![store(300, 30)]];
+        let changes = [changes, vec![vec![]]].concat();
+        let lock = |seq| Store {
+            at: 290,
+            addr: A - 8,
+            value: 1,
+            seq,
+            arrival: false,
+        };
+        // Thread 3 took the mutex (an atomic numbered 25) between the look and its store.
+        let rmw = vec![vec![], vec![], vec![], vec![lock(25)]];
+        let w = find(&changes, &stores, &rmw, &HashSet::new(), &[]);
+        let sources: Vec<_> = w
+            .deps
+            .iter()
+            .filter(|d| d.waiter == 1)
+            .map(|d| d.sources.clone())
+            .collect();
+        assert_eq!(sources, vec![vec![(0, 101, 2)]]);
+        // Nothing of thread 3's numbered between the look (20) and its store (30): the store
+        // came first, its callback later.
+        let rmw = vec![vec![], vec![], vec![], vec![lock(31)]];
+        let w = find(&changes, &stores, &rmw, &HashSet::new(), &[]);
+        let sources: Vec<_> = w
+            .deps
+            .iter()
+            .filter(|d| d.waiter == 1)
+            .map(|d| d.sources.clone())
+            .collect();
+        assert_eq!(sources, vec![vec![(3, 301, 30)]]);
     }
 
     /// The wait is for the first store of the value read, by another thread, after the
