@@ -1399,27 +1399,21 @@ mod tests {
             seq,
             arrival: false,
         };
-        // Thread 3 took the mutex (an atomic numbered 25) between the look and its store.
-        let rmw = vec![vec![], vec![], vec![], vec![lock(25)]];
-        let w = find(&changes, &stores, &rmw, &HashSet::new(), &[]);
-        let sources: Vec<_> = w
-            .deps
-            .iter()
-            .filter(|d| d.waiter == 1)
-            .map(|d| d.sources.clone())
-            .collect();
-        assert_eq!(sources, vec![vec![(0, 101, 2)]]);
-        // Nothing of thread 3's numbered between the look (20) and its store (30): the store
-        // came first, its callback later.
-        let rmw = vec![vec![], vec![], vec![], vec![lock(31)]];
-        let w = find(&changes, &stores, &rmw, &HashSet::new(), &[]);
-        let sources: Vec<_> = w
-            .deps
-            .iter()
-            .filter(|d| d.waiter == 1)
-            .map(|d| d.sources.clone())
-            .collect();
-        assert_eq!(sources, vec![vec![(3, 301, 30)]]);
+        // The sources of thread 1's wait when thread 3 took the mutex (an atomic) at `seq`.
+        let sources = |seq| {
+            let rmw = vec![vec![], vec![], vec![], vec![lock(seq)]];
+            let w = find(&changes, &stores, &rmw, &HashSet::new(), &[]);
+            w.deps
+                .iter()
+                .filter(|d| d.waiter == 1)
+                .map(|d| d.sources.clone())
+                .collect::<Vec<_>>()
+        };
+        // Between the look (20) and its store (30): the look read thread 0's earlier store.
+        assert_eq!(sources(25), vec![vec![(0, 101, 2)]]);
+        // Nothing of thread 3's numbered between the look and its store: the store came
+        // first, its callback later.
+        assert_eq!(sources(31), vec![vec![(3, 301, 30)]]);
     }
 
     /// The wait is for the first store of the value read, by another thread, after the
