@@ -2398,6 +2398,40 @@ impl<'t, O: Observer> Engine<'t, O> {
                 return self.futex_step(tid, addr, order, FutexStep::Cas { marks }, now + half);
             }
         }
+        let here = self.threads[tid as usize].core.id();
+        if step.is_none()
+            && timed
+            && m.owner.is_none()
+            && m.pending.is_none()
+            && m.free_at <= now
+            && !m.plain
+            && !m.spin.spins()
+            && m.line.is_some_and(|l| l != here)
+        {
+            // A first compare-and-swap on a free lock whose line is at another core (glibc's
+            // mutex, which does not spin): nothing is taken until the request gets to the
+            // line, and a thread asking meanwhile with the line nearer (the releaser asking
+            // again) takes it first ([`Engine::settle`]). Before, the lock was taken at the
+            // request, and every compare-and-swap in the half transfer after it found it
+            // held: a window a transfer wide in which two threads' attempts collided, where
+            // the hardware's is the few cycles a holder keeps the lock (`lock_counter -w 50`
+            // on `host-zen3.toml`: one acquisition in six through a futex wait above a
+            // 115-cycle transfer, none below).
+            let (line, free_at) = (m.line, m.free_at);
+            let half = self.move_cost(line.unwrap_or(here), here) / 2.0;
+            let m = self.mutexes.entry(addr).or_default();
+            m.pending = Some(CasInFlight {
+                tid,
+                asked: now,
+                arrives: now + half,
+                freed: free_at,
+                ready: now + 2.0 * half,
+                marks: false,
+            });
+            let step = FutexStep::Cas { marks: false };
+            return self.futex_step(tid, addr, order, step, now + half);
+        }
+        let m = self.mutexes.entry(addr).or_default();
         if m.owner.is_none() {
             // Free (at the latest once its last release, done earlier in engine order though
             // later in simulated time, is done): taken, whoever else waits for it. A thread
@@ -2478,6 +2512,16 @@ impl<'t, O: Observer> Engine<'t, O> {
             if m.spin.again && !m.contended && spin > 0.0 {
                 let until = now + spin_budget(spin, m.spin);
                 return self.spin_on(tid, addr, order, now, until, marks);
+            }
+            if !marks && !m.spin.spins() {
+                // glibc's first compare-and-swap, overtaken on its way: it failed with the
+                // line now here, and the exchange that follows fetches the line from the
+                // holder's core, taking the lock if the holder let go before it got there,
+                // else marking it and calling futex wait, as a failed attempt does.
+                let holder = m.owner.map_or(0, |o| self.threads[o as usize].core.id());
+                let moved = self.move_cost(holder, here);
+                self.touch(tid, addr, now);
+                return self.futex_step(tid, addr, order, FutexStep::Attempt, now + moved);
             }
         } else if m.plain || (m.spin.spins() && !m.contended && spin > 0.0) {
             // A spinning lock watches a word held but not marked (a load and a pause at a
