@@ -2382,20 +2382,8 @@ impl<'t, O: Observer> Engine<'t, O> {
         if let (None, Some(FutexStep::Look { marks, .. })) = (m.owner, step) {
             // The look's load found the word free: its compare-and-swap sets out for the
             // line, which a thread asking before it arrives takes first.
-            let (line, free_at) = (m.line, m.free_at);
             if timed {
-                let here = self.threads[tid as usize].core.id();
-                let half = self.move_cost(line.unwrap_or(here), here) / 2.0;
-                let m = self.mutexes.entry(addr).or_default();
-                m.pending = Some(CasInFlight {
-                    tid,
-                    asked: now,
-                    arrives: now + half,
-                    freed: free_at,
-                    ready: now + 2.0 * half,
-                    marks,
-                });
-                return self.futex_step(tid, addr, order, FutexStep::Cas { marks }, now + half);
+                return self.send_cas(tid, addr, order, now, marks);
             }
         }
         let here = self.threads[tid as usize].core.id();
@@ -2417,19 +2405,7 @@ impl<'t, O: Observer> Engine<'t, O> {
             // the hardware's is the few cycles a holder keeps the lock (`lock_counter -w 50`
             // on `host-zen3.toml`: one acquisition in six through a futex wait above a
             // 115-cycle transfer, none below).
-            let (line, free_at) = (m.line, m.free_at);
-            let half = self.move_cost(line.unwrap_or(here), here) / 2.0;
-            let m = self.mutexes.entry(addr).or_default();
-            m.pending = Some(CasInFlight {
-                tid,
-                asked: now,
-                arrives: now + half,
-                freed: free_at,
-                ready: now + 2.0 * half,
-                marks: false,
-            });
-            let step = FutexStep::Cas { marks: false };
-            return self.futex_step(tid, addr, order, step, now + half);
+            return self.send_cas(tid, addr, order, now, false);
         }
         let m = self.mutexes.entry(addr).or_default();
         if m.owner.is_none() {
@@ -2547,6 +2523,26 @@ impl<'t, O: Observer> Engine<'t, O> {
         self.sync.futex_waits += 1;
         let wait = wait * self.jitter(tid);
         self.futex_step(tid, addr, order, FutexStep::Check { epoch }, now + wait);
+    }
+
+    /// [`LockModel::Futex`]: thread `tid`'s compare-and-swap on free mutex `addr` sets out at
+    /// `now` for the word's line, taking the lock when it gets there unless a thread asking
+    /// before then takes it first ([`CasInFlight`], [`Engine::settle`]); `marks`: it marks
+    /// the word contended (an exchange after a futex wait).
+    fn send_cas(&mut self, tid: u32, addr: u64, order: Order, now: f64, marks: bool) {
+        let here = self.threads[tid as usize].core.id();
+        let m = self.mutexes.entry(addr).or_default();
+        let (line, free_at) = (m.line, m.free_at);
+        let half = self.move_cost(line.unwrap_or(here), here) / 2.0;
+        self.mutexes.entry(addr).or_default().pending = Some(CasInFlight {
+            tid,
+            asked: now,
+            arrives: now + half,
+            freed: free_at,
+            ready: now + 2.0 * half,
+            marks,
+        });
+        self.futex_step(tid, addr, order, FutexStep::Cas { marks }, now + half);
     }
 
     /// [`LockModel::Futex`]: thread `tid` asks for mutex `addr` at `now` while another thread's
