@@ -2444,18 +2444,7 @@ impl<'t, O: Observer> Engine<'t, O> {
             // Held: the compare-and-swap fails once the word's line has come from the
             // holder's core, unless the holder lets go before it gets there: the release
             // decides ([`Engine::unlock`]), the request meanwhile on its way.
-            let holder = m.owner.map_or(0, |o| self.threads[o as usize].core.id());
-            let moved = if self.timed() {
-                self.move_cost(holder, self.threads[tid as usize].core.id())
-            } else {
-                0.0
-            };
-            self.touch(tid, addr, now);
-            if !self.timed() {
-                self.set_active(tid, now, false);
-            }
-            self.futex_step(tid, addr, order, FutexStep::Attempt, now + moved);
-            return;
+            return self.attempt_held(tid, addr, order, now);
         }
         if let Some(FutexStep::Look { until, marks, read }) = step {
             // Taken by another thread before this spinner's look came back: the look's load
@@ -2494,10 +2483,7 @@ impl<'t, O: Observer> Engine<'t, O> {
                 // line now here, and the exchange that follows fetches the line from the
                 // holder's core, taking the lock if the holder let go before it got there,
                 // else marking it and calling futex wait, as a failed attempt does.
-                let holder = m.owner.map_or(0, |o| self.threads[o as usize].core.id());
-                let moved = self.move_cost(holder, here);
-                self.touch(tid, addr, now);
-                return self.futex_step(tid, addr, order, FutexStep::Attempt, now + moved);
+                return self.attempt_held(tid, addr, order, now);
             }
         } else if m.plain || (m.spin.spins() && !m.contended && spin > 0.0) {
             // A spinning lock watches a word held but not marked (a load and a pause at a
@@ -2523,6 +2509,25 @@ impl<'t, O: Observer> Engine<'t, O> {
         self.sync.futex_waits += 1;
         let wait = wait * self.jitter(tid);
         self.futex_step(tid, addr, order, FutexStep::Check { epoch }, now + wait);
+    }
+
+    /// [`LockModel::Futex`]: thread `tid`'s attempt at `now` on mutex `addr`, held: it fails
+    /// once the word's line has come from the holder's core, unless the holder lets go
+    /// before it gets there (the release decides, [`Engine::unlock`]); the request is on its
+    /// way meanwhile.
+    fn attempt_held(&mut self, tid: u32, addr: u64, order: Order, now: f64) {
+        let owner = self.mutexes.get(&addr).and_then(|m| m.owner);
+        let holder = owner.map_or(0, |o| self.threads[o as usize].core.id());
+        let moved = if self.timed() {
+            self.move_cost(holder, self.threads[tid as usize].core.id())
+        } else {
+            0.0
+        };
+        self.touch(tid, addr, now);
+        if !self.timed() {
+            self.set_active(tid, now, false);
+        }
+        self.futex_step(tid, addr, order, FutexStep::Attempt, now + moved);
     }
 
     /// [`LockModel::Futex`]: thread `tid`'s compare-and-swap on free mutex `addr` sets out at
